@@ -1,0 +1,3 @@
+from senpi_guard.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""The user's config file: which tags to dedupe, and how to treat upstream's own dedupe."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from senpi_guard import paths
+from senpi_guard.errors import FatalError
+
+DEFAULT_TAGS = (
+    "ultrawork-mode",
+    "omo-senpi-task",
+    "omo-senpi-ulw-loop",
+    "omo-senpi-start-work",
+    "omo-fallback-architect",
+    "omo-fallback-architect-reminder",
+    "system-reminder",
+)
+UPSTREAM_MODES = ("replace", "defer")
+TAG_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,39}")
+
+
+@dataclass(frozen=True)
+class Config:
+    tags: tuple[str, ...] = DEFAULT_TAGS
+    upstream_dedupe: str = "replace"
+    verify_timeout: float = 60.0
+    rescan_interval: float = 60.0
+    quiet_period: float = 0.75
+    settle_timeout: float = 30.0
+    source: Path | None = field(default=None, compare=False)
+
+
+def config_path() -> Path:
+    override = os.environ.get("SENPI_GUARD_CONFIG")
+    return Path(override) if override else paths.config_file()
+
+
+def load(path: Path | None = None) -> Config:
+    path = path or config_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise FatalError(f"cannot read config {path}: {exc.strerror}; fix its permissions") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise FatalError(f"config {path} is not valid TOML ({exc}); fix or delete it") from exc
+    return _validate(data, path)
+
+
+def _validate(data: dict, path: Path) -> Config:
+    def bad(what: str) -> FatalError:
+        return FatalError(f"config {path}: {what}; nothing was changed")
+
+    known = {"tags", "upstream_dedupe", "verify_timeout", "rescan_interval", "quiet_period",
+             "settle_timeout"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        return_keys = ", ".join(sorted(known))
+        raise bad(f"unknown key {unknown[0]!r} (known keys: {return_keys})")
+    tags = data.get("tags", list(DEFAULT_TAGS))
+    if not isinstance(tags, list) or not tags or not all(isinstance(t, str) for t in tags):
+        raise bad("'tags' must be a non-empty list of tag names, e.g. tags = [\"ultrawork-mode\"]")
+    for tag in tags:
+        if not TAG_PATTERN.fullmatch(tag):
+            raise bad(f"tag {tag!r} is not a plain tag name (letters, digits, - _ . :; at most 40)")
+    if len(set(tags)) != len(tags):
+        raise bad("'tags' lists a tag twice")
+    mode = data.get("upstream_dedupe", "replace")
+    if mode not in UPSTREAM_MODES:
+        raise bad(f"'upstream_dedupe' is {mode!r}; use \"replace\" or \"defer\"")
+    numbers = {}
+    for key, low, high in (("verify_timeout", 0.01, 3600), ("rescan_interval", 1, 86400),
+                           ("quiet_period", 0.05, 60), ("settle_timeout", 0.5, 3600)):
+        value = data.get(key, getattr(Config, key))
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise bad(f"'{key}' must be a number from {low} to {high}, got {value!r}")
+        numbers[key] = float(value)
+    return Config(tags=tuple(tags), upstream_dedupe=mode, source=path, **numbers)

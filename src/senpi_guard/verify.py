@@ -1,0 +1,177 @@
+"""Replay fixture contexts through the original and the patched module with the real node."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from senpi_guard.errors import FatalError
+
+MIN_NODE = 18
+ORIGINAL_SUFFIX = ".senpi-guard-original.js"
+
+
+@dataclass
+class Failure:
+    fixture: str
+    check: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.check} failed on fixture {self.fixture}: {self.detail}"
+
+
+@dataclass
+class VerifyReport:
+    ok: bool
+    failures: list[Failure] = field(default_factory=list)
+    checks_run: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+    node_version: str = ""
+
+
+@dataclass(frozen=True)
+class ModulePair:
+    """One module to replay: its real path, and the bytes of its unpatched and patched versions."""
+
+    real_path: Path
+    export: str
+    original: bytes
+    candidate: bytes | None
+
+
+def find_node() -> tuple[str, str]:
+    node = os.environ.get("SENPI_GUARD_NODE") or shutil.which("node")
+    if node is None:
+        raise FatalError("node was not found on PATH; senpi-guard verifies every patch with the "
+                         f"real node (>= {MIN_NODE}): install Node.js or put it on PATH")
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30,
+                             check=False).stdout.strip()
+    except OSError as exc:
+        raise FatalError(f"cannot run node at {node} ({exc.strerror}); reinstall Node.js") from exc
+    match = re.match(r"v(\d+)\.", out)
+    if match is None or int(match[1]) < MIN_NODE:
+        raise FatalError(f"node at {node} is {out or 'unknown'}; senpi-guard needs node >= "
+                         f"{MIN_NODE}: upgrade Node.js")
+    return node, out
+
+
+def harness_path() -> Path:
+    return Path(str(resources.files("senpi_guard").joinpath("js", "harness.mjs")))
+
+
+@contextmanager
+def mirror(package_dir: Path, modules: list[ModulePair]) -> Iterator[dict[Path, tuple[Path, Path]]]:
+    """A temp copy of the package made of symlinks to the real entries, except the directories on
+    the way to each module, which are real and hold the candidate (under the real name) and the
+    original (under ORIGINAL_SUFFIX). Yields real path -> (original path, candidate path)."""
+    package_dir = package_dir.resolve()
+    with tempfile.TemporaryDirectory(prefix="senpi-guard-verify-") as tmp:
+        root = Path(tmp) / "pkg"
+        real_dirs: set[Path] = set()
+        for module in modules:
+            rel = module.real_path.resolve().relative_to(package_dir)
+            for depth in range(len(rel.parts)):
+                real_dirs.add(Path(*rel.parts[:depth]) if depth else Path("."))
+        for rel_dir in sorted(real_dirs, key=lambda p: len(p.parts)):
+            (root / rel_dir).mkdir(parents=True, exist_ok=True)
+            for entry in (package_dir / rel_dir).iterdir():
+                link = root / rel_dir / entry.name
+                rel_entry = (rel_dir / entry.name) if rel_dir != Path(".") else Path(entry.name)
+                if rel_entry in real_dirs or link.exists():
+                    continue
+                link.symlink_to(entry)
+        placed = {}
+        for module in modules:
+            rel = module.real_path.resolve().relative_to(package_dir)
+            candidate = root / rel
+            if candidate.is_symlink():
+                candidate.unlink()
+            candidate.write_bytes(module.candidate if module.candidate is not None else module.original)
+            original = candidate.with_name(candidate.stem + ORIGINAL_SUFFIX)
+            original.write_bytes(module.original)
+            placed[module.real_path] = (original, candidate)
+        yield placed
+
+
+def node_check(node: str, path: Path, timeout: float) -> str | None:
+    try:
+        result = subprocess.run([node, "--check", str(path)], capture_output=True, text=True,
+                                timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return f"node --check timed out after {timeout:g}s"
+    if result.returncode != 0:
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        return "node --check failed: " + (lines[-1] if lines else f"exit {result.returncode}")
+    return None
+
+
+def run_harness(node: str, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+    try:
+        result = subprocess.run([node, str(harness_path())], input=json.dumps(job),
+                                capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise FatalError(f"verification timed out after {timeout:g}s in node; the target may "
+                         "loop forever, or raise verify_timeout in the config") from exc
+    try:
+        report = json.loads(result.stdout)
+    except json.JSONDecodeError as exc:
+        tail = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+        raise FatalError(f"the verification harness crashed in node: {tail}") from exc
+    if "error" in report:
+        raise FatalError(f"verification could not load the modules: {report['error']}")
+    return report
+
+
+def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, *, tags: list[str],
+           marker: str, max_marker_bytes: int, call: str, fixtures: list[dict[str, Any]],
+           timeout: float, mode: str = "verify",
+           contexts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Run the harness once over all fixtures (or contexts, in measure mode); return its report,
+    with `check_errors` listing any candidate that node --check refused."""
+    node, version = find_node()
+    modules = [prompt] + ([upstream] if upstream is not None else [])
+    with mirror(package_dir, modules) as placed:
+        errors = []
+        for module in modules:
+            if module.candidate is not None:
+                problem = node_check(node, placed[module.real_path][1], timeout)
+                if problem:
+                    errors.append(f"{module.real_path.name}: {problem}")
+        if errors:
+            return {"node": version, "check_errors": errors}
+
+        def spec(module: ModulePair | None) -> dict[str, Any] | None:
+            if module is None:
+                return None
+            original, candidate = placed[module.real_path]
+            return {"original": str(original), "export": module.export,
+                    "candidate": str(candidate) if module.candidate is not None else None}
+
+        job = {"mode": mode, "call": call, "tags": tags, "marker": marker,
+               "maxMarkerBytes": max_marker_bytes, "prompt": spec(prompt),
+               "upstream": spec(upstream), "fixtures": fixtures, "contexts": contexts or []}
+        report = run_harness(node, job, timeout)
+        report["node"] = version
+        return report
+
+
+def summarize(report: dict[str, Any]) -> VerifyReport:
+    if report.get("check_errors"):
+        failures = [Failure("-", "node-check", e) for e in report["check_errors"]]
+        return VerifyReport(False, failures, 0, {}, report.get("node", ""))
+    results = report.get("results", [])
+    failures = [Failure(r["fixture"], r["check"], r["detail"]) for r in results if not r["ok"]]
+    return VerifyReport(not failures and bool(results), failures, len(results),
+                        report.get("stats", {}), report.get("node", ""))
