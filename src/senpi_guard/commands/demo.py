@@ -1,0 +1,75 @@
+"""`senpi-guard demo`: a throw-away npm prefix with a sample senpi, patched before your eyes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from senpi_guard import engine, sample
+from senpi_guard.commands import common
+from senpi_guard.install import Install, describe
+
+
+def _say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def run(args) -> int:
+    work = Path(tempfile.mkdtemp(prefix="senpi-guard-demo-"))
+    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME")}
+    for key in saved:
+        os.environ[key] = str(work / "xdg" / key.lower())
+    try:
+        return _demo(work)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if args.keep:
+            _say(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _demo(work: Path) -> int:
+    _say(f"1. Writing a sample senpi {sample.SHAPE_VERSIONS[3]} package (shape 3: with upstream's "
+         "keep-last dedupe) and installing it with the real npm into a throw-away prefix")
+    sample.write_sample_package(work / "src", 3)
+    tarball = sample.npm_pack(work / "src", work / "packs")
+    package_dir = sample.npm_install_global(tarball, work / "prefix")
+    _say(f"   npm install -g --prefix {work / 'prefix'} {tarball.name}")
+    install: Install = describe(package_dir, "npm")
+    patch, config = common.load()
+    before = engine.inspect(install, patch, config)
+    _say(f"2. status: {before.state}  ({before.prompt.rel if before.prompt else '?'})")
+    _say("3. apply: locate buildPromptBlocks by syntax tree, wrap its return, replay the fixture "
+         "contexts through the original and patched modules with node, then write atomically")
+    with common.write_lock():
+        outcome = engine.reconcile(install, patch, config)
+    common.print_outcomes([outcome], False)
+    if not outcome.ok or outcome.report is None:
+        return 1
+    _say("4. prompt bytes for incident-shaped contexts (N identical ~25 KB <ultrawork-mode> "
+         "blocks + one variant):")
+    _say(f"   {'context':<14}{'unpatched':>12}{'patched':>11}{'saved':>8}"
+         f"{'upstream alone keeps':>24}")
+    for name in ("incident-3", "incident-21", "incident-70"):
+        s = outcome.report.stats.get(name, {})
+        if not s:
+            continue
+        saved = 100 * (1 - s["patchedBytes"] / s["originalBytes"])
+        upstream = s.get("upstreamOnly", {})
+        keeps = f"{upstream.get('surviving', '?')} of {s['distinctDirectives']} directives"
+        _say(f"   {name:<14}{s['originalBytes']:>12,}{s['patchedBytes']:>11,}{saved:>7.1f}%"
+             f"{keeps:>24}")
+    after = engine.inspect(install, patch, config)
+    _say(f"5. status: {after.state}")
+    _say("6. revert restores the original bytes exactly:")
+    with common.write_lock():
+        reverted = engine.revert(install, patch, config)
+    _say(f"   {reverted.before} -> {reverted.after}: {reverted.detail}")
+    return 0 if after.state == "patched" and reverted.ok else 1

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import time
+
+from senpi_guard import edit, engine, state, verify
+from senpi_guard.commands import common
+from senpi_guard.errors import FatalError
+
+
+def verify_install(install, patch, config) -> engine.Outcome:
+    insp = engine.inspect(install, patch, config)
+    outcome = engine.Outcome(install, insp.state, insp.state, False, insp.detail,
+                             target=str(insp.prompt.path) if insp.prompt else "",
+                             upstream_present=insp.upstream_present)
+    if insp.state in (engine.UNSUPPORTED, engine.ERROR):
+        return outcome
+    started = time.monotonic()
+    try:
+        pairs = {}
+        for tf in insp.files:
+            base = engine.base_of(install, patch, config, tf)
+            patched = tf.classified.state == state.PATCHED
+            candidate = tf.snapshot.data if patched else engine.render(patch, config, tf.target,
+                                                                        base, tf.path)
+            pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
+        report = engine.replay(install, patch, config, pairs)
+    except FatalError as exc:
+        outcome.detail = str(exc)
+        return outcome
+    outcome.report = report
+    outcome.millis = int((time.monotonic() - started) * 1000)
+    installed = insp.state == state.PATCHED
+    if installed:
+        state.update_install_record(install.package_dir, version=install.version, last_verify={
+            "ok": report.ok, "time": time.time(), "checks": report.checks_run,
+            "shas": {tf.rel: edit.sha256(tf.snapshot.data) for tf in insp.files},
+            "node": report.node_version, "failures": [str(f) for f in report.failures[:5]],
+            "patch": f"{patch.name} v{patch.version} {patch.config_digest(config)}"})
+    what = "the installed patch" if installed else "the patch apply would write (not installed)"
+    if report.ok:
+        outcome.detail = f"{what}: {report.checks_run} checks passed (node {report.node_version})"
+        for name in ("incident-3", "incident-21", "incident-70"):
+            stats = report.stats.get(name)
+            if stats:
+                outcome.detail += (f"; {name}: {stats['originalBytes']:,} -> "
+                                   f"{stats['patchedBytes']:,} bytes")
+    else:
+        outcome.detail = f"{what}: " + "; ".join(str(f) for f in report.failures[:3])
+    outcome.ok = report.ok and installed
+    return outcome
+
+
+def run(args) -> int:
+    patch, config = common.load()
+    outcomes = [verify_install(i, patch, config) for i in common.installs(args)]
+    common.print_outcomes(outcomes, args.json)
+    return 0 if all(o.ok for o in outcomes) else 1

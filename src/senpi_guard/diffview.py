@@ -1,0 +1,54 @@
+"""A unified diff that stays readable when compiled lines are very long."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator
+
+WIDTH = 160
+LEAD = 50
+
+
+def _clip(line: str, column: int) -> str:
+    if len(line) <= WIDTH:
+        return line
+    start = max(0, min(column - LEAD, len(line) - WIDTH))
+    end = start + WIDTH
+    return ("…" if start else "") + line[start:end] + ("…" if end < len(line) else "")
+
+
+def _first_difference(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def window_diff(label: str, old: bytes, new: bytes) -> str:
+    old_lines = old.decode("utf-8", "replace").splitlines()
+    new_lines = new.decode("utf-8", "replace").splitlines()
+    diff = difflib.unified_diff(old_lines, new_lines, f"a/{label}", f"b/{label}", n=1, lineterm="")
+    return "".join(f"{line}\n" for line in _windowed(diff))
+
+
+def _windowed(lines: Iterable[str]) -> Iterator[str]:
+    removed: list[str] = []
+    added: list[str] = []
+
+    def flush() -> Iterator[str]:
+        columns = [_first_difference(a, b) for a, b in zip(removed, added, strict=False)]
+        for index, body in enumerate(removed):
+            yield "-" + _clip(body, columns[index] if index < len(columns) else 0)
+        for index, body in enumerate(added):
+            yield "+" + _clip(body, columns[index] if index < len(columns) else 0)
+        removed.clear()
+        added.clear()
+
+    for line in lines:
+        if line.startswith("-") and not line.startswith("---"):
+            if added:
+                yield from flush()
+            removed.append(line[1:])
+        elif line.startswith("+") and not line.startswith("+++"):
+            added.append(line[1:])
+        else:
+            yield from flush()
+            yield line if line.startswith(("---", "+++", "@@")) else " " + _clip(line[1:], 0)
+    yield from flush()

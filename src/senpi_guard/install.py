@@ -1,0 +1,214 @@
+"""Find installed @code-yeongyu/senpi packages: every package manager, node version manager and
+the `senpi` on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from senpi_guard.errors import FatalError
+
+PACKAGE_NAME = "@code-yeongyu/senpi"
+SCOPED = Path("@code-yeongyu") / "senpi"
+BINARY_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
+
+
+@dataclass(frozen=True)
+class Install:
+    package_dir: Path
+    version: str
+    manager: str
+    unsupported: str | None = None
+
+    @property
+    def real_dir(self) -> Path:
+        return Path(os.path.realpath(self.package_dir))
+
+
+@dataclass
+class Discovery:
+    installs: list[Install] = field(default_factory=list)
+    searched: list[str] = field(default_factory=list)
+
+
+def _run(argv: list[str]) -> str | None:
+    exe = shutil.which(argv[0])
+    if exe is None:
+        return None
+    try:
+        result = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=20,
+                                check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = result.stdout.strip().splitlines()
+    return out[-1].strip() if result.returncode == 0 and out else None
+
+
+def read_manifest(package_dir: Path) -> dict | None:
+    try:
+        data = json.loads((package_dir / "package.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def guess_manager(path: Path) -> str:
+    text = str(path)
+    if "/.pnpm/" in text or "/pnpm/" in text or "/store/v" in text:
+        return "pnpm"
+    if "/.bun/" in text or "/install/global/" in text:
+        return "bun"
+    if "/yarn/" in text or "/.yarn/" in text:
+        return "yarn"
+    for tool in ("nvm", "fnm", "volta", "asdf"):
+        if f"/.{tool}/" in text or f"/{tool}/" in text:
+            return f"npm ({tool})"
+    return "npm"
+
+
+def describe(package_dir: Path, manager: str | None = None) -> Install | None:
+    manifest = read_manifest(package_dir)
+    if manifest is None or manifest.get("name") != PACKAGE_NAME:
+        return None
+    version = str(manifest.get("version", "unknown"))
+    manager = manager or guess_manager(Path(os.path.realpath(package_dir)))
+    if not (package_dir / "dist").is_dir():
+        return Install(package_dir, version, manager, "the package has no dist/ folder")
+    return Install(package_dir, version, manager)
+
+
+def explicit(roots: Iterable[Path]) -> Discovery:
+    found = Discovery()
+    for root in roots:
+        root = Path(os.path.abspath(root))
+        found.searched.append(str(root))
+        if not root.exists():
+            raise FatalError(f"--root {root}: no such directory; pass the senpi package dir "
+                             f"(the folder holding its package.json), e.g. $(npm root -g)/{SCOPED}")
+        install = describe(root)
+        if install is None:
+            raise FatalError(f"--root {root}: not a {PACKAGE_NAME} package (package.json missing "
+                             "or names another package); pass the senpi package dir")
+        found.installs.append(install)
+    return found
+
+
+def _glob_dirs(base: Path, pattern: str) -> list[Path]:
+    return sorted(p for p in base.glob(pattern) if p.is_dir()) if base.is_dir() else []
+
+
+def _home() -> Path:
+    return Path(os.environ.get("HOME") or Path.home())
+
+
+def candidate_dirs() -> Iterator[tuple[str, str, Path]]:
+    """(manager, how it was found, package dir candidate)."""
+    npm_root = _run(["npm", "root", "-g"])
+    if npm_root:
+        yield "npm", "npm root -g", Path(npm_root) / SCOPED
+    pnpm_root = _run(["pnpm", "root", "-g"])
+    if pnpm_root:
+        root = Path(pnpm_root)
+        yield "pnpm", "pnpm root -g", root / SCOPED
+        for project in _glob_dirs(root, "*"):
+            yield "pnpm", "pnpm root -g", project / "node_modules" / SCOPED
+    yarn_dir = _run(["yarn", "global", "dir"])
+    if yarn_dir:
+        yield "yarn", "yarn global dir", Path(yarn_dir) / "node_modules" / SCOPED
+    bun_home = Path(os.environ.get("BUN_INSTALL") or _home() / ".bun")
+    yield "bun", "$BUN_INSTALL", bun_home / "install" / "global" / "node_modules" / SCOPED
+    nvm = Path(os.environ.get("NVM_DIR") or _home() / ".nvm")
+    for version in _glob_dirs(nvm, "versions/node/*"):
+        yield "npm (nvm)", "$NVM_DIR", version / "lib" / "node_modules" / SCOPED
+    fnm_dirs = [os.environ.get("FNM_DIR"), _home() / ".local/share/fnm", _home() / ".fnm",
+                _home() / "Library/Application Support/fnm"]
+    for fnm in filter(None, fnm_dirs):
+        for version in _glob_dirs(Path(fnm), "node-versions/*/installation"):
+            yield "npm (fnm)", "fnm", version / "lib" / "node_modules" / SCOPED
+    volta = Path(os.environ.get("VOLTA_HOME") or _home() / ".volta")
+    yield ("npm (volta)", "$VOLTA_HOME",
+           volta / "tools/image/packages" / SCOPED / "lib/node_modules" / SCOPED)
+    for version in _glob_dirs(volta, "tools/image/node/*"):
+        yield "npm (volta)", "$VOLTA_HOME", version / "lib" / "node_modules" / SCOPED
+    asdf = Path(os.environ.get("ASDF_DATA_DIR") or _home() / ".asdf")
+    for version in _glob_dirs(asdf, "installs/nodejs/*"):
+        yield "npm (asdf)", "$ASDF_DATA_DIR", version / "lib" / "node_modules" / SCOPED
+
+
+def _package_of_cli(cli: Path) -> Path | None:
+    if cli.name == "cli.js" and cli.parent.name == "dist":
+        return cli.parent.parent
+    return None
+
+
+def from_path_command(name: str) -> tuple[Path | None, Install | None]:
+    """Follow `name` on PATH through symlinks, pnpm shims and bun launchers."""
+    exe = shutil.which(name)
+    if exe is None:
+        return None, None
+    real = Path(os.path.realpath(exe))
+    package = _package_of_cli(real)
+    if package is not None:
+        return package, None
+    try:
+        with real.open("rb") as handle:
+            head = handle.read(8192)
+    except OSError:
+        return None, None
+    if head.startswith(b"#!"):
+        text = head.decode("utf-8", "replace")
+        shim = re.search(r"^# cmd-shim-target=(.+)$", text, re.MULTILINE)
+        paths = [shim[1].strip()] if shim else []
+        paths += re.findall(r"""['"]?([^'"\s]+/dist/cli\.js)['"]?""", text)
+        for candidate in paths:
+            package = _package_of_cli(Path(os.path.realpath(candidate)))
+            if package is not None:
+                return package, None
+        return None, None
+    if head.startswith(BINARY_MAGICS) and _mentions_senpi(real):
+        return None, Install(real, "unknown", "bun (compiled binary)",
+                             "a bun-compiled single binary has no dist/ to patch; install senpi "
+                             "from npm (npm install -g @code-yeongyu/senpi) to use senpi-guard")
+    return None, None
+
+
+def _mentions_senpi(path: Path) -> bool:
+    needle = PACKAGE_NAME.encode()
+    tail = b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            if needle in tail + chunk:
+                return True
+            tail = chunk[-len(needle):]
+    return False
+
+
+def discover() -> Discovery:
+    found = Discovery()
+    seen: set[Path] = set()
+
+    def add(install: Install | None) -> None:
+        if install is None:
+            return
+        key = install.real_dir
+        if key not in seen:
+            seen.add(key)
+            found.installs.append(install)
+
+    for manager, how, path in candidate_dirs():
+        found.searched.append(f"{path} ({how})")
+        if (path / "package.json").is_file():
+            add(describe(path, manager))
+    for command in ("senpi", "pi"):
+        package, unsupported = from_path_command(command)
+        found.searched.append(f"`{command}` on PATH")
+        if package is not None:
+            add(describe(package))
+        add(unsupported)
+    return found
