@@ -20,6 +20,8 @@ HEADER_RE = re.compile(
     re.MULTILINE,
 )
 SOURCE_MAP_RE = re.compile(rb"^//# sourceMappingURL=", re.MULTILINE)
+# A sequence expression needs its own parentheses inside a call; this tag says we added them.
+SEQUENCE_TAG = b"/*senpi-guard:seq*/"
 
 
 class Header(NamedTuple):
@@ -53,7 +55,7 @@ def end_line(name: str) -> str:
 
 def wrap_expression(expr: bytes, node_type: str, template: str, params: Sequence[str | None]) -> bytes:
     if node_type == "sequence_expression":
-        expr = b"(" + expr + b")"
+        expr = SEQUENCE_TAG + b"(" + expr + b")"
     prefix, _, suffix = template.partition("{expr}")
     if "{param0}" in template:
         if not params or not params[0]:
@@ -106,29 +108,28 @@ def remove_edit(patched: bytes, wrap_callees: Sequence[str]) -> bytes:
     if not end.group(1) and cut.endswith(b"\n"):
         candidates.append(cut[:-2] if cut.endswith(b"\r\n") else cut[:-1])
     for candidate in candidates:
-        for unparenthesize in (False, True):
-            try:
-                base = _unwrap_calls(candidate, wrap_callees, unparenthesize)
-            except jslocate.JsSyntaxError:
-                break
-            if sha256(base) == header.original_sha256:
-                return base
+        try:
+            base = _unwrap_calls(candidate, wrap_callees)
+        except jslocate.JsSyntaxError:
+            continue
+        if sha256(base) == header.original_sha256:
+            return base
     raise EditError("removing the senpi-guard edit does not give back the original bytes "
                     f"(sha256 {header.original_sha256[:12]}…)")
 
 
-def _unwrap_calls(source: bytes, callees: Sequence[str], unparenthesize: bool) -> bytes:
+def _unwrap_calls(source: bytes, callees: Sequence[str]) -> bytes:
     tree = jslocate.parse(source)
     edits: list[tuple[int, int, bytes]] = []
     for callee in callees:
         for call in jslocate.find_calls(tree, callee):
-            args = [a for a in call.child_by_field_name("arguments").named_children
-                    if a.type != "comment"]
+            children = call.child_by_field_name("arguments").named_children
+            args = [a for a in children if a.type != "comment"]
             if not args:
                 raise EditError(f"{callee}() without arguments")
             first = args[0]
-            if unparenthesize and first.type == "parenthesized_expression" and \
-                    first.named_children and first.named_children[0].type == "sequence_expression":
+            tagged = children[0].type == "comment" and children[0].text == SEQUENCE_TAG
+            if tagged and first.type == "parenthesized_expression" and first.named_children:
                 first = first.named_children[0]
             edits.append((call.start_byte, call.end_byte, source[first.start_byte:first.end_byte]))
     out = bytearray(source)

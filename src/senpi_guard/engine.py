@@ -184,8 +184,9 @@ def reconcile(install: Install, patch: Patch, config: Config, *, dry_run: bool =
         if insp.state in (UNSUPPORTED, ERROR):
             return outcome
         if insp.upstream_present and config.upstream_dedupe == "defer":
-            return _defer(insp, patch, config, outcome, dry_run)
-        _patch(insp, patch, config, outcome, dry_run, force_verify)
+            _defer(insp, patch, config, outcome, dry_run)
+        else:
+            _patch(insp, patch, config, outcome, dry_run, force_verify)
     except FatalError as exc:
         outcome.ok, outcome.after, outcome.detail = False, outcome.before, str(exc)
     finally:

@@ -158,24 +158,30 @@ def from_path_command(name: str) -> tuple[Path | None, Install | None]:
         return package, None
     try:
         with real.open("rb") as handle:
-            head = handle.read(8192)
+            head = handle.read(1 << 16)
     except OSError:
         return None, None
     if head.startswith(b"#!"):
-        text = head.decode("utf-8", "replace")
-        shim = re.search(r"^# cmd-shim-target=(.+)$", text, re.MULTILINE)
-        paths = [shim[1].strip()] if shim else []
-        paths += re.findall(r"""['"]?([^'"\s]+/dist/cli\.js)['"]?""", text)
-        for candidate in paths:
-            package = _package_of_cli(Path(os.path.realpath(candidate)))
-            if package is not None:
-                return package, None
-        return None, None
+        return _package_of_script(real, head.decode("utf-8", "replace")), None
     if head.startswith(BINARY_MAGICS) and _mentions_senpi(real):
         return None, Install(real, "unknown", "bun (compiled binary)",
                              "a bun-compiled single binary has no dist/ to patch; install senpi "
                              "from npm (npm install -g @code-yeongyu/senpi) to use senpi-guard")
     return None, None
+
+
+def _package_of_script(script: Path, text: str) -> Path | None:
+    """A pnpm shim (`# cmd-shim-target=` or `"$basedir"/'…/dist/cli.js'`) or bun's launcher
+    (`exec '<bun>' '<pkg>/dist/cli.js'`)."""
+    shim = re.search(r"^# cmd-shim-target=(.+)$", text, re.MULTILINE)
+    named = [shim[1].strip()] if shim else []
+    named += re.findall(r"""['"]?([^'"\s]*/dist/cli\.js)['"]?""", text)
+    for name in named:
+        candidate = Path(name) if name.startswith("/") else script.parent / name.lstrip("/")
+        package = _package_of_cli(Path(os.path.realpath(candidate)))
+        if package is not None and read_manifest(package) is not None:
+            return package
+    return None
 
 
 def _mentions_senpi(path: Path) -> bool:

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from senpi_guard import sample
+from senpi_guard.cli import main
+
+SHAPE_REL = {
+    1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",
+    2: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js",
+    3: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js",
+}
+UPSTREAM_REL = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path_factory, monkeypatch):
+    """senpi-guard's config, data and state go to temp dirs (through the XDG variables)."""
+    home = tmp_path_factory.mktemp("xdg")
+    for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(key, str(home / key.lower()))
+    monkeypatch.delenv("SENPI_GUARD_CONFIG", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def tarballs(tmp_path_factory) -> dict[int, Path]:
+    """The three sample shapes, packed once with the real `npm pack`."""
+    out = tmp_path_factory.mktemp("tarballs")
+    packs = {}
+    for shape in (1, 2, 3):
+        src = out / f"src{shape}"
+        sample.write_sample_package(src, shape)
+        packs[shape] = sample.npm_pack(src, out)
+    return packs
+
+
+@pytest.fixture
+def npm_install(tarballs, tmp_path) -> Callable[..., Path]:
+    """Install a sample shape with the real `npm install -g --prefix TMP`; return the package dir."""
+    counter = iter(range(100))
+
+    def install(shape: int = 2, tarball: Path | None = None, prefix: Path | None = None) -> Path:
+        prefix = prefix or tmp_path / f"prefix{next(counter)}"
+        return sample.npm_install_global(tarball or tarballs[shape], prefix)
+
+    return install
+
+
+@pytest.fixture
+def custom_package(tmp_path) -> Callable[..., Path]:
+    """Pack and install a package whose prompt-bridge.js is the given source."""
+
+    def make(bridge_source: str, shape: int = 2, version: str = "2026.8.1") -> Path:
+        src = tmp_path / f"custom-src-{version}"
+        sample.write_sample_package(src, shape, version, fillers=20, bridge_source=bridge_source)
+        tarball = sample.npm_pack(src, tmp_path / "custom-packs")
+        return sample.npm_install_global(tarball, tmp_path / f"custom-prefix-{version}")
+
+    return make
+
+
+def cli(*args: str | Path) -> int:
+    return main([str(a) for a in args])
+
+
+def run_cli(capsys, *args: str | Path) -> tuple[int, str, str]:
+    code = cli(*args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_console(*args: str | Path, env: dict[str, str] | None = None,
+                timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "senpi_guard", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, check=False)
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file under root (to prove nothing changed)."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,0 +1,206 @@
+import json
+
+import pytest
+from conftest import SHAPE_REL, UPSTREAM_REL, run_cli, sha, tree_digest
+from test_edit import hand_patched
+
+from senpi_guard import edit, sample
+
+
+def status_json(capsys, pkg):
+    code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    return code, json.loads(out)["installs"][0]
+
+
+@pytest.mark.parametrize("shape", [1, 2, 3])
+def test_apply_patches_verifies_and_is_idempotent(npm_install, capsys, shape):
+    pkg = npm_install(shape)
+    target = pkg / SHAPE_REL[shape]
+    original = target.read_bytes()
+    code, row = status_json(capsys, pkg)
+    assert (code, row["state"], row["upstream_dedupe"]) == (1, "unpatched", shape == 3)
+
+    code, out, err = run_cli(capsys, "apply", "--root", pkg, "--json")
+    result = json.loads(out)["installs"][0]
+    assert code == 0, err
+    assert result["state"] == "patched" and result["verification"]["ok"]
+    assert result["verification"]["checks"] >= 30
+    patched = target.read_bytes()
+    assert patched != original and b"__senpiGuardDedupe(" in patched
+    assert edit.read_header(patched).original_sha256 == edit.sha256(original)
+    if shape == 3:
+        assert b"__senpiGuardUpstream(" in (pkg / UPSTREAM_REL).read_bytes()
+
+    code, row = status_json(capsys, pkg)
+    assert (code, row["state"]) == (0, "patched")
+    assert row["last_verify"]["ok"] is True
+
+    before = tree_digest(pkg)
+    code, out, _ = run_cli(capsys, "apply", "--root", pkg, "--json")
+    assert code == 0 and json.loads(out)["installs"][0]["changed"] == []
+    assert tree_digest(pkg) == before
+
+
+def test_patched_module_dedupes_when_senpi_runs_it(npm_install, tmp_path, capsys):
+    """The installed, patched module — imported from the real dist by node — dedupes."""
+    import subprocess
+    pkg = npm_install(3)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    uw = "<ultrawork-mode>\n" + "do the work\n" * 2000 + "</ultrawork-mode>"
+    messages = []
+    for n in range(5):
+        messages += [{"role": "user", "content": f"{uw}\nstep {n}"},
+                     {"role": "assistant", "content": [{"type": "text", "text": f"ok {n}"}]}]
+    messages.append({"role": "user", "content": f"{uw}\nlast"})
+    script = tmp_path / "run.mjs"
+    stream = pkg / "dist/core/extensions/builtin/claude-sdk-oauth/stream.js"
+    script.write_text(f"""import {{ preparePrompt }} from {json.dumps(stream.as_uri())};
+const blocks = preparePrompt({{ messages: {json.dumps(messages)} }});
+const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("");
+console.log(JSON.stringify({{ copies: text.split("<ultrawork-mode>").length - 1, bytes: Buffer.byteLength(text) }}));""")
+    out = json.loads(subprocess.run(["node", str(script)], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert out["copies"] == 1
+    assert out["bytes"] < len(uw) * 2
+
+
+def test_revert_restores_exact_bytes_from_backup(npm_install, capsys):
+    pkg = npm_install(3)
+    before = tree_digest(pkg)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    assert tree_digest(pkg) != before
+    code, out, _ = run_cli(capsys, "revert", "--root", pkg)
+    assert code == 0 and "restored from backup" in out
+    assert tree_digest(pkg) == before
+    assert status_json(capsys, pkg)[1]["state"] == "unpatched"
+
+
+def test_revert_without_backup_removes_the_edit(npm_install, capsys, isolated_dirs):
+    import shutil
+    pkg = npm_install(2)
+    before = tree_digest(pkg)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    shutil.rmtree(isolated_dirs / "xdg_data_home")
+    code, out, _ = run_cli(capsys, "revert", "--root", pkg)
+    assert code == 0 and "removed the edit" in out and "no backup" in out
+    assert tree_digest(pkg) == before
+
+
+def test_tag_config_change_repatches_from_original(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    original = target.read_bytes()
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('tags = ["ultrawork-mode", "my-directive"]\n')
+    assert status_json(capsys, pkg)[1]["state"] == "stale"
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    patched = target.read_bytes()
+    assert b'"tags":["ultrawork-mode","my-directive"]' in patched
+    assert edit.read_header(patched).original_sha256 == edit.sha256(original)
+    assert patched.count(b"// senpi-guard: directive-dedupe") == 1
+
+
+def test_dry_run_prints_windowed_diff_and_writes_nothing(npm_install, capsys):
+    pkg = npm_install(1)
+    before = tree_digest(pkg)
+    code, out, _ = run_cli(capsys, "apply", "--root", pkg, "--dry-run")
+    assert code == 0
+    assert "+    return __senpiGuardDedupe(blocks.length > 0" in out
+    assert "dry run" in out
+    assert all(len(line) <= 170 for line in out.splitlines() if line.startswith(("+", "-")))
+    assert tree_digest(pkg) == before
+
+
+def test_hand_patched_file_is_cleaned_then_patched(custom_package, capsys):
+    pkg = custom_package(hand_patched(sample.prompt_bridge_source(2)))
+    target = pkg / SHAPE_REL[2]
+    code, row = status_json(capsys, pkg)
+    assert row["state"] == "hand-patched"
+    code, out, err = run_cli(capsys, "apply", "--root", pkg)
+    assert code == 0, out + err
+    patched = target.read_bytes()
+    assert b"dedupeRepeatedDirectiveBlocks" not in patched
+    clean = sample.prompt_bridge_source(2).encode()
+    assert edit.read_header(patched).original_sha256 == edit.sha256(clean)
+    # revert gives back exactly what the user had (their hand-patched file)
+    run_cli(capsys, "revert", "--root", pkg)
+    assert b"dedupeRepeatedDirectiveBlocks(blocks)" in target.read_bytes()
+
+
+def test_hand_patched_file_that_cannot_be_cleaned_is_refused(custom_package, capsys):
+    source = hand_patched(sample.prompt_bridge_source(2)).replace(
+        "//# sourceMappingURL", "export const keep = dedupeRepeatedDirectiveBlocks;\n//# sourceMappingURL")
+    pkg = custom_package(source)
+    before = tree_digest(pkg)
+    code, out, _ = run_cli(capsys, "apply", "--root", pkg)
+    assert code == 1
+    assert "cannot remove cleanly" in out and "npm install -g @code-yeongyu/senpi@2026.8.1" in out
+    assert tree_digest(pkg) == before
+
+
+@pytest.mark.parametrize("variant", ["crlf", "tabs", "arrow", "export-clause", "early-returns"])
+def test_tolerated_variants_apply_and_verify(custom_package, capsys, variant):
+    src = sample.prompt_bridge_source(2)
+    if variant == "crlf":
+        src = src.replace("\n", "\r\n")
+    elif variant == "tabs":
+        src = src.replace("    ", "\t")
+    elif variant == "arrow":
+        src = src.replace("export function buildPromptBlocks(context) {",
+                          "export const buildPromptBlocks = (context) => {")
+        src = src.replace("    return blocks;\n}\n//#", "    return blocks;\n};\n//#")
+    elif variant == "export-clause":
+        src = src.replace("export function buildPromptBlocks(", "function buildPromptBlocksImpl(")
+        src = src.replace("//# sourceMappingURL", "export { buildPromptBlocksImpl as buildPromptBlocks };\n//# sourceMappingURL")
+    elif variant == "early-returns":
+        src = src.replace("    const messages = context.messages;",
+                          "    if (context.messages.length === 0) {\n        return [];\n    }\n"
+                          "    const messages = context.messages;")
+    pkg = custom_package(src)
+    code, out, err = run_cli(capsys, "apply", "--root", pkg, "--json")
+    result = json.loads(out)["installs"][0]
+    assert code == 0, result["detail"]
+    patched = (pkg / SHAPE_REL[2]).read_bytes()
+    expected_wraps = 2 if variant == "early-returns" else 1
+    assert patched[: patched.index(b"// senpi-guard:")].count(b"__senpiGuardDedupe(") == expected_wraps
+    if variant == "crlf":
+        assert patched.count(b"\n") == patched.count(b"\r\n")
+
+
+def test_defer_leaves_shape3_to_upstream_and_removes_our_patch(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(3)
+    before = tree_digest(pkg)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('upstream_dedupe = "defer"\n')
+    code, out, _ = run_cli(capsys, "apply", "--root", pkg, "--json")
+    assert code == 0 and json.loads(out)["installs"][0]["state"] == "upstream"
+    assert tree_digest(pkg) == before
+    assert status_json(capsys, pkg)[1]["state"] == "upstream"
+
+
+def test_hard_linked_file_is_replaced_not_edited(npm_install, capsys, tmp_path):
+    """A pnpm/bun store copy hard-linked to the target stays byte-identical."""
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    store_copy = tmp_path / "store-file"
+    store_copy.hardlink_to(target)
+    original = sha(store_copy)
+    mode = target.stat().st_mode
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    assert sha(store_copy) == original
+    assert sha(target) != original
+    assert target.stat().st_nlink == 1 and target.stat().st_mode == mode
+
+
+def test_verify_command_reports_figures(npm_install, capsys):
+    pkg = npm_install(2)
+    code, out, _ = run_cli(capsys, "verify", "--root", pkg)
+    assert code == 1 and "not installed" in out
+    run_cli(capsys, "apply", "--root", pkg)
+    code, out, _ = run_cli(capsys, "verify", "--root", pkg)
+    assert code == 0
+    assert "incident-70: 1,789,022 -> 70,784 bytes" in out

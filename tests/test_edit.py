@@ -1,0 +1,122 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from senpi_guard import edit, jslocate, patchset, sample
+from senpi_guard.config import Config
+
+PATCH = patchset.load()
+CONFIG = Config()
+
+
+def patch_bytes(base: bytes, role: str = "prompt") -> bytes:
+    target = PATCH.target(role)
+    (d,) = jslocate.find_definitions(jslocate.parse(base), target.function)
+    header = edit.Header(PATCH.name, PATCH.version, role, edit.sha256(base), "0" * 16)
+    return edit.apply_edit(base, d.returns, target.wrap, d.params, PATCH.render_payload(CONFIG), header)
+
+
+@pytest.mark.parametrize("shape", [1, 2])
+def test_roundtrip_and_line_numbers(shape):
+    base = sample.prompt_bridge_source(shape).encode()
+    patched = patch_bytes(base)
+    assert edit.remove_edit(patched, PATCH.callees) == base
+    # every original code line keeps its number; only the return line changes, in place
+    old, new = base.split(b"\n"), patched.split(b"\n")
+    changed = [i for i, line in enumerate(old[:-1]) if new[i] != line]
+    assert len(changed) == 1 and b"__senpiGuardDedupe(" in new[changed[0]]
+    assert patched.endswith(b"//# sourceMappingURL=prompt-bridge.js.map")  # still no trailing newline
+    assert edit.read_header(patched).original_sha256 == edit.sha256(base)
+
+
+def test_crlf_file_gets_crlf_payload():
+    base = sample.prompt_bridge_source(2).replace("\n", "\r\n").encode()
+    patched = patch_bytes(base)
+    assert patched.count(b"\n") == patched.count(b"\r\n")
+    assert edit.remove_edit(patched, PATCH.callees) == base
+
+
+@pytest.mark.parametrize("tail", ["", "\n"])
+def test_no_source_map_line(tail):
+    base = ("export function buildPromptBlocks(c) {\n    return c.blocks;\n}" + tail).encode()
+    patched = patch_bytes(base)
+    jslocate.parse(patched)
+    assert edit.remove_edit(patched, PATCH.callees) == base
+
+
+def test_sequence_and_parenthesized_returns_roundtrip():
+    base = (b"export function buildPromptBlocks(c) {\n    if (c.a) return (c.x, c.y);\n"
+            b"    if (c.b) return c.x, c.z;\n    return (c.blocks);\n}")
+    patched = patch_bytes(base)
+    assert b"__senpiGuardDedupe(/*senpi-guard:seq*/(c.x, c.z))" in patched
+    assert edit.remove_edit(patched, PATCH.callees) == base
+
+
+def test_remove_edit_refuses_a_changed_file():
+    base = sample.prompt_bridge_source(2).encode()
+    patched = patch_bytes(base).replace(b"USER:", b"USR:")
+    with pytest.raises(edit.EditError):
+        edit.remove_edit(patched, PATCH.callees)
+
+
+def test_upstream_wrap_passes_first_parameter():
+    base = sample.sample_source("prompt-directive-dedupe.js").encode()
+    patched = patch_bytes(base, "upstream")
+    assert patched.count(b"__senpiGuardUpstream({ blocks, collapsedDirectives: 0 }, blocks)") == 2
+    assert edit.remove_edit(patched, PATCH.callees) == base
+
+
+HAND_FIX = """
+function dedupeRepeatedDirectiveBlocks(blocks) {
+    const seen = new Set();
+    return blocks.map((block) => {
+        if (block.type !== "text") return block;
+        const text = block.text.replace(/<ultrawork-mode>[\\s\\S]*?<\\/ultrawork-mode>/g, (m) => {
+            if (seen.has(m)) return "[repeated ultrawork-mode omitted]";
+            seen.add(m);
+            return m;
+        });
+        return { ...block, text };
+    });
+}
+"""
+
+
+def hand_patched(base: str) -> str:
+    body, _, source_map = base.rpartition("//# sourceMappingURL=")
+    body = body.replace("    return blocks;\n}", "    return dedupeRepeatedDirectiveBlocks(blocks);\n}")
+    return body + HAND_FIX.lstrip("\n") + "//# sourceMappingURL=" + source_map
+
+
+def test_hand_fix_removal_gives_back_the_original():
+    base = sample.prompt_bridge_source(2)
+    assert edit.remove_hand_fix(hand_patched(base).encode(), PATCH.hand_fix_function) == base.encode()
+
+
+def test_hand_fix_removal_refuses_other_uses():
+    text = hand_patched(sample.prompt_bridge_source(2)) + "\nexport const alias = dedupeRepeatedDirectiveBlocks;"
+    with pytest.raises(edit.EditError, match="used other than"):
+        edit.remove_hand_fix(text.encode(), PATCH.hand_fix_function)
+
+
+js_identifier = st.from_regex(r"[a-z][a-zA-Z0-9]{0,8}", fullmatch=True).filter(
+    lambda s: s not in {"do", "if", "in", "for", "let", "new", "try", "var", "case", "else", "enum",
+                        "this", "void", "with", "await", "break", "catch", "class", "const",
+                        "super", "throw", "while", "yield", "delete", "export", "import", "return",
+                        "switch", "typeof", "default", "extends", "finally", "continue",
+                        "debugger", "function", "instanceof", "null", "true", "false"})
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(js_identifier, min_size=1, max_size=4), crlf=st.booleans(),
+       indent=st.sampled_from(["    ", "\t", "  "]), tail=st.sampled_from(["", "\n", "\n//# sourceMappingURL=x.js.map"]))
+def test_roundtrip_random_returns(names, crlf, indent, tail):
+    nl = "\r\n" if crlf else "\n"
+    lines = ["export function buildPromptBlocks(c) {"]
+    lines += [f"{indent}if (c.{n}) {{ return c.{n} ? [c.{n}] : []; }}" for n in names]
+    lines += [f"{indent}return [];", "}"]
+    base = (nl.join(lines) + tail).encode()
+    patched = patch_bytes(base)
+    jslocate.parse(patched)
+    assert patched.count(b"__senpiGuardDedupe(") >= len(names) + 1
+    assert edit.remove_edit(patched, PATCH.callees) == base

@@ -1,0 +1,70 @@
+import pytest
+
+from senpi_guard import jslocate, sample
+
+
+def returns_of(source: str, name: str = "buildPromptBlocks") -> list[str]:
+    data = source.encode()
+    defs = jslocate.find_definitions(jslocate.parse(data), name)
+    assert len(defs) == 1
+    return [data[r.expr.start:r.expr.end].decode() for r in defs[0].returns]
+
+
+def test_shape1_ternary_return():
+    assert returns_of(sample.prompt_bridge_source(1)) == [
+        'blocks.length > 0 ? blocks : [{ type: "text", text: "" }]']
+
+
+def test_shape2_return_blocks():
+    assert returns_of(sample.prompt_bridge_source(2)) == ["blocks"]
+
+
+def test_upstream_returns_and_param():
+    data = sample.sample_source("prompt-directive-dedupe.js").encode()
+    (d,) = jslocate.find_definitions(jslocate.parse(data), "dedupeUltraworkBlocks")
+    assert len(d.returns) == 3
+    assert d.params == ("blocks",)
+    assert not d.reassigns_param0
+
+
+def test_nested_function_returns_are_not_ours():
+    src = """export function buildPromptBlocks(c) {
+    const f = function () { return 1; };
+    const g = () => { return 2; };
+    class K { m() { return 3; } }
+    if (c.early) { return []; }
+    return c.messages.map((m) => { return m; });
+}"""
+    assert returns_of(src) == ["[]", "c.messages.map((m) => { return m; })"]
+
+
+def test_export_clause_and_alias():
+    src = "function local(c) {\n\treturn c.blocks;\n}\nexport { local as buildPromptBlocks };"
+    assert returns_of(src) == ["c.blocks"]
+
+
+def test_arrow_with_expression_body_and_block_body():
+    assert returns_of("export const buildPromptBlocks = (c) => c.blocks;") == ["c.blocks"]
+    assert returns_of("const b = async (c) => {\r\n\treturn [c];\r\n};\r\nexport { b as buildPromptBlocks };") == ["[c]"]
+
+
+def test_import_or_call_is_not_a_definition():
+    data = b'import { buildPromptBlocks } from "./p.js";\nexport const x = buildPromptBlocks({});'
+    assert jslocate.find_definitions(jslocate.parse(data), "buildPromptBlocks") == []
+
+
+def test_not_exported_is_not_a_definition():
+    data = b"function buildPromptBlocks(c) { return c; }"
+    assert jslocate.find_definitions(jslocate.parse(data), "buildPromptBlocks") == []
+
+
+def test_syntax_error_reports_line():
+    with pytest.raises(jslocate.JsSyntaxError) as info:
+        jslocate.parse(b"export function f() {\n  return [;\n}")
+    assert info.value.line == 2
+
+
+def test_param_reassignment_detected():
+    data = b"export function dedupeUltraworkBlocks(blocks) { blocks = []; return blocks; }"
+    (d,) = jslocate.find_definitions(jslocate.parse(data), "dedupeUltraworkBlocks")
+    assert d.reassigns_param0
