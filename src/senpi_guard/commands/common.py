@@ -81,10 +81,10 @@ def print_outcomes(outcomes: list[Outcome], as_json: bool) -> None:
         if o.target:
             print(f"  target   {o.target}")
         mark = "ok" if o.ok else "FAILED"
-        print(f"  {o.before} -> {o.after}  [{mark}, {o.millis} ms]")
+        print(f"  state    {o.before} -> {o.after}  ({mark}, {o.millis} ms)")
         if o.changed:
             print(f"  wrote    {', '.join(o.changed)}")
         if o.detail:
-            print(f"  {'detail' if o.ok else 'error'}   {o.detail}")
+            print(f"  {'detail ' if o.ok else 'error: '}  {o.detail}")
         if o.diff:
             print(o.diff, end="")
