@@ -57,7 +57,8 @@ def test_patched_module_dedupes_when_senpi_runs_it(npm_install, tmp_path, capsys
     script.write_text(f"""import {{ preparePrompt }} from {json.dumps(stream.as_uri())};
 const blocks = preparePrompt({{ messages: {json.dumps(messages)} }});
 const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("");
-console.log(JSON.stringify({{ copies: text.split("<ultrawork-mode>").length - 1, bytes: Buffer.byteLength(text) }}));""")
+const copies = text.split("<ultrawork-mode>").length - 1;
+console.log(JSON.stringify({{ copies, bytes: Buffer.byteLength(text) }}));""")
     out = json.loads(subprocess.run(["node", str(script)], capture_output=True, text=True,
                                     check=True).stdout)
     assert out["copies"] == 1
@@ -153,13 +154,14 @@ def test_tolerated_variants_apply_and_verify(custom_package, capsys, variant):
         src = src.replace("    return blocks;\n}\n//#", "    return blocks;\n};\n//#")
     elif variant == "export-clause":
         src = src.replace("export function buildPromptBlocks(", "function buildPromptBlocksImpl(")
-        src = src.replace("//# sourceMappingURL", "export { buildPromptBlocksImpl as buildPromptBlocks };\n//# sourceMappingURL")
+        src = src.replace("//# sourceMappingURL",
+                          "export { buildPromptBlocksImpl as buildPromptBlocks };\n//# sourceMappingURL")
     elif variant == "early-returns":
         src = src.replace("    const messages = context.messages;",
                           "    if (context.messages.length === 0) {\n        return [];\n    }\n"
                           "    const messages = context.messages;")
     pkg = custom_package(src)
-    code, out, err = run_cli(capsys, "apply", "--root", pkg, "--json")
+    code, out, _err = run_cli(capsys, "apply", "--root", pkg, "--json")
     result = json.loads(out)["installs"][0]
     assert code == 0, result["detail"]
     patched = (pkg / SHAPE_REL[2]).read_bytes()

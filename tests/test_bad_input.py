@@ -57,9 +57,11 @@ def test_target_symlinked_outside_the_package(npm_install, capsys, tmp_path):
 
 @pytest.mark.parametrize(("source", "phrases"), [
     ("export function buildPromptBlocks(context) {\n    return [;\n}", ["syntax error at line 2"]),
-    ("export function somethingElse(context) {\n    return [];\n}", ["no file under dist/ defines and exports buildPromptBlocks"]),
+    ("export function somethingElse(context) {\n    return [];\n}",
+     ["no file under dist/ defines and exports buildPromptBlocks"]),
     ("export function* buildPromptBlocks(context) {\n    yield 1;\n}", ["unknown return shape", "generator"]),
-    ("export function buildPromptBlocks(context) {\n    context.x = 1;\n}", ["unknown return shape", "returns no value"]),
+    ("export function buildPromptBlocks(context) {\n    context.x = 1;\n}",
+     ["unknown return shape", "returns no value"]),
 ])
 def test_target_code_problems(custom_package, capsys, source, phrases):
     pkg = custom_package(source + "\n//# sourceMappingURL=prompt-bridge.js.map")
@@ -175,9 +177,9 @@ def test_root_that_is_not_senpi(capsys, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "package.json").write_text(json.dumps({"name": "left-pad", "version": "1.0.0"}))
-    code, out, err = run_cli(capsys, "apply", "--root", other)
+    code, _, err = run_cli(capsys, "apply", "--root", other)
     assert code == 1 and "not a @code-yeongyu/senpi package" in err and len(err.splitlines()) == 1
-    code, out, err = run_cli(capsys, "status", "--root", Path(tmp_path / "missing"))
+    code, _out, err = run_cli(capsys, "status", "--root", Path(tmp_path / "missing"))
     assert code == 1 and "no such directory" in err
 
 

@@ -109,7 +109,8 @@ js_identifier = st.from_regex(r"[a-z][a-zA-Z0-9]{0,8}", fullmatch=True).filter(
 
 @settings(max_examples=60, deadline=None)
 @given(names=st.lists(js_identifier, min_size=1, max_size=4), crlf=st.booleans(),
-       indent=st.sampled_from(["    ", "\t", "  "]), tail=st.sampled_from(["", "\n", "\n//# sourceMappingURL=x.js.map"]))
+       indent=st.sampled_from(["    ", "\t", "  "]),
+       tail=st.sampled_from(["", "\n", "\n//# sourceMappingURL=x.js.map"]))
 def test_roundtrip_random_returns(names, crlf, indent, tail):
     nl = "\r\n" if crlf else "\n"
     lines = ["export function buildPromptBlocks(c) {"]

@@ -45,7 +45,8 @@ def test_export_clause_and_alias():
 
 def test_arrow_with_expression_body_and_block_body():
     assert returns_of("export const buildPromptBlocks = (c) => c.blocks;") == ["c.blocks"]
-    assert returns_of("const b = async (c) => {\r\n\treturn [c];\r\n};\r\nexport { b as buildPromptBlocks };") == ["[c]"]
+    source = "const b = async (c) => {\r\n\treturn [c];\r\n};\r\nexport { b as buildPromptBlocks };"
+    assert returns_of(source) == ["[c]"]
 
 
 def test_import_or_call_is_not_a_definition():

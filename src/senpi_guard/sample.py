@@ -67,7 +67,8 @@ def write_sample_package(dest: Path, shape: int, version: str | None = None,
     (dist / "cli.js").chmod(0o755)
     provider = dist / "core" / "extensions" / "builtin" / SHAPE_DIRS[shape]
     bridge = provider / "prompt-bridge.js"
-    ts_note = "// TypeScript source of buildPromptBlocks (not compiled JS)\nexport function buildPromptBlocks(context: Context): Block[] { return []; }"
+    ts_note = ("// TypeScript source of buildPromptBlocks (not compiled JS)\n"
+               "export function buildPromptBlocks(context: Context): Block[] { return []; }")
     _write_js(bridge, bridge_source if bridge_source is not None else prompt_bridge_source(shape),
               ts_note)
     _write_js(provider / "tools.js", sample_source("tools.js"))

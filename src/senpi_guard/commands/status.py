@@ -43,7 +43,8 @@ def run(args) -> int:
             print(f"  state     {row['state']}")
             if row["target"]:
                 print(f"  target    {row['target']}")
-            print(f"  upstream  {'dedupeUltraworkBlocks present' if row['upstream_dedupe'] else 'no dedupe of its own'}")
+            upstream = "dedupeUltraworkBlocks present" if row["upstream_dedupe"] else "no dedupe of its own"
+            print(f"  upstream  {upstream}")
             last = row["last_verify"]
             verdict = "never verified" if not last else (
                 f"{'passed' if last.get('ok') else 'FAILED'} {last.get('checks', 0)} checks at "

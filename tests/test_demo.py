@@ -1,0 +1,18 @@
+import re
+
+from conftest import run_console
+
+
+def test_demo_runs_on_a_fresh_machine_and_cleans_up(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    result = run_console("demo", env={"TMPDIR": str(scratch)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "status: unpatched" in out and "status: patched" in out
+    rows = dict(re.findall(r"(incident-\d+)\s+([\d,]+)\s+[\d,]+", out))
+    assert set(rows) == {"incident-3", "incident-21", "incident-70"}
+    assert int(rows["incident-70"].replace(",", "")) > 1_700_000
+    assert re.search(r"incident-70\s+[\d,]+\s+70,\d{3}\s+96\.0%", out)
+    assert "restored from backup" in out
+    assert list(scratch.iterdir()) == []  # the throw-away prefix is gone

@@ -1,0 +1,155 @@
+"""Discovery through the real package managers' own global layouts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import SHAPE_REL, run_cli, sha
+
+from senpi_guard import sample
+
+REPO = Path(__file__).resolve().parents[1]
+MANAGER_VARS = ("NPM_CONFIG_PREFIX", "npm_config_prefix", "PNPM_HOME", "BUN_INSTALL", "NVM_DIR",
+                "FNM_DIR", "VOLTA_HOME", "ASDF_DATA_DIR", "YARN_GLOBAL_FOLDER")
+
+
+def tool(name: str) -> str:
+    """A real package manager: on PATH, or installed by .ci/run into .ci/tools."""
+    found = shutil.which(name) or shutil.which(name, path=str(REPO / ".ci/tools/node_modules/.bin"))
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is missing: .ci/run installs it into .ci/tools")
+        pytest.skip(f"{name} not installed (run .ci/run once, or npm i --prefix .ci/tools {name})")
+    return found
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    """A machine with nothing installed: own HOME, no manager variables, only node/npm on PATH."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for var in MANAGER_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NPM_CONFIG_PREFIX", str(tmp_path / "npm-global"))
+    bins = {str(Path(shutil.which(t)).parent) for t in ("node", "npm")}
+    monkeypatch.setenv("PATH", os.pathsep.join([*sorted(bins), "/bin"]))
+    return tmp_path
+
+
+def add_path(monkeypatch, *dirs: Path | str) -> None:
+    monkeypatch.setenv("PATH", os.pathsep.join([*map(str, dirs), os.environ["PATH"]]))
+
+
+def discovered(capsys) -> list[dict]:
+    _code, out, err = run_cli(capsys, "status", "--json")
+    assert out, err
+    return json.loads(out)["installs"]
+
+
+def test_npm_global_prefix_is_honoured(env, tarballs, capsys):
+    sample.npm_install_global(tarballs[2], env / "npm-global")
+    (row,) = discovered(capsys)
+    assert row["manager"] == "npm" and row["version"] == "2026.8.1"
+    assert row["package_dir"] == str(env / "npm-global/lib/node_modules/@code-yeongyu/senpi")
+
+
+def test_nothing_installed_lists_every_place_searched(env, capsys):
+    code, _out, err = run_cli(capsys, "status")
+    assert code == 1
+    assert "no senpi install found" in err
+    for place in ("npm root -g", "$BUN_INSTALL", "`senpi` on PATH"):
+        assert place in err
+
+
+def test_nvm_versions_are_all_found(env, tarballs, capsys, monkeypatch):
+    nvm = env / "nvm"
+    for version, shape in (("v22.1.0", 1), ("v24.3.0", 2)):
+        sample.npm_install_global(tarballs[shape], nvm / "versions/node" / version)
+    monkeypatch.setenv("NVM_DIR", str(nvm))
+    rows = discovered(capsys)
+    assert sorted(r["version"] for r in rows) == ["2026.7.30", "2026.8.1"]
+    assert {r["manager"] for r in rows} == {"npm (nvm)"}
+
+
+def test_senpi_on_path_symlink_is_followed(env, tarballs, capsys, monkeypatch):
+    prefix = env / "elsewhere"
+    sample.npm_install_global(tarballs[2], prefix)
+    add_path(monkeypatch, prefix / "bin")
+    (row,) = discovered(capsys)
+    assert Path(row["package_dir"]).resolve() == (prefix / "lib/node_modules/@code-yeongyu/senpi").resolve()
+
+
+def test_pnpm_global_install_found_once_and_store_untouched(env, tarballs, capsys, monkeypatch):
+    pnpm = tool("pnpm")
+    home = env / "pnpm-home"
+    monkeypatch.setenv("PNPM_HOME", str(home))
+    add_path(monkeypatch, Path(pnpm).parent, home / "bin")
+    subprocess.run([pnpm, "add", "-g", str(tarballs[3])], check=True, capture_output=True)
+    (row,) = discovered(capsys)  # project dir, its hash symlink and the PATH shim: one install
+    assert row["manager"] == "pnpm" and row["state"] == "unpatched"
+    target = Path(row["package_dir"]) / SHAPE_REL[3]
+    inode = target.stat().st_ino
+    store_files = [p for p in (home / "store").glob("v*/files/**/*")
+                   if p.is_file() and p.stat().st_ino == inode]  # the content-addressed copies
+    assert store_files and target.stat().st_nlink >= 2
+    before = sha(target)
+    assert run_cli(capsys, "apply")[0] == 0
+    assert all(sha(p) == before for p in store_files)
+    assert sha(target) != before
+    assert discovered(capsys)[0]["state"] == "patched"
+
+
+def test_bun_global_install_and_launcher(env, tarballs, capsys, monkeypatch):
+    bun = tool("bun")
+    home = env / "bun-home"
+    monkeypatch.setenv("BUN_INSTALL", str(home))
+    subprocess.run([bun, "add", "-g", str(tarballs[2])], check=True, capture_output=True)
+    (row,) = discovered(capsys)
+    assert row["manager"] == "bun"
+    target = Path(row["package_dir"]) / SHAPE_REL[2]
+    cache = [p for p in (home / "install/cache").rglob("prompt-bridge.js")]
+    before = sha(target)
+    assert run_cli(capsys, "apply")[0] == 0
+    assert cache and all(sha(p) == before for p in cache)
+    # `senpi update` rewrites ~/.bun/bin/senpi into a launcher script: still found, still one
+    launcher = home / "bin" / "senpi"
+    launcher.unlink()
+    launcher.write_text(f"#!/bin/sh\nexec '{bun}' '{row['package_dir']}/dist/cli.js' \"$@\"\n")
+    launcher.chmod(0o755)
+    add_path(monkeypatch, home / "bin")
+    monkeypatch.setenv("BUN_INSTALL", str(env / "no-bun-here"))
+    (row2,) = discovered(capsys)
+    assert row2["package_dir"] == row["package_dir"] and row2["state"] == "patched"
+
+
+def test_yarn_global_dir(env, tarballs, capsys, monkeypatch):
+    yarn = tool("yarn")
+    monkeypatch.setenv("YARN_GLOBAL_FOLDER", str(env / "yarn-global"))
+    add_path(monkeypatch, Path(yarn).parent)
+    subprocess.run([yarn, "global", "add", "--prefix", str(env / "yarn-bin"), str(tarballs[1])],
+                   check=True, capture_output=True)
+    (row,) = discovered(capsys)
+    assert row["manager"] == "yarn" and row["version"] == "2026.7.30"
+
+
+def test_bun_compiled_binary_is_unsupported_and_untouched(env, capsys, monkeypatch, tmp_path):
+    bun = tool("bun")
+    src = tmp_path / "entry.js"
+    src.write_text('console.log("@code-yeongyu/senpi single binary");')
+    bindir = tmp_path / "compiled"
+    bindir.mkdir()
+    subprocess.run([bun, "build", "--compile", str(src), "--outfile", str(bindir / "pi")],
+                   check=True, capture_output=True)
+    before = sha(bindir / "pi")
+    add_path(monkeypatch, bindir)
+    (row,) = discovered(capsys)
+    assert row["state"] == "unsupported" and "single binary" in row["detail"]
+    code, out, _ = run_cli(capsys, "apply")
+    assert code == 1 and "unsupported" in out
+    assert sha(bindir / "pi") == before

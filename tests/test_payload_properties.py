@@ -1,0 +1,149 @@
+"""Property-based tests of the injected dedupe, run in the real node in batches (one process)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from senpi_guard import patchset
+from senpi_guard.config import Config
+from senpi_guard.verify import harness_path
+
+PATCH = patchset.load()
+TAGS = ("ultrawork-mode", "system-reminder", "omo-senpi-task")
+CONFIG = Config(tags=TAGS)
+
+
+@pytest.fixture(scope="module")
+def node_dedupe(tmp_path_factory):
+    payload = tmp_path_factory.mktemp("payload") / "payload.js"
+    payload.write_text(PATCH.render_payload(CONFIG))
+    runner = harness_path().with_name("payload.mjs")
+    proc = subprocess.Popen(["node", str(runner), str(payload)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+
+    def run(cases: list[list[dict]]) -> list[list[dict]]:
+        proc.stdin.write(json.dumps({"cases": cases}) + "\n")
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert "error" not in reply, reply.get("error")
+        return reply["outputs"]
+
+    yield run
+    proc.stdin.close()
+    proc.wait(timeout=10)
+
+
+def marker(tag: str) -> str:
+    return PATCH.marker(tag)
+
+
+def oracle(blocks: list[dict]) -> list[dict]:
+    """The semantics from the issue, written independently in Python."""
+    kept: dict[str, set[str]] = {}
+    out = []
+    for block in blocks:
+        if block.get("type") != "text":
+            out.append(block)
+            continue
+        text = block["text"]
+        spans = []
+        for tag in TAGS:
+            tokens = [(m.start(), m.group()) for m in re.finditer(f"</?{re.escape(tag)}>", text)]
+            opens = [t for t in tokens if not t[1].startswith("</")]
+            good = len(tokens) % 2 == 0 and all(
+                tokens[i][1] == f"<{tag}>" and tokens[i + 1][1] == f"</{tag}>"
+                for i in range(0, len(tokens), 2))
+            if good and opens:
+                spans += [(tokens[i][0], tokens[i + 1][0] + len(f"</{tag}>"), tag)
+                          for i in range(0, len(tokens), 2)]
+        spans.sort()
+        outer, reach, broken = [], -1, False
+        for start, end, tag in spans:
+            if start >= reach:
+                outer.append((start, end, tag))
+                reach = end
+            elif end > reach:
+                broken = True
+        if broken:
+            outer = []
+        pieces, last = [], 0
+        for start, end, tag in outer:
+            body = text[start:end]
+            seen = kept.setdefault(tag, set())
+            if body in seen:
+                pieces += [text[last:start], marker(tag)]
+                last = end
+            else:
+                seen.add(body)
+        out.append({**block, "text": "".join(pieces) + text[last:]} if last else block)
+    return out
+
+
+bodies = st.sampled_from(["a", "rule one", "rule two\nmore", "x" * 50, "ünï ✓"])
+spans = st.builds(lambda tag, body: f"<{tag}>{body}</{tag}>", st.sampled_from(TAGS), bodies)
+noise = st.sampled_from(["hello ", "\n", "<ultrawork-mode>", "</system-reminder>", "<b>", "text "])
+texts = st.lists(st.one_of(spans, spans, noise, st.text(max_size=5)), max_size=8).map("".join)
+blocks = st.lists(st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, texts),
+    st.just({"type": "image", "source": {"type": "base64", "data": "AA=="}}),
+    st.builds(lambda t: {"type": "text", "text": t, "cache_control": {"type": "ephemeral"}}, texts),
+), max_size=8)
+batches = st.lists(blocks, min_size=1, max_size=20)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=batches)
+def test_matches_the_specification(node_dedupe, batch):
+    assert node_dedupe(batch) == [oracle(b) for b in batch]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=batches)
+def test_prefix_stable_idempotent_and_lossless(node_dedupe, batch):
+    prefixes = [b[:k] for b in batch for k in range(len(b) + 1)]
+    outputs = node_dedupe(batch + prefixes)
+    full, rest = outputs[: len(batch)], outputs[len(batch):]
+    again = node_dedupe(full)
+    index = 0
+    for blocks_in, blocks_out, twice in zip(batch, full, again, strict=True):
+        for k in range(len(blocks_in) + 1):
+            assert rest[index] == blocks_out[:k]  # decisions depend only on earlier blocks
+            index += 1
+        assert twice == blocks_out
+        assert len(blocks_out) == len(blocks_in)
+        seen_in = {m for b in blocks_in if b["type"] == "text"
+                   for m in re.findall(r"<(\S+?)>[\s\S]*?</\1>", b["text"])}
+        text_out = "".join(b.get("text", "") for b in blocks_out)
+        for tag in seen_in:
+            assert tag not in TAGS or f"<{tag}>" in text_out  # a tag never vanishes entirely
+        for a, b in zip(blocks_in, blocks_out, strict=True):
+            if a["type"] != "text" or not any(f"<{t}>" in a["text"] for t in TAGS):
+                assert a == b
+
+
+def test_markers_are_short_and_tag_free():
+    for tag in Config().tags:
+        assert len(marker(tag).encode()) <= 120
+        assert not any(f"<{t}>" in marker(tag) for t in Config().tags)
+
+
+def test_keeps_first_drops_identical_keeps_variants(node_dedupe):
+    a, b = "<ultrawork-mode>A</ultrawork-mode>", "<ultrawork-mode>B</ultrawork-mode>"
+    case = [{"type": "text", "text": t} for t in (a, b, a, b, a + " " + a)]
+    (out,) = node_dedupe([case])
+    m = marker("ultrawork-mode")
+    assert [x["text"] for x in out] == [a, b, m, m, m + " " + m]
+
+
+def test_many_copies_collapse_to_one_copy_and_markers(node_dedupe):
+    """Output size is one copy plus one marker per repeat (timing is measured in bench/)."""
+    span = "<ultrawork-mode>" + "z" * 25_000 + "</ultrawork-mode>"
+    for copies in (10, 100):
+        (out,) = node_dedupe([[{"type": "text", "text": span}] * copies])
+        assert sum(len(b["text"]) for b in out) == len(span) + (copies - 1) * len(marker("ultrawork-mode"))
