@@ -9,7 +9,7 @@ from pathlib import Path
 from senpi_guard import __version__
 from senpi_guard.errors import FatalError, UsageError
 
-COMMANDS = ("apply", "status", "verify", "revert", "demo")
+COMMANDS = ("apply", "status", "verify", "revert", "watch", "daemon", "demo")
 
 
 def _common(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -36,6 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     _common(revert)
     revert.add_argument("--from-edit", action="store_true",
                         help="ignore backups; restore by removing the edit")
+    watch = sub.add_parser("watch", help="keep every install patched (foreground; the daemon runs this)")
+    _common(watch, json_flag=False)
+    watch.add_argument("--rescan-interval", type=float, metavar="SECONDS",
+                       help="rescan even without file events (default: config, 60)")
+    watch.add_argument("--quiet-period", type=float, metavar="SECONDS",
+                       help="how long an install must be quiet before it is patched")
+    watch.add_argument("--quiet", action="store_true", help="log to the log file only")
+    daemon = sub.add_parser("daemon", help="run the watcher as a user service")
+    daemon.add_argument("action", choices=("install", "uninstall", "status"))
     demo = sub.add_parser("demo", help="try senpi-guard on a throw-away sample install")
     demo.add_argument("--keep", action="store_true", help="keep the temp prefix for inspection")
     return parser

@@ -56,6 +56,7 @@ class Outcome:
     target: str = ""
     upstream_present: bool = False
     millis: int = 0
+    files: list[Path] = field(default_factory=list)
 
 
 def render(patch: Patch, config: Config, target: Target, base: bytes, path: Path) -> bytes:
@@ -179,8 +180,9 @@ def reconcile(install: Install, patch: Patch, config: Config, *, dry_run: bool =
     insp = inspect(install, patch, config)
     outcome = Outcome(install, insp.state, insp.state, False, insp.detail,
                       target=str(insp.prompt.path) if insp.prompt else "",
-                      upstream_present=insp.upstream_present)
+                      upstream_present=insp.upstream_present, files=[f.path for f in insp.files])
     try:
+        fsio.remove_stale_temps(outcome.files)
         if insp.state in (UNSUPPORTED, ERROR):
             return outcome
         if insp.upstream_present and config.upstream_dedupe == "defer":

@@ -101,6 +101,14 @@ def replace(snapshot: Snapshot, data: bytes) -> None:
             os.close(dir_fd)
 
 
+def remove_stale_temps(targets: list[Path]) -> None:
+    """Temp files left by a writer that was killed (callers hold the write lock, so none is live)."""
+    for target in targets:
+        for leftover in target.parent.glob(f".{target.name}.*.senpi-guard"):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
 def write_private(path: Path, data: bytes) -> None:
     """Atomic write for senpi-guard's own files (state, backups)."""
     path.parent.mkdir(parents=True, exist_ok=True)

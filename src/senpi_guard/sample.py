@@ -100,7 +100,8 @@ def require_tool(name: str) -> str:
 def npm_pack(package_dir: Path, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        [require_tool("npm"), "pack", "--json", "--pack-destination", str(out_dir), str(package_dir)],
+        [require_tool("npm"), "pack", "--json", "--pack-destination", str(out_dir.resolve()),
+         str(package_dir.resolve())],
         capture_output=True, text=True, check=False,
     )
     if result.returncode != 0:
@@ -113,7 +114,7 @@ def npm_install_global(tarball: Path, prefix: Path) -> Path:
     """Install `tarball` the way `senpi update` does with npm; return the package dir."""
     result = subprocess.run(
         [require_tool("npm"), "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund",
-         "--prefix", str(prefix), str(tarball)],
+         "--prefix", str(prefix.resolve()), str(tarball.resolve())],
         capture_output=True, text=True, check=False,
     )
     if result.returncode != 0:

@@ -4,7 +4,7 @@ import json
 import time
 from typing import Any
 
-from senpi_guard import engine, state
+from senpi_guard import engine, state, watcher
 from senpi_guard.commands import common
 
 
@@ -35,9 +35,12 @@ def collect(args) -> list[dict[str, Any]]:
 
 def run(args) -> int:
     rows = collect(args)
+    running = watcher.running_watcher()
     if args.json:
-        print(json.dumps({"installs": rows}, indent=2))
+        print(json.dumps({"installs": rows, "watcher": running}, indent=2))
     else:
+        print("watcher: " + (f"running, pid {running['pid']} since {_when(running['since'])}"
+                             if running else "not running (senpi-guard daemon install)"))
         for row in rows:
             print(f"senpi {row['version']} ({row['manager']})  {row['package_dir']}")
             print(f"  state     {row['state']}")
@@ -50,6 +53,11 @@ def run(args) -> int:
                 f"{'passed' if last.get('ok') else 'FAILED'} {last.get('checks', 0)} checks at "
                 f"{_when(last.get('time'))}")
             print(f"  verified  {verdict}")
+            last = row["last_reconcile"]
+            if last:
+                outcome = "ok" if last.get("ok") else "FAILED"
+                print(f"  watcher   last reconcile {_when(last.get('time'))}: {last.get('before')} -> "
+                      f"{last.get('after')} ({outcome}, {last.get('trigger', '').split(' ')[0]})")
             if row["detail"]:
                 print(f"  detail    {row['detail']}")
     return 0 if rows and all(r["state"] == "patched" for r in rows) else 1

@@ -1,0 +1,90 @@
+"""`senpi-guard daemon install | uninstall | status`: run the watcher as a user service."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+
+from senpi_guard import fsio, paths, service, watcher
+from senpi_guard.errors import FatalError
+
+
+def _manual(reason: str) -> FatalError:
+    command = " ".join(shlex.quote(a) for a in service.spec().argv)
+    return FatalError(f"{reason}; run the watcher under your own supervisor instead: {command}")
+
+
+def _linux(action: str) -> int:
+    unit = service.systemd_unit_path()
+    if action == "status":
+        return _status_linux(unit)
+    why = service.systemd_available()
+    if action == "install":
+        unit.parent.mkdir(parents=True, exist_ok=True)
+        fsio.write_private(unit, service.systemd_unit(service.spec()).encode())
+        print(f"wrote {unit}")
+        if why:
+            raise _manual(f"the unit is written but {why}")
+        for argv in (["systemctl", "--user", "daemon-reload"],
+                     ["systemctl", "--user", "enable", "--now", service.UNIT_NAME]):
+            result = service.run(argv)
+            if result.returncode != 0:
+                raise FatalError(f"`{' '.join(argv)}` failed: {result.stderr.strip()[-300:]}")
+        print(f"enabled and started {service.UNIT_NAME}")
+        return 0
+    if not why:
+        service.run(["systemctl", "--user", "disable", "--now", service.UNIT_NAME])
+    existed = unit.exists()
+    unit.unlink(missing_ok=True)
+    if not why:
+        service.run(["systemctl", "--user", "daemon-reload"])
+    print(f"removed {unit}" if existed else f"{unit} was not installed")
+    return 0
+
+
+def _status_linux(unit) -> int:
+    installed = unit.exists()
+    why = service.systemd_available()
+    enabled = active = "unknown"
+    if not why:
+        enabled = service.run(["systemctl", "--user", "is-enabled", service.UNIT_NAME]).stdout.strip()
+        active = service.run(["systemctl", "--user", "is-active", service.UNIT_NAME]).stdout.strip()
+    running = watcher.running_watcher()
+    print(f"unit      {unit} ({'installed' if installed else 'not installed'})")
+    print(f"enabled   {enabled}" + (f" ({why})" if why else ""))
+    print(f"active    {active}")
+    print("watcher   " + (f"running, pid {running['pid']}" if running else "not running"))
+    return 0 if installed and (running or active == "active") else 1
+
+
+def _macos(action: str) -> int:
+    plist = service.launchd_plist_path()
+    if shutil.which("launchctl") is None:
+        raise _manual("launchctl is not available")
+    if action == "install":
+        plist.parent.mkdir(parents=True, exist_ok=True)
+        fsio.write_private(plist, service.launchd_plist(service.spec(), paths.log_dir()))
+        result = service.run(["launchctl", "load", "-w", str(plist)])
+        if result.returncode != 0:
+            raise FatalError(f"launchctl load {plist} failed: {result.stderr.strip()[-300:]}")
+        print(f"loaded {plist}")
+        return 0
+    if action == "uninstall":
+        if plist.exists():
+            service.run(["launchctl", "unload", "-w", str(plist)])
+            plist.unlink()
+        print(f"removed {plist}")
+        return 0
+    listed = service.run(["launchctl", "list", service.LABEL]).returncode == 0
+    print(f"agent     {plist} ({'installed' if plist.exists() else 'not installed'})")
+    print(f"loaded    {'yes' if listed else 'no'}")
+    return 0 if listed else 1
+
+
+def run(args) -> int:
+    if sys.platform == "darwin":
+        return _macos(args.action)
+    if sys.platform.startswith("linux"):
+        return _linux(args.action)
+    raise _manual(f"no user service manager is supported on {sys.platform}")

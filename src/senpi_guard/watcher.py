@@ -1,0 +1,322 @@
+"""The reconciling watcher: file events plus a periodic rescan, settle, then the same reconcile as
+`apply` under the same lock. Failures back off per (version, target sha256)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from senpi_guard import engine, fsio, install, paths, state
+from senpi_guard.commands.common import write_lock
+from senpi_guard.config import Config
+from senpi_guard.errors import FatalError
+from senpi_guard.patchset import Patch
+
+log = logging.getLogger("senpi-guard.watch")
+STAGING_PREFIXES = (".senpi-", "_tmp_", ".staging")
+
+
+def setup_logging(verbose: bool = True) -> Path:
+    folder = paths.log_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    logfile = folder / "watch.log"
+    log.setLevel(logging.INFO)
+    log.handlers.clear()
+    handler = RotatingFileHandler(logfile, maxBytes=1 << 20, backupCount=3, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    if verbose:
+        console = logging.StreamHandler(sys.stderr)
+        console.setFormatter(logging.Formatter("senpi-guard watch: %(message)s"))
+        log.addHandler(console)
+    return logfile
+
+
+def notify(title: str, message: str) -> None:
+    """One desktop notification where the platform has a notifier; never fails the caller."""
+    if sys.platform == "darwin" and shutil.which("osascript"):
+        script = f"display notification {message!r} with title {title!r}".replace("'", '"')
+        argv = ["osascript", "-e", script]
+    elif shutil.which("notify-send"):
+        argv = ["notify-send", "--app-name=senpi-guard", title, message]
+    else:
+        return
+    try:
+        subprocess.run(argv, timeout=10, check=False, capture_output=True)
+    except (OSError, subprocess.TimeoutExpired):
+        log.info("desktop notification could not be shown")
+
+
+class _Events(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        self.watcher.event(str(event.src_path))
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
+def _file_stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _sha(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+@dataclass
+class Known:
+    """What the watcher remembers of an install between reconciles."""
+
+    files: list[Path] = field(default_factory=list)
+    fingerprint: tuple = ()
+
+
+class Watcher:
+    def __init__(self, patch: Patch, config: Config, roots: list[Path]) -> None:
+        self.patch = patch
+        self.config = config
+        self.roots = roots
+        self.stop = threading.Event()
+        self.triggers: queue.Queue[str] = queue.Queue()
+        self.last_event = 0.0
+        self.observer = Observer()
+        self.watches: dict[Path, tuple[object, int | None, bool]] = {}
+        self.known: dict[Path, Known] = {}
+
+    # ---- events and watches ------------------------------------------------------------
+    def event(self, path: str) -> None:
+        self.last_event = time.monotonic()
+        self.triggers.put(f"event {path}")
+
+    def installs(self) -> list[install.Install]:
+        if self.roots:
+            found = []
+            for root in self.roots:
+                described = install.describe(root) if (root / "package.json").is_file() else None
+                if described is not None:
+                    found.append(described)
+            return found
+        return install.discover().installs
+
+    def _wanted_watches(self, installs: list[install.Install]) -> dict[Path, bool]:
+        wanted: dict[Path, bool] = {}
+        dirs = [*self.roots, *(i.package_dir for i in installs if not i.unsupported)]
+        for package_dir in dirs:
+            wanted[package_dir.parent] = False  # node_modules/@code-yeongyu survives a swap
+            wanted[package_dir.parent.parent] = False  # pnpm's global dir, npm's node_modules
+            if package_dir.is_dir():
+                wanted[Path(os.path.realpath(package_dir))] = True
+        resolved: dict[Path, bool] = {}
+        for path, recursive in wanted.items():
+            while not path.is_dir() and path != path.parent:
+                path, recursive = path.parent, False
+            resolved[path] = resolved.get(path, False) or recursive
+        return resolved
+
+    def rearm(self, installs: list[install.Install]) -> None:
+        """Watch what exists now; a directory that was replaced (new inode) is watched anew."""
+        wanted = self._wanted_watches(installs)
+        for path in list(self.watches):
+            handle, inode, recursive = self.watches[path]
+            if path not in wanted or _inode(path) != inode or wanted[path] != recursive:
+                self.observer.unschedule(handle)
+                del self.watches[path]
+        for path, recursive in wanted.items():
+            if path not in self.watches:
+                try:
+                    handle = self.observer.schedule(_Events(self), str(path), recursive=recursive)
+                except OSError as exc:
+                    log.warning("cannot watch %s: %s", path, exc)
+                    continue
+                self.watches[path] = (handle, _inode(path), recursive)
+
+    # ---- settle ------------------------------------------------------------------------
+    def _quick_fingerprint(self, inst: install.Install) -> tuple:
+        parent = inst.package_dir.parent
+        try:
+            staging = sorted(e for e in os.listdir(parent) if e.startswith(STAGING_PREFIXES))
+        except OSError:
+            staging = ["<parent missing>"]
+        manifest = install.read_manifest(inst.package_dir) or {}
+        known = self.known.get(inst.real_dir, Known())
+        return (str(inst.real_dir), manifest.get("version"), tuple(staging),
+                tuple(_file_stat(f) for f in known.files))
+
+    def settle(self) -> bool:
+        """Wait until no events for quiet_period and every install looks the same twice."""
+        deadline = time.monotonic() + self.config.settle_timeout
+        previous = None
+        while not self.stop.is_set():
+            installs = self.installs()
+            self.rearm(installs)
+            current = [self._quick_fingerprint(i) for i in installs]
+            quiet_for = time.monotonic() - self.last_event
+            busy = any(fp[2] for fp in current) or any(fp[1] is None for fp in current)
+            if quiet_for >= self.config.quiet_period and current == previous and not busy:
+                return True
+            previous = current
+            if time.monotonic() > deadline:
+                log.warning("installs did not settle within %gs; will retry on the next trigger",
+                            self.config.settle_timeout)
+                return False
+            self.stop.wait(max(0.05, self.config.quiet_period - quiet_for))
+        return False
+
+    # ---- reconcile ---------------------------------------------------------------------
+    def _fingerprint(self, inst: install.Install, files: list[Path]) -> tuple:
+        return (str(inst.real_dir), inst.version, _file_stat(inst.package_dir / "package.json"),
+                tuple((str(f), _file_stat(f)) for f in files))
+
+    def reconcile_all(self, trigger: str) -> None:
+        installs = self.installs()
+        self.rearm(installs)
+        for inst in installs:
+            if self.stop.is_set():
+                return
+            self.reconcile_one(inst, trigger)
+
+    def _backed_off(self, inst: install.Install) -> bool:
+        backoff = state.install_record(inst.package_dir).get("backoff")
+        return bool(backoff) and backoff.get("version") == inst.version and \
+            _sha(Path(backoff.get("target") or "/nonexistent")) == backoff.get("sha256")
+
+    def reconcile_one(self, inst: install.Install, trigger: str) -> None:
+        key = inst.real_dir
+        known = self.known.get(key)
+        if known and known.fingerprint == self._fingerprint(inst, known.files):
+            return  # nothing changed since the last reconcile
+        if inst.unsupported:
+            log.info("install=%s unsupported: %s", inst.package_dir, inst.unsupported)
+            self.known[key] = Known([], self._fingerprint(inst, []))
+            return
+        if self._backed_off(inst):
+            return
+        with write_lock():
+            outcome = engine.reconcile(inst, self.patch, self.config)
+        log.info("trigger=%s install=%s version=%s before=%s after=%s ok=%s ms=%d%s",
+                 trigger.split(" ", 1)[0], inst.package_dir, inst.version, outcome.before,
+                 outcome.after, outcome.ok, outcome.millis,
+                 f" wrote={','.join(outcome.changed)}" if outcome.changed else "")
+        result = {"time": time.time(), "trigger": trigger[:200], "before": outcome.before,
+                  "after": outcome.after, "ok": outcome.ok, "millis": outcome.millis,
+                  "detail": outcome.detail[:500]}
+        if outcome.ok:
+            self.known[key] = Known(outcome.files, self._fingerprint(inst, outcome.files))
+            state.update_install_record(inst.package_dir, last_reconcile=result, backoff=None)
+            return
+        state.update_install_record(inst.package_dir, last_reconcile=result)
+        target = outcome.files[0] if outcome.files else inst.package_dir / "package.json"
+        failed = (inst.version, _sha(target))
+        self.stop.wait(self.config.quiet_period)  # was it an update still landing?
+        now = install.describe(inst.package_dir)
+        if now is None or (now.version, _sha(target)) != failed:
+            log.info("install=%s changed while reconciling; will retry", inst.package_dir)
+            self.triggers.put("retry changed-during-reconcile")
+            return
+        log.error("install=%s version=%s could not be patched: %s (not retried until it changes "
+                  "or `senpi-guard apply` is run)", inst.package_dir, inst.version, outcome.detail)
+        notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {outcome.detail[:200]}")
+        state.update_install_record(inst.package_dir, backoff={
+            "version": inst.version, "sha256": failed[1], "target": str(target),
+            "error": outcome.detail[:500], "time": time.time()})
+        self.known[key] = Known(outcome.files, ())
+
+    # ---- main loop ---------------------------------------------------------------------
+    def run(self) -> int:
+        write_pidfile(self.roots)
+        self.observer.start()
+        try:
+            self.reconcile_all("startup")
+            next_rescan = time.monotonic() + self.config.rescan_interval
+            while not self.stop.is_set():
+                try:
+                    trigger = self.triggers.get(timeout=max(0.0, next_rescan - time.monotonic()))
+                except queue.Empty:
+                    trigger = "rescan"
+                if self.stop.is_set():
+                    break
+                if trigger == "rescan":
+                    next_rescan = time.monotonic() + self.config.rescan_interval
+                elif not self.settle():
+                    continue
+                while not self.triggers.empty():
+                    self.triggers.get_nowait()
+                try:
+                    self.reconcile_all(trigger)
+                except FatalError as exc:
+                    log.error("reconcile failed: %s", exc)
+        finally:
+            self.observer.stop()
+            self.observer.join(timeout=2)
+            clear_pidfile()
+        log.info("stopped")
+        return 0
+
+    def install_signal_handlers(self) -> None:
+        def handle(signum, _frame) -> None:
+            log.info("received %s, stopping", signal.Signals(signum).name)
+            self.stop.set()
+            self.triggers.put("stop")
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)
+
+
+# ---- the pid file, for `status` ------------------------------------------------------------
+
+def pidfile() -> Path:
+    return paths.state_dir() / "watcher.json"
+
+
+def write_pidfile(roots: list[Path]) -> None:
+    fsio.write_private(pidfile(), json.dumps({"pid": os.getpid(), "since": time.time(),
+                                              "roots": [str(r) for r in roots]}).encode())
+
+
+def clear_pidfile() -> None:
+    try:
+        data = json.loads(pidfile().read_text())
+        if data.get("pid") == os.getpid():
+            pidfile().unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def running_watcher() -> dict | None:
+    try:
+        data = json.loads(pidfile().read_text())
+        os.kill(int(data["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return data
