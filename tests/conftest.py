@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -92,3 +93,36 @@ def tree_digest(root: Path) -> dict[str, str]:
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+REPO = Path(__file__).resolve().parents[1]
+MANAGER_VARS = ("NPM_CONFIG_PREFIX", "npm_config_prefix", "PNPM_HOME", "BUN_INSTALL", "NVM_DIR",
+                "FNM_DIR", "VOLTA_HOME", "ASDF_DATA_DIR", "YARN_GLOBAL_FOLDER")
+
+
+def tool(name: str) -> str:
+    """A real package manager: on PATH, or installed by .ci/run into .ci/tools."""
+    found = shutil.which(name) or shutil.which(name, path=str(REPO / ".ci/tools/node_modules/.bin"))
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is missing: .ci/run installs it into .ci/tools")
+        pytest.skip(f"{name} not installed (run .ci/run once, or npm i --prefix .ci/tools {name})")
+    return found
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    """A machine with nothing installed: own HOME, no manager variables, only node/npm on PATH."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for var in MANAGER_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NPM_CONFIG_PREFIX", str(tmp_path / "npm-global"))
+    bins = {str(Path(shutil.which(t)).parent) for t in ("node", "npm")}
+    monkeypatch.setenv("PATH", os.pathsep.join([*sorted(bins), "/bin"]))
+    return tmp_path
+
+
+def add_path(monkeypatch, *dirs: Path | str) -> None:
+    monkeypatch.setenv("PATH", os.pathsep.join([*map(str, dirs), os.environ["PATH"]]))

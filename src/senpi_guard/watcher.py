@@ -21,7 +21,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from senpi_guard import engine, fsio, install, paths, state
+from senpi_guard import engine, fsio, install, locate, paths, state
 from senpi_guard.commands.common import write_lock
 from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
@@ -92,6 +92,17 @@ def _sha(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return "missing"
+
+
+def _content_key(inst: install.Install, target: str | None) -> str:
+    """What a failure is keyed on: the target file's sha256 or, when no target could be located,
+    a signature of every .js file under dist/ (so any change there lifts the back-off)."""
+    if target:
+        return _sha(Path(target))
+    digest = hashlib.sha256()
+    for path in locate.js_files(inst.package_dir / "dist"):
+        digest.update(f"{path}\0{_file_stat(path)}\0".encode())
+    return "dist:" + digest.hexdigest()
 
 
 @dataclass
@@ -209,7 +220,7 @@ class Watcher:
     def _backed_off(self, inst: install.Install) -> bool:
         backoff = state.install_record(inst.package_dir).get("backoff")
         return bool(backoff) and backoff.get("version") == inst.version and \
-            _sha(Path(backoff.get("target") or "/nonexistent")) == backoff.get("sha256")
+            _content_key(inst, backoff.get("target")) == backoff.get("sha256")
 
     def reconcile_one(self, inst: install.Install, trigger: str) -> None:
         key = inst.real_dir
@@ -236,11 +247,11 @@ class Watcher:
             state.update_install_record(inst.package_dir, last_reconcile=result, backoff=None)
             return
         state.update_install_record(inst.package_dir, last_reconcile=result)
-        target = outcome.files[0] if outcome.files else inst.package_dir / "package.json"
-        failed = (inst.version, _sha(target))
+        target = str(outcome.files[0]) if outcome.files else None
+        failed = (inst.version, _content_key(inst, target))
         self.stop.wait(self.config.quiet_period)  # was it an update still landing?
         now = install.describe(inst.package_dir)
-        if now is None or (now.version, _sha(target)) != failed:
+        if now is None or (now.version, _content_key(inst, target)) != failed:
             log.info("install=%s changed while reconciling; will retry", inst.package_dir)
             self.triggers.put("retry changed-during-reconcile")
             return
@@ -248,7 +259,7 @@ class Watcher:
                   "or `senpi-guard apply` is run)", inst.package_dir, inst.version, outcome.detail)
         notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {outcome.detail[:200]}")
         state.update_install_record(inst.package_dir, backoff={
-            "version": inst.version, "sha256": failed[1], "target": str(target),
+            "version": inst.version, "sha256": failed[1], "target": target,
             "error": outcome.detail[:500], "time": time.time()})
         self.known[key] = Known(outcome.files, ())
 

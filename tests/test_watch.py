@@ -1,0 +1,251 @@
+"""The watcher against real updates: real npm/pnpm/bun installs, real inotify events."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SHAPE_REL, add_path, run_cli, sha, tool
+
+from senpi_guard import edit, sample
+
+V1, V2 = "2026.7.30", "2026.8.1"
+
+
+def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def patched(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    header = edit.read_header(data)
+    return header is not None and b"// senpi-guard: end directive-dedupe" in data
+
+
+class WatchProcess:
+    def __init__(self, *args: str | Path, log: Path):
+        self.log = log
+        self.handle = log.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "senpi_guard", "watch", "--quiet-period", "0.4", *map(str, args)],
+            stdout=self.handle, stderr=subprocess.STDOUT, env=dict(os.environ))
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def stop(self) -> float:
+        started = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        self.handle.close()
+        return time.monotonic() - started
+
+
+@pytest.fixture
+def watch(tmp_path):
+    running: list[WatchProcess] = []
+
+    def start(*args: str | Path) -> WatchProcess:
+        process = WatchProcess(*args, log=tmp_path / f"watch{len(running)}.log")
+        running.append(process)
+        return process
+
+    yield start
+    for process in running:
+        if process.proc.poll() is None:
+            process.proc.kill()
+            process.proc.wait()
+
+
+def npm_update(tarball: Path, prefix: Path) -> None:
+    """What `senpi update` runs for npm installs."""
+    subprocess.run(["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund",
+                    "--prefix", str(prefix), str(tarball)], check=True, capture_output=True)
+
+
+def node_check(path: Path) -> None:
+    subprocess.run(["node", "--check", str(path)], check=True, capture_output=True)
+
+
+def test_update_to_another_shape_is_repatched(npm_install, tarballs, tmp_path, watch, capsys):
+    prefix = tmp_path / "prefix"
+    pkg = npm_install(1, prefix=prefix)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    watcher = watch("--root", pkg)
+    wait_for(lambda: "watching" in watcher.text(), what="watcher start")
+    npm_update(tarballs[2], prefix)
+    wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="v2 patched")
+    node_check(pkg / SHAPE_REL[2])
+    code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    report = json.loads(out)
+    row = report["installs"][0]
+    assert code == 0 and row["version"] == V2 and row["state"] == "patched"
+    assert row["last_verify"]["ok"] and row["last_reconcile"]["ok"]
+    assert report["watcher"]["pid"] == watcher.proc.pid
+    assert watcher.stop() < 2.0 and watcher.proc.returncode == 0
+
+
+def test_pnpm_update_swaps_symlink_to_new_dir(env, tarballs, watch, monkeypatch, capsys):
+    pnpm = tool("pnpm")
+    home = env / "pnpm-home"
+    monkeypatch.setenv("PNPM_HOME", str(home))
+    add_path(monkeypatch, Path(pnpm).parent, home / "bin")
+    subprocess.run([pnpm, "add", "-g", str(tarballs[1])], check=True, capture_output=True)
+    watcher = watch("--rescan-interval", "5")
+    root = home / "global" / "v11"
+    wait_for(lambda: any(patched(p) for p in root.glob("*/node_modules/@code-yeongyu/senpi/" + SHAPE_REL[1])),
+             what="v1 patched at start-up")
+    subprocess.run([pnpm, "add", "-g", str(tarballs[3])], check=True, capture_output=True)
+    v2_files = lambda: [p for p in root.glob("*/node_modules/@code-yeongyu/senpi/" + SHAPE_REL[3])]  # noqa: E731
+    wait_for(lambda: v2_files() and all(patched(p) for p in v2_files()), what="pnpm v3 patched")
+    code, out, _ = run_cli(capsys, "status", "--json")
+    rows = json.loads(out)["installs"]
+    assert code == 0 and [(r["version"], r["state"]) for r in rows] == [("2026.8.5", "patched")]
+    assert watcher.stop() < 2.0
+
+
+def test_bun_update_relinks_and_cache_stays_intact(env, tarballs, watch, monkeypatch):
+    bun = tool("bun")
+    home = env / "bun-home"
+    monkeypatch.setenv("BUN_INSTALL", str(home))
+    subprocess.run([bun, "add", "-g", str(tarballs[1])], check=True, capture_output=True)
+    pkg = home / "install/global/node_modules/@code-yeongyu/senpi"
+    watcher = watch("--rescan-interval", "5")
+    wait_for(lambda: patched(pkg / SHAPE_REL[1]), what="bun v1 patched")
+    subprocess.run([bun, "add", "-g", str(tarballs[2])], check=True, capture_output=True)
+    wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="bun v2 patched")
+    cached = list((home / "install/cache").rglob("claude-sdk-oauth/prompt-bridge.js"))
+    assert cached and not any(patched(p) for p in cached)
+    assert sha(cached[0]) == sha(Path(sample.__file__).parent / "samples/prompt-bridge-v2.js") or \
+        cached[0].read_bytes() == sample.prompt_bridge_source(2).encode()
+    watcher.stop()
+
+
+def test_update_lands_while_reconciling(npm_install, tarballs, tmp_path, watch):
+    prefix = tmp_path / "prefix"
+    pkg = npm_install(1, prefix=prefix)
+    watch("--root", pkg)  # its start-up reconcile is under way while the update runs
+    npm_update(tarballs[2], prefix)
+    wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="v2 patched")
+    node_check(pkg / SHAPE_REL[2])
+
+
+def test_two_watchers_and_a_hand_apply_never_collide(npm_install, tarballs, tmp_path, watch, capsys):
+    prefix = tmp_path / "prefix"
+    pkg = npm_install(1, prefix=prefix)
+    first, second = watch("--root", pkg), watch("--root", pkg)
+    wait_for(lambda: patched(pkg / SHAPE_REL[1]), what="v1 patched")
+    npm_update(tarballs[2], prefix)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # races the two watchers
+    target = pkg / SHAPE_REL[2]
+    wait_for(lambda: patched(target), what="v2 patched")
+    time.sleep(1.5)  # let both watchers finish whatever they started
+    data = target.read_bytes()
+    assert data.count(b"// senpi-guard: directive-dedupe v1") == 1
+    assert not list(target.parent.glob(".*.senpi-guard"))
+    node_check(target)
+    assert "FAILED" not in first.text() + second.text()
+
+
+def test_package_dir_deleted_and_recreated(npm_install, tarballs, tmp_path, watch):
+    import shutil
+    prefix = tmp_path / "prefix"
+    pkg = npm_install(2, prefix=prefix)
+    watcher = watch("--root", pkg)
+    wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="patched at start-up")
+    shutil.rmtree(pkg)
+    time.sleep(0.5)
+    npm_update(tarballs[1], prefix)
+    wait_for(lambda: patched(pkg / SHAPE_REL[1]), what="re-created install patched")
+    assert "could not be patched" not in watcher.text()
+
+
+def test_target_rewritten_slowly_is_not_patched_half_written(npm_install, tmp_path, watch):
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    complete = target.read_bytes().replace(b"USER:", b"HUMAN:")
+    watcher = watch("--root", pkg)
+    wait_for(lambda: patched(target), what="patched at start-up")
+    chunks = [complete[i:i + len(complete) // 6 + 1] for i in range(0, len(complete), len(complete) // 6 + 1)]
+    with target.open("wb") as handle:  # the way a slow extractor writes: in place, in chunks
+        for chunk in chunks:
+            handle.write(chunk)
+            handle.flush()
+            time.sleep(0.15)
+    wait_for(lambda: patched(target), what="patched after the slow write")
+    header = edit.read_header(target.read_bytes())
+    assert header.original_sha256 == edit.sha256(complete)
+    assert "could not be patched" not in watcher.text()
+    assert watcher.text().count("before=unpatched after=patched") == 2
+
+
+def test_kill_9_never_leaves_a_broken_target(npm_install, tmp_path):
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    original = target.read_bytes()
+    assert run_cli_subprocess("apply", "--root", pkg) == 0
+    full = target.read_bytes()
+    seen = {"original": 0, "patched": 0}
+    rng = random.Random(1234)
+    for _trial in range(50):
+        scratch = target.with_name(".restore")
+        scratch.write_bytes(original)
+        os.replace(scratch, target)
+        proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg),
+                                 "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.2, 1.4))
+        proc.kill()
+        proc.wait()
+        data = target.read_bytes()
+        assert data in (original, full)
+        seen["original" if data == original else "patched"] += 1
+        node_check(target)
+    assert seen["original"] and seen["patched"], seen  # kills landed before and after the write
+
+
+def run_cli_subprocess(*args) -> int:
+    return subprocess.run([sys.executable, "-m", "senpi_guard", *map(str, args)],
+                          capture_output=True, check=False).returncode
+
+
+def test_backoff_attempts_once_logs_once_notifies_once(custom_package, tmp_path, watch, monkeypatch, capsys):
+    # notify-send needs a desktop session, which this machine has not: a stand-in records calls.
+    calls = tmp_path / "notifications"
+    fake = tmp_path / "bin" / "notify-send"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n")
+    fake.chmod(0o755)
+    add_path(monkeypatch, fake.parent)
+    pkg = custom_package("export function buildPromptBlocks(c) {\n    return [;\n}", version="2026.9.9")
+    watcher = watch("--root", pkg, "--rescan-interval", "0.5")
+    wait_for(lambda: "could not be patched" in watcher.text(), what="the failure")
+    for n in range(4):  # more triggers: events and rescans
+        (pkg / "dist" / f"touched{n}.txt").write_text("x")
+        time.sleep(0.5)
+    assert watcher.text().count("could not be patched") == 1
+    assert watcher.text().count("trigger=") == 1
+    assert len(calls.read_text().splitlines()) == 1
+    code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    assert code == 1 and json.loads(out)["installs"][0]["last_reconcile"]["ok"] is False
+    # the user fixes it (reinstalls a good version): the pair changed, so it is retried
+    target = pkg / SHAPE_REL[2]
+    target.write_text(sample.prompt_bridge_source(2))
+    wait_for(lambda: patched(target), what="patched after the fix")
+    assert watcher.stop() < 2.0
