@@ -141,7 +141,8 @@ def test_hand_patched_file_that_cannot_be_cleaned_is_refused(custom_package, cap
     assert tree_digest(pkg) == before
 
 
-@pytest.mark.parametrize("variant", ["crlf", "tabs", "arrow", "export-clause", "early-returns"])
+@pytest.mark.parametrize("variant", ["crlf", "tabs", "arrow", "arrow-expression", "export-clause",
+                                     "early-returns"])
 def test_tolerated_variants_apply_and_verify(custom_package, capsys, variant):
     src = sample.prompt_bridge_source(2)
     if variant == "crlf":
@@ -152,6 +153,10 @@ def test_tolerated_variants_apply_and_verify(custom_package, capsys, variant):
         src = src.replace("export function buildPromptBlocks(context) {",
                           "export const buildPromptBlocks = (context) => {")
         src = src.replace("    return blocks;\n}\n//#", "    return blocks;\n};\n//#")
+    elif variant == "arrow-expression":
+        src = src.replace("export function buildPromptBlocks(context) {", "function buildAll(context) {")
+        src = src.replace("//# sourceMappingURL",
+                          "export const buildPromptBlocks = (context) => buildAll(context);\n//# sourceMappingURL")
     elif variant == "export-clause":
         src = src.replace("export function buildPromptBlocks(", "function buildPromptBlocksImpl(")
         src = src.replace("//# sourceMappingURL",
@@ -205,4 +210,32 @@ def test_verify_command_reports_figures(npm_install, capsys):
     run_cli(capsys, "apply", "--root", pkg)
     code, out, _ = run_cli(capsys, "verify", "--root", pkg)
     assert code == 0
-    assert "incident-70: 1,789,022 -> 70,784 bytes" in out
+    assert "incident-70: 1,789,022 -> 68,645 bytes" in out
+
+
+def test_older_payload_version_is_stale_and_repatched(npm_install, capsys):
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    original = target.read_bytes()
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    current = target.read_bytes()
+    version = edit.read_header(current).version
+    older = current.replace(f"// senpi-guard: directive-dedupe v{version} ".encode(),
+                            f"// senpi-guard: directive-dedupe v{version - 1} ".encode())
+    target.write_bytes(older)
+    assert status_json(capsys, pkg)[1]["state"] == "stale"
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    assert target.read_bytes() == current
+    assert edit.read_header(current).original_sha256 == edit.sha256(original)
+
+
+def test_drifted_file_is_rebuilt_from_backup(npm_install, capsys):
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    current = target.read_bytes()
+    target.write_bytes(current.replace(b'"USER:\\n"', b'"HUMAN:\\n"'))
+    _, row = status_json(capsys, pkg)
+    assert row["state"] == "drifted"
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    assert target.read_bytes() == current

@@ -13,6 +13,7 @@ def test_demo_runs_on_a_fresh_machine_and_cleans_up(tmp_path):
     rows = dict(re.findall(r"(incident-\d+)\s+([\d,]+)\s+[\d,]+", out))
     assert set(rows) == {"incident-3", "incident-21", "incident-70"}
     assert int(rows["incident-70"].replace(",", "")) > 1_700_000
-    assert re.search(r"incident-70\s+[\d,]+\s+70,\d{3}\s+96\.0%", out)
+    assert re.search(r"incident-70\s+1,789,022\s+68,645\s+96\.2%", out)
+    assert re.search(r"audit of a sample 30-step session \(60 assistant turns", out)
     assert "restored from backup" in out
     assert list(scratch.iterdir()) == []  # the throw-away prefix is gone

@@ -121,3 +121,16 @@ def test_roundtrip_random_returns(names, crlf, indent, tail):
     jslocate.parse(patched)
     assert patched.count(b"__senpiGuardDedupe(") >= len(names) + 1
     assert edit.remove_edit(patched, PATCH.callees) == base
+
+
+def test_marker_length_and_tag_checks():
+    import dataclasses
+
+    from senpi_guard.errors import FatalError
+    long_marker = dataclasses.replace(PATCH, marker_template="[" + "x" * 110 + " {tag}]")
+    with pytest.raises(FatalError, match="too long"):
+        long_marker.check_tags(("ultrawork-mode",))
+    opening = dataclasses.replace(PATCH, marker_template="[see <{tag}> above]")
+    with pytest.raises(FatalError, match="would contain <ultrawork-mode>"):
+        opening.check_tags(("ultrawork-mode",))
+    PATCH.check_tags(CONFIG.tags)  # the shipped marker passes for every default tag

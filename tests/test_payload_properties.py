@@ -87,7 +87,8 @@ def oracle(blocks: list[dict]) -> list[dict]:
 
 bodies = st.sampled_from(["a", "rule one", "rule two\nmore", "x" * 50, "ünï ✓"])
 spans = st.builds(lambda tag, body: f"<{tag}>{body}</{tag}>", st.sampled_from(TAGS), bodies)
-noise = st.sampled_from(["hello ", "\n", "<ultrawork-mode>", "</system-reminder>", "<b>", "text "])
+noise = st.sampled_from(["hello ", "\n", "<ultrawork-mode>", "</system-reminder>", "<b>", "text ", "<", "</",
+                         "<ultrawork-mode", ">", "<>", "</>", "<omo-senpi-task-x>", "a<b>c"])
 texts = st.lists(st.one_of(spans, spans, noise, st.text(max_size=5)), max_size=8).map("".join)
 blocks = st.lists(st.one_of(
     st.builds(lambda t: {"type": "text", "text": t}, texts),

@@ -158,7 +158,7 @@ def test_two_watchers_and_a_hand_apply_never_collide(npm_install, tarballs, tmp_
     wait_for(lambda: patched(target), what="v2 patched")
     time.sleep(1.5)  # let both watchers finish whatever they started
     data = target.read_bytes()
-    assert data.count(b"// senpi-guard: directive-dedupe v1") == 1
+    assert data.count(b"// senpi-guard: directive-dedupe v") == 1
     assert not list(target.parent.glob(".*.senpi-guard"))
     node_check(target)
     assert "FAILED" not in first.text() + second.text()
@@ -248,4 +248,19 @@ def test_backoff_attempts_once_logs_once_notifies_once(custom_package, tmp_path,
     target = pkg / SHAPE_REL[2]
     target.write_text(sample.prompt_bridge_source(2))
     wait_for(lambda: patched(target), what="patched after the fix")
+    assert watcher.stop() < 2.0
+
+
+def test_rescan_picks_up_a_new_node_version(env, tarballs, watch, monkeypatch):
+    nvm = env / "nvm"
+    first = nvm / "versions/node/v22.1.0"
+    sample.npm_install_global(tarballs[1], first)
+    monkeypatch.setenv("NVM_DIR", str(nvm))
+    watcher = watch("--rescan-interval", "1")
+    wait_for(lambda: patched(first / "lib/node_modules/@code-yeongyu/senpi" / SHAPE_REL[1]),
+             what="first node version patched")
+    second = nvm / "versions/node/v24.3.0"  # a directory no watch covers yet
+    sample.npm_install_global(tarballs[2], second)
+    wait_for(lambda: patched(second / "lib/node_modules/@code-yeongyu/senpi" / SHAPE_REL[2]),
+             what="the new node version patched by a rescan")
     assert watcher.stop() < 2.0

@@ -4,40 +4,61 @@ function __senpiGuardConfig() {
 function __senpiGuardMarker(tag) {
     return __senpiGuardConfig().marker.split("{tag}").join(tag);
 }
+var __senpiGuardTagCache;
+function __senpiGuardTagSet(tags) {
+    if (__senpiGuardTagCache === undefined) {
+        __senpiGuardTagCache = { names: new Set(tags), longest: Math.max(...tags.map((t) => t.length)) };
+    }
+    return __senpiGuardTagCache;
+}
 // Well-formed spans of one text block, in order. A tag whose spans are unclosed, nested or stray
 // in this block is left alone here (fail closed); a span inside another tag's span is not ours.
+// Tokens are found by jumping from "<" to "<" and reading at most the longest tag name: linear.
 function __senpiGuardSpans(text, tags) {
-    const found = [];
-    for (const tag of tags) {
-        const open = "<" + tag + ">";
-        const close = "</" + tag + ">";
-        if (text.indexOf(open) === -1 && text.indexOf(close) === -1) {
+    let at = text.indexOf("<");
+    if (at === -1) {
+        return [];
+    }
+    const { names, longest } = __senpiGuardTagSet(tags);
+    const open = new Map();
+    const broken = new Set();
+    let found = [];
+    for (; at !== -1; at = text.indexOf("<", at + 1)) {
+        const closing = text.charCodeAt(at + 1) === 47;
+        const nameStart = closing ? at + 2 : at + 1;
+        const limit = Math.min(text.length, nameStart + longest + 1);
+        let gt = nameStart;
+        while (gt < limit && text.charCodeAt(gt) !== 62) {
+            gt++;
+        }
+        if (gt === limit || gt === nameStart) {
             continue;
         }
-        const spans = [];
-        let pos = 0;
-        let wellFormed = true;
-        for (;;) {
-            const start = text.indexOf(open, pos);
-            const strayClose = text.indexOf(close, pos);
-            if (start === -1) {
-                wellFormed = strayClose === -1;
-                break;
-            }
-            const end = text.indexOf(close, start + open.length);
-            const inner = text.indexOf(open, start + open.length);
-            if (strayClose < start || end === -1 || (inner !== -1 && inner < end)) {
-                wellFormed = false;
-                break;
-            }
-            spans.push({ tag, start, end: end + close.length });
-            pos = end + close.length;
+        const tag = text.slice(nameStart, gt);
+        if (!names.has(tag) || broken.has(tag)) {
+            continue;
         }
-        if (wellFormed) {
-            for (const span of spans) {
-                found.push(span);
+        if (!closing) {
+            if (open.has(tag)) {
+                broken.add(tag);
+            }
+            else {
+                open.set(tag, at);
             }
         }
+        else if (open.has(tag)) {
+            found.push({ tag, start: open.get(tag), end: gt + 1 });
+            open.delete(tag);
+        }
+        else {
+            broken.add(tag);
+        }
+    }
+    for (const tag of open.keys()) {
+        broken.add(tag);
+    }
+    if (broken.size > 0) {
+        found = found.filter((span) => !broken.has(span.tag));
     }
     if (found.length < 2) {
         return found;
@@ -56,7 +77,7 @@ function __senpiGuardSpans(text, tags) {
     }
     return outer;
 }
-function __senpiGuardDedupeText(text, tags, kept) {
+function __senpiGuardDedupeText(text, tags, kept, markers) {
     const spans = __senpiGuardSpans(text, tags);
     if (spans.length === 0) {
         return text;
@@ -71,7 +92,12 @@ function __senpiGuardDedupeText(text, tags, kept) {
             kept.set(span.tag, seen);
         }
         if (seen.has(body)) {
-            out += text.slice(last, span.start) + __senpiGuardMarker(span.tag);
+            let marker = markers.get(span.tag);
+            if (marker === undefined) {
+                marker = __senpiGuardMarker(span.tag);
+                markers.set(span.tag, marker);
+            }
+            out += text.slice(last, span.start) + marker;
             last = span.end;
         }
         else {
@@ -86,13 +112,14 @@ function __senpiGuardDedupe(blocks) {
     }
     const tags = __senpiGuardConfig().tags;
     const kept = new Map();
+    const markers = new Map();
     let out = null;
     for (let index = 0; index < blocks.length; index++) {
         const block = blocks[index];
         if (block === null || typeof block !== "object" || block.type !== "text" || typeof block.text !== "string") {
             continue;
         }
-        const text = __senpiGuardDedupeText(block.text, tags, kept);
+        const text = __senpiGuardDedupeText(block.text, tags, kept, markers);
         if (text !== block.text) {
             if (out === null) {
                 out = blocks.slice();

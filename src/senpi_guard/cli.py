@@ -9,7 +9,7 @@ from pathlib import Path
 from senpi_guard import __version__
 from senpi_guard.errors import FatalError, UsageError
 
-COMMANDS = ("apply", "status", "verify", "revert", "watch", "daemon", "demo")
+COMMANDS = ("apply", "status", "verify", "revert", "watch", "daemon", "audit", "demo")
 
 
 def _common(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--quiet", action="store_true", help="log to the log file only")
     daemon = sub.add_parser("daemon", help="run the watcher as a user service")
     daemon.add_argument("action", choices=("install", "uninstall", "status"))
+    audit = sub.add_parser("audit", help="per-turn prompt bytes of senpi sessions, with and without the patch")
+    audit.add_argument("session", nargs="?", help="a session .jsonl file")
+    audit.add_argument("--latest", action="store_true", help="the newest session")
+    audit.add_argument("--all", action="store_true", help="every session")
+    audit.add_argument("--plot", metavar="FILE", help="draw bytes per turn to a .png or .svg")
+    _common(audit)
     demo = sub.add_parser("demo", help="try senpi-guard on a throw-away sample install")
     demo.add_argument("--keep", action="store_true", help="keep the temp prefix for inspection")
     return parser

@@ -30,7 +30,7 @@ class Config:
     upstream_dedupe: str = "replace"
     verify_timeout: float = 60.0
     rescan_interval: float = 60.0
-    quiet_period: float = 0.75
+    quiet_period: float = 0.5
     settle_timeout: float = 30.0
     source: Path | None = field(default=None, compare=False)
 

@@ -120,3 +120,78 @@ def npm_install_global(tarball: Path, prefix: Path) -> Path:
     if result.returncode != 0:
         raise FatalError(f"npm install -g {tarball} failed: {result.stderr.strip()[-300:]}")
     return prefix / "lib" / "node_modules" / "@code-yeongyu" / "senpi"
+
+
+def write_sample_session(path: Path, turns: int = 30, directive_bytes: int = 25_000,
+                         compact_every: int = 0, model: str = "claude-opus-4-5",
+                         extras: bool = True) -> Path:
+    """A senpi-shaped session JSONL (version 3 header): an ultrawork directive re-injected into
+    every user message, tool calls and results, a variant now and then, optional compactions,
+    and (with extras) the entry types and damage a real file can hold."""
+    from senpi_guard.patchset import directive_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    directive = directive_text("ultrawork-mode", directive_bytes, "session")
+    variant = directive_text("ultrawork-mode", directive_bytes, "session-variant")
+    reminder = directive_text("system-reminder", 600, "todo")
+    counter = iter(range(1, 10**9))
+    stamp = "2026-11-20T10:00:00.000Z"
+
+    def new_id() -> str:
+        return f"{next(counter):08x}"
+
+    with path.open("w", encoding="utf-8") as out:
+        def emit(entry: dict) -> str:
+            out.write(json.dumps(entry, separators=(",", ":")) + "\n")
+            return entry.get("id", "")
+
+        emit({"type": "session", "version": 3, "id": "s-0001", "timestamp": stamp, "cwd": "/work/app"})
+        parent = emit({"type": "model_change", "id": new_id(), "parentId": None, "timestamp": stamp,
+                       "provider": "claude-sdk-oauth", "modelId": model})
+        since_compaction: list[str] = []
+        for turn in range(turns):
+            text = variant if turn and turn % 7 == 0 else directive
+            user = emit({"type": "message", "id": new_id(), "parentId": parent, "timestamp": stamp,
+                         "message": {"role": "user", "content": [
+                             {"type": "text", "text": f"{text}\n\nstep {turn}: continue the work"}]}})
+            call = f"toolu_{turn:04d}"
+            asked = emit({"type": "message", "id": new_id(), "parentId": user, "timestamp": stamp,
+                          "message": {"role": "assistant", "model": model, "content": [
+                              {"type": "text", "text": f"Running the tests for step {turn}."},
+                              {"type": "toolCall", "id": call, "name": "bash",
+                               "arguments": {"command": "pytest -q"}}],
+                              "usage": {"input": 900 + turn, "output": 120, "cacheRead": 6000 * turn,
+                                        "cacheWrite": 7000, "totalTokens": 7000 + 6000 * turn}}})
+            result = emit({"type": "message", "id": new_id(), "parentId": asked, "timestamp": stamp,
+                           "message": {"role": "toolResult", "toolCallId": call, "toolName": "bash",
+                                       "content": [{"type": "text", "text": f"{reminder}\n{turn} passed"}],
+                                       "isError": False}})
+            parent = emit({"type": "message", "id": new_id(), "parentId": result, "timestamp": stamp,
+                           "message": {"role": "assistant", "model": model,
+                                       "content": [{"type": "text", "text": f"Step {turn} is green."}],
+                                       "usage": {"input": 40, "output": 30, "cacheRead": 6000 * turn + 900,
+                                                 "cacheWrite": 300, "totalTokens": 6000 * turn + 1300}}})
+            since_compaction += [user, asked, result, parent]
+            if extras and turn == 2:
+                parent = emit({"type": "custom_message", "id": new_id(), "parentId": parent,
+                               "timestamp": stamp, "customType": "omo", "display": True,
+                               "content": "<omo-senpi-task>\nfinish the migration\n</omo-senpi-task>"})
+                parent = emit({"type": "custom", "id": new_id(), "parentId": parent, "timestamp": stamp,
+                               "customType": "ui-state", "data": {"collapsed": True}})
+                parent = emit({"type": "label", "id": new_id(), "parentId": parent, "timestamp": stamp,
+                               "targetId": user, "label": "checkpoint"})
+                parent = emit({"type": "branch_summary", "id": new_id(), "parentId": parent,
+                               "timestamp": stamp, "fromId": user, "summary": "Tried a rewrite; reverted."})
+            if compact_every and turn and turn % compact_every == 0:
+                kept = since_compaction[-4]
+                parent = emit({"type": "compaction", "id": new_id(), "parentId": parent, "timestamp": stamp,
+                               "summary": f"Steps up to {turn} are done.", "firstKeptEntryId": kept,
+                               "tokensBefore": 150000})
+                since_compaction = since_compaction[-4:]
+        if extras:
+            out.write("{this line is not json}\n")
+            emit({"type": "future_entry_kind", "id": new_id(), "parentId": parent, "timestamp": stamp})
+            emit({"type": "message", "id": new_id(), "parentId": "no-such-parent", "timestamp": stamp,
+                  "message": {"role": "assistant", "content": [{"type": "text", "text": "orphan"}]}})
+            out.write('{"type":"message","id":"trunc')
+    return path

@@ -105,15 +105,23 @@ def mirror(package_dir: Path, modules: list[ModulePair]) -> Iterator[dict[Path, 
         yield placed
 
 
-def node_check(node: str, path: Path, timeout: float) -> str | None:
+def start_node_check(node: str, path: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([node, "--check", str(path)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish_node_check(proc: subprocess.Popen[str], timeout: float) -> str | None:
     try:
-        result = subprocess.run([node, "--check", str(path)], capture_output=True, text=True,
-                                timeout=timeout, check=False)
+        _, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         return f"node --check timed out after {timeout:g}s"
-    if result.returncode != 0:
-        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-        return "node --check failed: " + (lines[-1] if lines else f"exit {result.returncode}")
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "Error" in ln]
+        return "node --check failed: " + (errors[0] if errors else lines[-1] if lines
+                                           else f"exit {proc.returncode}")
     return None
 
 
@@ -143,14 +151,9 @@ def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, *
     node, version = find_node()
     modules = [prompt] + ([upstream] if upstream is not None else [])
     with mirror(package_dir, modules) as placed:
-        errors = []
-        for module in modules:
-            if module.candidate is not None:
-                problem = node_check(node, placed[module.real_path][1], timeout)
-                if problem:
-                    errors.append(f"{module.real_path.name}: {problem}")
-        if errors:
-            return {"node": version, "check_errors": errors}
+        # node --check runs beside the replay (node starts slowly); both must pass before any write
+        checks = [(module, start_node_check(node, placed[module.real_path][1]))
+                  for module in modules if module.candidate is not None]
 
         def spec(module: ModulePair | None) -> dict[str, Any] | None:
             if module is None:
@@ -162,7 +165,17 @@ def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, *
         job = {"mode": mode, "call": call, "tags": tags, "marker": marker,
                "maxMarkerBytes": max_marker_bytes, "prompt": spec(prompt),
                "upstream": spec(upstream), "fixtures": fixtures, "contexts": contexts or []}
-        report = run_harness(node, job, timeout)
+        failure: FatalError | None = None
+        try:
+            report = run_harness(node, job, timeout)
+        except FatalError as exc:  # a syntax error breaks both; report node --check's words
+            failure, report = exc, {}
+        errors = [f"{module.real_path.name}: {problem}" for module, proc in checks
+                  if (problem := finish_node_check(proc, timeout))]
+        if errors:
+            return {"node": version, "check_errors": errors}
+        if failure is not None:
+            raise failure
         report["node"] = version
         return report
 

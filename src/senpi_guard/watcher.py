@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
@@ -28,6 +29,9 @@ from senpi_guard.errors import FatalError
 from senpi_guard.patchset import Patch
 
 log = logging.getLogger("senpi-guard.watch")
+# watchdog warns when a directory that was replaced (an update) is watched again at the same path;
+# the old watch is gone with the old inode, so the warning carries no information here.
+warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 STAGING_PREFIXES = (".senpi-", "_tmp_", ".staging")
 
 

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from senpi_guard import engine, sample
+from senpi_guard import audit, engine, sample
 from senpi_guard.commands import common
 from senpi_guard.install import Install, describe
 
@@ -68,7 +68,17 @@ def _demo(work: Path) -> int:
              f"{keeps:>24}")
     after = engine.inspect(install, patch, config)
     _say(f"5. status: {after.state}")
-    _say("6. revert restores the original bytes exactly:")
+    session_file = sample.write_sample_session(work / "session.jsonl", turns=30)
+    with audit.serializer([install], patch, config) as server:
+        report = audit.audit_session(session_file, server)
+    s = report["summary"]
+    big = s["largest_turn"]
+    _say(f"6. audit of a sample 30-step session ({s['turns']} assistant turns, a 25 KB "
+         "<ultrawork-mode> in every user message):")
+    _say(f"   re-sent in total {s['total_unpatched_bytes']:,} -> {s['total_patched_bytes']:,} bytes "
+         f"({s['saved_percent']}% saved); largest turn {big['unpatched_bytes']:,} -> "
+         f"{big['patched_bytes']:,} bytes")
+    _say("7. revert restores the original bytes exactly:")
     with common.write_lock():
         reverted = engine.revert(install, patch, config)
     _say(f"   {reverted.before} -> {reverted.after}: {reverted.detail}")

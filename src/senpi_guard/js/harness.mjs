@@ -1,20 +1,17 @@
 // senpi-guard's replay harness: imports the original and the patched module side by side, runs
-// contexts through both and checks named properties. Reads one JSON job on stdin, writes one JSON
-// report on stdout. The checks here do not reuse the payload's code.
+// contexts through both and checks named properties. The first stdin line is a JSON job; "verify"
+// and "measure" jobs get one JSON report on stdout. A "serve" job then reads one request per line
+// ({"op":"put","id","message"} or {"op":"measure","ids","head"}) and answers each "measure" with
+// one line; messages off the measured path are dropped, so memory follows the context, not the
+// session. The checks here do not reuse the payload's code.
+import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
-const job = JSON.parse(await readStdin());
+const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
+const job = JSON.parse((await lines.next()).value ?? "{}");
 const tags = job.tags;
 const markerOf = (tag) => job.marker.split("{tag}").join(tag);
 const MARKERS = tags.map((tag) => [tag, markerOf(tag)]);
-
-async function readStdin() {
-    const chunks = [];
-    for await (const chunk of process.stdin) {
-        chunks.push(chunk);
-    }
-    return Buffer.concat(chunks).toString("utf8");
-}
 
 async function load(path, name) {
     if (!path) {
@@ -323,6 +320,10 @@ async function main() {
     if (job.mode === "measure") {
         return { node: process.version, turns: job.contexts.map((c) => measure(fns, up, c)) };
     }
+    if (job.mode === "serve") {
+        await serve(fns, up);
+        return null;
+    }
     const results = [];
     const stats = {};
     for (const fixture of job.fixtures) {
@@ -337,8 +338,41 @@ async function main() {
     return { node: process.version, results, stats };
 }
 
+async function serve(fns, up) {
+    const messages = new Map();
+    process.stdout.write(JSON.stringify({ ready: true, node: process.version }) + "\n");
+    for (let next = await lines.next(); !next.done; next = await lines.next()) {
+        if (!next.value.trim()) {
+            continue;
+        }
+        const request = JSON.parse(next.value);
+        if (request.op === "put") {
+            messages.set(request.id, request.message);
+            continue;
+        }
+        let reply;
+        try {
+            const context = { messages: [...(request.head ?? []), ...request.ids.map((id) => messages.get(id))] };
+            reply = measure(fns, up, context);
+        }
+        catch (error) {
+            reply = { error: String(error && error.message ? error.message : error) };
+        }
+        const keep = new Set(request.ids);
+        for (const id of messages.keys()) {
+            if (!keep.has(id)) {
+                messages.delete(id);
+            }
+        }
+        process.stdout.write(JSON.stringify(reply) + "\n");
+    }
+}
+
 try {
-    process.stdout.write(JSON.stringify(await main()));
+    const report = await main();
+    if (report !== null) {
+        process.stdout.write(JSON.stringify(report));
+    }
 }
 catch (error) {
     process.stdout.write(JSON.stringify({ error: String(error && error.message ? error.message : error) }));

@@ -1,0 +1,212 @@
+"""senpi session JSONL -> the context of every assistant turn, streamed in bounded memory.
+
+One pass indexes the file (id -> byte offset, parent, type); a turn's context is then rebuilt from
+its parent chain by reading just those lines. Only the current path's messages are ever parsed and
+held, so memory follows the context window, not the file size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from senpi_guard.errors import FatalError
+
+CONTEXT_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
+KNOWN_TYPES = CONTEXT_TYPES | {"custom", "model_change", "thinking_level_change", "label",
+                               "session_info"}
+COMPACTION_TEXT = ("The conversation history before this point was compacted into the following "
+                   "summary:\n\n<summary>\n{summary}\n</summary>")
+BRANCH_TEXT = ("The following is a summary of a branch that this conversation came back from:"
+               "\n\n<summary>\n{summary}\n</summary>")
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    parent: str | None
+    kind: str
+    offset: int
+    length: int
+    role: str | None = None
+    first_kept: str | None = None
+
+
+@dataclass
+class Turn:
+    index: int
+    entry_id: str
+    path: list[str]  # context entry ids, oldest first (compaction entry first when present)
+    usage: dict[str, Any] | None
+    model: str | None
+
+
+@dataclass
+class SessionIndex:
+    path: Path
+    header: dict[str, Any]
+    entries: dict[str, Entry] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    warnings: Counter = field(default_factory=Counter)
+    models: dict[str, str] = field(default_factory=dict)  # assistant id -> model id
+
+
+def agent_dir() -> Path:
+    for var in ("SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR"):
+        if os.environ.get(var):
+            return Path(os.environ[var])
+    return Path.home() / ".senpi" / "agent"
+
+
+def session_files() -> list[Path]:
+    root = agent_dir() / "sessions"
+    files = [p for p in root.glob("*/*.jsonl") if p.is_file()] if root.is_dir() else []
+    return sorted(files, key=lambda p: p.stat().st_mtime)
+
+
+def index(path: Path) -> SessionIndex:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise FatalError(f"cannot open session {path}: {exc.strerror}") from exc
+    with handle:
+        first = handle.readline()
+        header = _parse(first)
+        if not isinstance(header, dict) or header.get("type") != "session":
+            raise FatalError(f"{path} is not a senpi session file (its first line is not a "
+                             "{\"type\":\"session\"} header); pass a file from "
+                             f"{agent_dir() / 'sessions'}")
+        found = SessionIndex(path, header)
+        model = None
+        offset = len(first)
+        for raw in iter(handle.readline, b""):
+            length = len(raw)
+            entry = _parse(raw)
+            at = offset
+            offset += length
+            if not raw.strip():
+                continue
+            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+                found.warnings["malformed line" if raw.endswith(b"\n") else "truncated last line"] += 1
+                continue
+            kind = entry.get("type")
+            if kind not in KNOWN_TYPES:
+                found.warnings[f"unknown entry type {str(kind)[:40]!r}"] += 1
+                continue
+            if kind == "model_change":
+                model = entry.get("modelId") or entry.get("model") or model
+            role = None
+            if kind == "message":
+                message = entry.get("message")
+                if not isinstance(message, dict) or "role" not in message:
+                    found.warnings["message without a role"] += 1
+                    continue
+                role = message["role"]
+                if role == "assistant":
+                    found.models[entry["id"]] = message.get("model") or model
+            parent = entry.get("parentId")
+            found.entries[entry["id"]] = Entry(entry["id"], parent if isinstance(parent, str) else None,
+                                               kind, at, length, role, entry.get("firstKeptEntryId"))
+            found.order.append(entry["id"])
+    return found
+
+
+def _parse(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def turns(found: SessionIndex) -> Iterator[Turn]:
+    """Every assistant entry, in file order, with the ids of its context."""
+    number = 0
+    for entry_id in found.order:
+        entry = found.entries[entry_id]
+        if entry.kind != "message" or entry.role != "assistant":
+            continue
+        chain = _chain(found, entry.parent)
+        if chain is None:
+            continue
+        yield Turn(number, entry_id, _context_ids(found, chain), None, found.models.get(entry_id))
+        number += 1
+
+
+def _chain(found: SessionIndex, start: str | None) -> list[str] | None:
+    """The entries from the root to `start`; None (counted) when a parent is missing."""
+    chain: list[str] = []
+    seen: set[str] = set()
+    current = start
+    while current is not None:
+        entry = found.entries.get(current)
+        if entry is None or current in seen:
+            found.warnings["entry with a missing parent" if entry is None else "parent cycle"] += 1
+            return None
+        seen.add(current)
+        chain.append(current)
+        current = entry.parent
+    chain.reverse()
+    return chain
+
+
+def _context_ids(found: SessionIndex, chain: list[str]) -> list[str]:
+    compactions = [i for i, eid in enumerate(chain) if found.entries[eid].kind == "compaction"]
+    ids = [eid for eid in chain if found.entries[eid].kind in CONTEXT_TYPES - {"compaction"}]
+    if not compactions:
+        return ids
+    latest = chain[compactions[-1]]
+    kept_from = found.entries[latest].first_kept
+    if kept_from in chain:
+        start = chain.index(kept_from)
+    else:
+        found.warnings["compaction keeps an entry that is not on the path"] += 1
+        start = compactions[-1] + 1
+    kept = [eid for eid in chain[start:]
+            if found.entries[eid].kind in CONTEXT_TYPES - {"compaction"}]
+    return [latest, *kept]
+
+
+def read_entry(handle: BinaryIO, entry: Entry) -> dict[str, Any]:
+    handle.seek(entry.offset)
+    return json.loads(handle.read(entry.length))
+
+
+def to_message(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """The message an entry contributes to the context, as buildPromptBlocks reads it."""
+    kind = raw.get("type")
+    if kind == "message":
+        return raw["message"]
+    if kind == "compaction":
+        return {"role": "user", "content": [{"type": "text", "text": COMPACTION_TEXT.format(
+            summary=raw.get("summary", ""))}]}
+    if kind == "branch_summary":
+        return {"role": "user", "content": [{"type": "text", "text": BRANCH_TEXT.format(
+            summary=raw.get("summary", ""))}]}
+    if kind == "custom_message":
+        content = raw.get("content", "")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        return {"role": "user", "content": parts}
+    return None
+
+
+def usage_of(raw: dict[str, Any]) -> dict[str, Any] | None:
+    usage = raw.get("message", {}).get("usage")
+    if not isinstance(usage, dict):
+        return None
+    return {k: usage.get(k) for k in ("input", "cacheRead", "cacheWrite", "totalTokens")}
+
+
+def context_window(model: str | None) -> int | None:
+    """Tokens, for the Claude models senpi's provider uses; None when unknown."""
+    if not model:
+        return None
+    name = model.lower()
+    if "claude" not in name and not re.search(r"opus|sonnet|haiku", name):
+        return None
+    return 1_000_000 if re.search(r"1m\b|\[1m\]|-1m", name) else 200_000
