@@ -21,7 +21,15 @@ from pathlib import Path
 
 from senpi_guard import sample
 
-NAIVE = "import json,sys\nrows=[json.loads(l) for l in open(sys.argv[1],'rb')]\nprint(len(rows))"
+NAIVE = """import json, sys
+rows = []
+for line in open(sys.argv[1], "rb"):
+    try:
+        rows.append(json.loads(line))
+    except ValueError:
+        pass
+print(len(rows))
+"""
 
 
 def rss_mb(pid: int) -> float:

@@ -264,3 +264,19 @@ def test_rescan_picks_up_a_new_node_version(env, tarballs, watch, monkeypatch):
     wait_for(lambda: patched(second / "lib/node_modules/@code-yeongyu/senpi" / SHAPE_REL[2]),
              what="the new node version patched by a rescan")
     assert watcher.stop() < 2.0
+
+
+def test_watcher_follows_a_config_change_instead_of_undoing_apply(npm_install, watch, capsys, isolated_dirs):
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    watcher = watch("--root", pkg, "--rescan-interval", "1")
+    wait_for(lambda: patched(target), what="patched at start-up")
+    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('tags = ["ultrawork-mode", "my-directive"]\n')
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    wanted = target.read_bytes()
+    assert b'"my-directive"' in wanted
+    wait_for(lambda: "config changed" in watcher.text(), what="the watcher to reload its config")
+    time.sleep(1.5)  # a rescan and any reconcile it would start
+    assert target.read_bytes() == wanted

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,22 @@ class Discovery:
     searched: list[str] = field(default_factory=list)
 
 
-def _run(argv: list[str]) -> str | None:
+_ANSWERS: dict[tuple[str, ...], tuple[float, str | None]] = {}
+
+
+def _run(argv: list[str], max_age: float = 0.0) -> str | None:
+    """A package manager's one-line answer (None when it is missing or fails); with max_age, an
+    answer younger than that is reused (the watcher asks often, the answers rarely change)."""
+    key = (os.environ.get("PATH", ""), *argv)
+    cached = _ANSWERS.get(key)
+    if max_age and cached and time.monotonic() - cached[0] < max_age:
+        return cached[1]
+    answer = _ask(argv)
+    _ANSWERS[key] = (time.monotonic(), answer)
+    return answer
+
+
+def _ask(argv: list[str]) -> str | None:
     exe = shutil.which(argv[0])
     if exe is None:
         return None
@@ -107,18 +123,18 @@ def _home() -> Path:
     return Path(os.environ.get("HOME") or Path.home())
 
 
-def candidate_dirs() -> Iterator[tuple[str, str, Path]]:
+def candidate_dirs(max_age: float = 0.0) -> Iterator[tuple[str, str, Path]]:
     """(manager, how it was found, package dir candidate)."""
-    npm_root = _run(["npm", "root", "-g"])
+    npm_root = _run(["npm", "root", "-g"], max_age)
     if npm_root:
         yield "npm", "npm root -g", Path(npm_root) / SCOPED
-    pnpm_root = _run(["pnpm", "root", "-g"])
+    pnpm_root = _run(["pnpm", "root", "-g"], max_age)
     if pnpm_root:
         root = Path(pnpm_root)
         yield "pnpm", "pnpm root -g", root / SCOPED
         for project in _glob_dirs(root, "*"):
             yield "pnpm", "pnpm root -g", project / "node_modules" / SCOPED
-    yarn_dir = _run(["yarn", "global", "dir"])
+    yarn_dir = _run(["yarn", "global", "dir"], max_age)
     if yarn_dir:
         yield "yarn", "yarn global dir", Path(yarn_dir) / "node_modules" / SCOPED
     bun_home = Path(os.environ.get("BUN_INSTALL") or _home() / ".bun")
@@ -195,7 +211,8 @@ def _mentions_senpi(path: Path) -> bool:
     return False
 
 
-def discover() -> Discovery:
+def discover(max_age: float = 0.0) -> Discovery:
+    """Every install; `max_age` lets a long-running caller reuse package managers' answers."""
     found = Discovery()
     seen: set[Path] = set()
 
@@ -207,7 +224,7 @@ def discover() -> Discovery:
             seen.add(key)
             found.installs.append(install)
 
-    for manager, how, path in candidate_dirs():
+    for manager, how, path in candidate_dirs(max_age):
         found.searched.append(f"{path} ({how})")
         if (path / "package.json").is_file():
             add(describe(path, manager))

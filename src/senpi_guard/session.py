@@ -131,16 +131,20 @@ def turns(found: SessionIndex) -> Iterator[Turn]:
         entry = found.entries[entry_id]
         if entry.kind != "message" or entry.role != "assistant":
             continue
-        chain = _chain(found, entry.parent)
-        if chain is None:
+        ids = context_ids(found, entry.parent)
+        if ids is None:
             continue
-        yield Turn(number, entry_id, _context_ids(found, chain), None, found.models.get(entry_id))
+        yield Turn(number, entry_id, ids, None, found.models.get(entry_id))
         number += 1
 
 
-def _chain(found: SessionIndex, start: str | None) -> list[str] | None:
-    """The entries from the root to `start`; None (counted) when a parent is missing."""
-    chain: list[str] = []
+def context_ids(found: SessionIndex, start: str | None) -> list[str] | None:
+    """The context's entry ids, oldest first, walking back from `start` only as far as needed:
+    the first compaction met is the latest, and nothing before its firstKeptEntryId is read.
+    None (counted) when a parent is missing."""
+    walked: list[str] = []  # context entries, newest first
+    compaction: str | None = None
+    after_compaction = 0
     seen: set[str] = set()
     current = start
     while current is not None:
@@ -149,27 +153,19 @@ def _chain(found: SessionIndex, start: str | None) -> list[str] | None:
             found.warnings["entry with a missing parent" if entry is None else "parent cycle"] += 1
             return None
         seen.add(current)
-        chain.append(current)
+        if entry.kind == "compaction":
+            if compaction is None:
+                compaction, after_compaction = current, len(walked)
+        elif entry.kind in CONTEXT_TYPES:
+            walked.append(current)
+        if compaction is not None and current == found.entries[compaction].first_kept:
+            break
         current = entry.parent
-    chain.reverse()
-    return chain
-
-
-def _context_ids(found: SessionIndex, chain: list[str]) -> list[str]:
-    compactions = [i for i, eid in enumerate(chain) if found.entries[eid].kind == "compaction"]
-    ids = [eid for eid in chain if found.entries[eid].kind in CONTEXT_TYPES - {"compaction"}]
-    if not compactions:
-        return ids
-    latest = chain[compactions[-1]]
-    kept_from = found.entries[latest].first_kept
-    if kept_from in chain:
-        start = chain.index(kept_from)
-    else:
+    if compaction is not None and current is None:
         found.warnings["compaction keeps an entry that is not on the path"] += 1
-        start = compactions[-1] + 1
-    kept = [eid for eid in chain[start:]
-            if found.entries[eid].kind in CONTEXT_TYPES - {"compaction"}]
-    return [latest, *kept]
+        walked = walked[:after_compaction]
+    walked.reverse()
+    return walked if compaction is None else [compaction, *walked]
 
 
 def read_entry(handle: BinaryIO, entry: Entry) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -22,6 +23,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from senpi_guard import config as config_mod
 from senpi_guard import engine, fsio, install, locate, paths, state
 from senpi_guard.commands.common import write_lock
 from senpi_guard.config import Config
@@ -33,6 +35,7 @@ log = logging.getLogger("senpi-guard.watch")
 # the old watch is gone with the old inode, so the warning carries no information here.
 warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 STAGING_PREFIXES = (".senpi-", "_tmp_", ".staging")
+MANAGER_ANSWER_MAX_AGE = 600.0  # seconds to reuse `npm root -g` & co. between rescans
 
 
 def setup_logging(verbose: bool = True) -> Path:
@@ -118,9 +121,11 @@ class Known:
 
 
 class Watcher:
-    def __init__(self, patch: Patch, config: Config, roots: list[Path]) -> None:
+    def __init__(self, patch: Patch, config: Config, roots: list[Path],
+                 overrides: dict[str, float] | None = None) -> None:
         self.patch = patch
-        self.config = config
+        self.overrides = overrides or {}
+        self.config = dataclasses.replace(config, **self.overrides)
         self.roots = roots
         self.stop = threading.Event()
         self.triggers: queue.Queue[str] = queue.Queue()
@@ -142,7 +147,7 @@ class Watcher:
                 if described is not None:
                     found.append(described)
             return found
-        return install.discover().installs
+        return install.discover(max_age=MANAGER_ANSWER_MAX_AGE).installs
 
     def _wanted_watches(self, installs: list[install.Install]) -> dict[Path, bool]:
         wanted: dict[Path, bool] = {}
@@ -213,7 +218,23 @@ class Watcher:
         return (str(inst.real_dir), inst.version, _file_stat(inst.package_dir / "package.json"),
                 tuple((str(f), _file_stat(f)) for f in files))
 
+    def reload_config(self) -> None:
+        """Pick up a changed config file, so the watcher never undoes an `apply` made with it."""
+        try:
+            fresh = config_mod.load()
+            self.patch.check_tags(fresh.tags)
+        except FatalError as exc:
+            log.error("config not reloaded, keeping the previous one: %s", exc)
+            return
+        fresh = dataclasses.replace(fresh, **self.overrides)
+        if fresh != self.config:
+            log.info("config changed; reconciling with tags=%s upstream_dedupe=%s",
+                     ",".join(fresh.tags), fresh.upstream_dedupe)
+            self.config = fresh
+            self.known.clear()
+
     def reconcile_all(self, trigger: str) -> None:
+        self.reload_config()
         installs = self.installs()
         self.rearm(installs)
         for inst in installs:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from senpi_guard import watcher
@@ -11,11 +10,10 @@ def run(args) -> int:
     patch, config = common.load()
     overrides = {k: v for k, v in (("rescan_interval", args.rescan_interval),
                                    ("quiet_period", args.quiet_period)) if v is not None}
-    config = dataclasses.replace(config, **overrides)
     roots = [Path(r).absolute() for r in args.root]
     logfile = watcher.setup_logging(verbose=not args.quiet)
+    guard = watcher.Watcher(patch, config, roots, overrides)
     watcher.log.info("watching (rescan every %gs, quiet period %gs, log %s)",
-                     config.rescan_interval, config.quiet_period, logfile)
-    guard = watcher.Watcher(patch, config, roots)
+                     guard.config.rescan_interval, guard.config.quiet_period, logfile)
     guard.install_signal_handlers()
     return guard.run()
