@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import SHAPE_REL, add_path, run_cli, sha, tool
 
 from senpi_guard import sample
@@ -40,6 +41,20 @@ def test_nvm_versions_are_all_found(env, tarballs, capsys, monkeypatch):
     rows = discovered(capsys)
     assert sorted(r["version"] for r in rows) == ["2026.7.30", "2026.8.1"]
     assert {r["manager"] for r in rows} == {"npm (nvm)"}
+
+
+@pytest.mark.parametrize(("variable", "layout", "manager"), [
+    ("FNM_DIR", "node-versions/v24.3.0/installation", "npm (fnm)"),
+    ("VOLTA_HOME", "tools/image/packages/@code-yeongyu/senpi", "npm (volta)"),
+    ("ASDF_DATA_DIR", "installs/nodejs/24.3.0", "npm (asdf)"),
+])
+def test_node_version_managers(env, tarballs, capsys, monkeypatch, variable, layout, manager):
+    home = env / variable.lower()
+    sample.npm_install_global(tarballs[2], home / layout)
+    monkeypatch.setenv(variable, str(home))
+    (row,) = discovered(capsys)
+    assert row["manager"] == manager and row["version"] == "2026.8.1"
+    assert row["package_dir"] == str(home / layout / "lib/node_modules/@code-yeongyu/senpi")
 
 
 def test_senpi_on_path_symlink_is_followed(env, tarballs, capsys, monkeypatch):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,9 +107,59 @@ def serializer(installs: list[Install], patch: Patch, config: Config) -> Iterato
                 proc.kill()
 
 
-def audit_session(path: Path, server: Serializer) -> dict[str, Any]:
+class Summary:
+    """Accumulates the session summary turn by turn (nothing per turn is kept but two integers,
+    for the plot)."""
+
+    def __init__(self) -> None:
+        self.unpatched_series: array[int] = array("q")
+        self.patched_series: array[int] = array("q")
+        self.largest: dict[str, Any] | None = None
+        self.window: int | None = None
+        self.first_over: dict[str, Any] | None = None
+        self.patched_over: int | None = None
+        self.collapsed: dict[str, int] = {}
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.unpatched_series.append(row["unpatched_bytes"])
+        self.patched_series.append(row["patched_bytes"])
+        if self.largest is None or row["unpatched_bytes"] > self.largest["unpatched_bytes"]:
+            self.largest = {k: row[k] for k in ("index", "unpatched_bytes", "patched_bytes")}
+        if self.window is None and row["model"]:
+            self.window = session.context_window(row["model"])
+        if self.window:
+            if self.first_over is None and row["est_tokens_unpatched"] > self.window:
+                self.first_over = {"index": row["index"],
+                                   "patched_over": row["est_tokens_patched"] > self.window}
+            if self.patched_over is None and row["est_tokens_patched"] > self.window:
+                self.patched_over = row["index"]
+        for tag, n in row["collapsed"].items():
+            self.collapsed[tag] = max(self.collapsed.get(tag, 0), n)
+
+    def result(self) -> dict[str, Any]:
+        unpatched, patched = sum(self.unpatched_series), sum(self.patched_series)
+        return {
+            "turns": len(self.unpatched_series),
+            "total_unpatched_bytes": unpatched,
+            "total_patched_bytes": patched,
+            "saved_bytes": unpatched - patched,
+            "saved_percent": round(100 * (unpatched - patched) / unpatched, 1) if unpatched else 0.0,
+            "largest_turn": self.largest,
+            "context_window_tokens": self.window,
+            "first_turn_over_window_unpatched": self.first_over and self.first_over["index"],
+            "that_turn_over_window_patched": self.first_over and self.first_over["patched_over"],
+            "first_turn_over_window_patched": self.patched_over,
+            "most_copies_collapsed_in_one_turn": self.collapsed,
+            "tokens_are": "estimates: UTF-8 bytes / 4",
+        }
+
+
+def audit_session(path: Path, server: Serializer,
+                  on_turn: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Audit one session; each turn's row goes to `on_turn` as soon as it is measured. Returns the
+    summary, the warnings and the per-turn byte series (not the rows)."""
     found = session.index(path)
-    rows: list[dict[str, Any]] = []
+    summary = Summary()
     sent: set[str] = set()
     with path.open("rb") as handle:
         for turn in session.turns(found):
@@ -119,45 +170,17 @@ def audit_session(path: Path, server: Serializer) -> dict[str, Any]:
             sent = set(turn.path)
             result = server.measure(turn.path)
             usage = session.usage_of(session.read_entry(handle, found.entries[turn.entry_id]))
-            rows.append({
+            row = {
                 "index": turn.index, "entry_id": turn.entry_id,
                 "unpatched_bytes": result["originalBytes"], "patched_bytes": result["patchedBytes"],
                 "collapsed": result["collapsed"],
                 "est_tokens_unpatched": result["originalBytes"] // 4,
                 "est_tokens_patched": result["patchedBytes"] // 4,
                 "usage": usage, "model": turn.model,
-            })
-    return {"session": str(path), "serializer": server.label, "turns": rows,
-            "summary": summarize(rows), "warnings": dict(found.warnings)}
-
-
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    unpatched = sum(r["unpatched_bytes"] for r in rows)
-    patched = sum(r["patched_bytes"] for r in rows)
-    largest = max(rows, key=lambda r: r["unpatched_bytes"], default=None)
-    window = next((session.context_window(r["model"]) for r in rows if r["model"]), None)
-    first_over = patched_over = None
-    if window:
-        first_over = next((r for r in rows if r["est_tokens_unpatched"] > window), None)
-        patched_over = next((r for r in rows if r["est_tokens_patched"] > window), None)
-    collapsed: dict[str, int] = {}
-    for row in rows:
-        for tag, n in row["collapsed"].items():
-            collapsed[tag] = max(collapsed.get(tag, 0), n)
-    return {
-        "turns": len(rows),
-        "total_unpatched_bytes": unpatched,
-        "total_patched_bytes": patched,
-        "saved_bytes": unpatched - patched,
-        "saved_percent": round(100 * (unpatched - patched) / unpatched, 1) if unpatched else 0.0,
-        "largest_turn": None if largest is None else {
-            "index": largest["index"], "unpatched_bytes": largest["unpatched_bytes"],
-            "patched_bytes": largest["patched_bytes"]},
-        "context_window_tokens": window,
-        "first_turn_over_window_unpatched": None if first_over is None else first_over["index"],
-        "that_turn_over_window_patched": None if first_over is None else
-        first_over["est_tokens_patched"] > window,
-        "first_turn_over_window_patched": None if patched_over is None else patched_over["index"],
-        "most_copies_collapsed_in_one_turn": collapsed,
-        "tokens_are": "estimates: UTF-8 bytes / 4",
-    }
+            }
+            summary.add(row)
+            if on_turn is not None:
+                on_turn(row)
+    return {"session": str(path), "serializer": server.label, "summary": summary.result(),
+            "warnings": dict(found.warnings),
+            "series": (summary.unpatched_series, summary.patched_series)}

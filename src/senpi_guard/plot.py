@@ -17,10 +17,10 @@ def draw(report: dict[str, Any], out: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise FatalError("--plot needs matplotlib: pip install 'senpi-guard[plot]'") from exc
-    turns = report["turns"]
-    x = [t["index"] for t in turns]
-    before = [t["unpatched_bytes"] / 1024 for t in turns]
-    after = [t["patched_bytes"] / 1024 for t in turns]
+    unpatched, patched = report["series"]
+    x = list(range(len(unpatched)))
+    before = [n / 1024 for n in unpatched]
+    after = [n / 1024 for n in patched]
     summary = report["summary"]
     fig, ax = plt.subplots(figsize=(10, 5.5), dpi=120)
     ax.fill_between(x, after, before, color="#f4a259", alpha=0.35, label="re-sent directive copies")

@@ -70,19 +70,31 @@ def session_files() -> list[Path]:
     return sorted(files, key=lambda p: p.stat().st_mtime)
 
 
-def index(path: Path) -> SessionIndex:
+def _header(path: Path, first: bytes) -> dict[str, Any]:
+    header = _parse(first)
+    if not isinstance(header, dict) or header.get("type") != "session":
+        raise FatalError(f"{path} is not a senpi session file (its first line is not a "
+                         "{\"type\":\"session\"} header); pass a file from "
+                         f"{agent_dir() / 'sessions'}")
+    return header
+
+
+def _open(path: Path) -> BinaryIO:
     try:
-        handle = path.open("rb")
+        return path.open("rb")
     except OSError as exc:
-        raise FatalError(f"cannot open session {path}: {exc.strerror}") from exc
-    with handle:
+        raise FatalError(f"cannot open session {path}: {exc.strerror}; check its permissions") from exc
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    with _open(path) as handle:
+        return _header(path, handle.readline(1 << 20))
+
+
+def index(path: Path) -> SessionIndex:
+    with _open(path) as handle:
         first = handle.readline()
-        header = _parse(first)
-        if not isinstance(header, dict) or header.get("type") != "session":
-            raise FatalError(f"{path} is not a senpi session file (its first line is not a "
-                             "{\"type\":\"session\"} header); pass a file from "
-                             f"{agent_dir() / 'sessions'}")
-        found = SessionIndex(path, header)
+        found = SessionIndex(path, _header(path, first))
         model = None
         offset = len(first)
         for raw in iter(handle.readline, b""):

@@ -33,20 +33,25 @@ def _k(n: int) -> str:
     return f"{n / 1024:,.1f}K" if n >= 1024 else str(n)
 
 
-def _print(report: dict[str, Any]) -> None:
-    print(f"session   {report['session']}")
-    print(f"serialised by {report['serializer']}")
+def _print_header(path: Path, serializer: str) -> None:
+    print(f"session   {path}")
+    print(f"serialised by {serializer}")
     print(f"{'turn':>5} {'entry':<10}{'unpatched':>11}{'patched':>10}{'saved':>7}"
           f"{'~tokens unpatched':>19}{'~patched':>10}  {'billed in+cache':>16}  collapsed")
-    for row in report["turns"]:
-        saved = 1 - row["patched_bytes"] / row["unpatched_bytes"] if row["unpatched_bytes"] else 0
-        usage = row["usage"] or {}
-        billed_tokens = sum(usage.get(k) or 0 for k in ("input", "cacheRead", "cacheWrite"))
-        billed = f"{billed_tokens:,}" if usage else "-"
-        collapsed = ", ".join(f"{tag}×{n}" for tag, n in row["collapsed"].items())
-        print(f"{row['index']:>5} {row['entry_id'][:8]:<10}{_k(row['unpatched_bytes']):>11}"
-              f"{_k(row['patched_bytes']):>10}{saved:>7.0%}{row['est_tokens_unpatched']:>19,}"
-              f"{row['est_tokens_patched']:>10,}  {billed:>16}  {collapsed}")
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    saved = 1 - row["patched_bytes"] / row["unpatched_bytes"] if row["unpatched_bytes"] else 0
+    usage = row["usage"] or {}
+    billed_tokens = sum(usage.get(k) or 0 for k in ("input", "cacheRead", "cacheWrite"))
+    billed = f"{billed_tokens:,}" if usage else "-"
+    collapsed = ", ".join(f"{tag}×{n}" for tag, n in row["collapsed"].items())
+    print(f"{row['index']:>5} {row['entry_id'][:8]:<10}{_k(row['unpatched_bytes']):>11}"
+          f"{_k(row['patched_bytes']):>10}{saved:>7.0%}{row['est_tokens_unpatched']:>19,}"
+          f"{row['est_tokens_patched']:>10,}  {billed:>16}  {collapsed}")
+
+
+def _print_summary(report: dict[str, Any]) -> None:
     s = report["summary"]
     print(f"total re-sent: {s['total_unpatched_bytes']:,} bytes unpatched, "
           f"{s['total_patched_bytes']:,} patched; saved {s['saved_bytes']:,} ({s['saved_percent']}%)")
@@ -69,22 +74,58 @@ def _print(report: dict[str, Any]) -> None:
         print(f"warnings: skipped {skipped}", file=sys.stderr)
 
 
+class JsonStream:
+    """Writes the JSON report as it is produced: rows are never all held in memory."""
+
+    def __init__(self, many: bool) -> None:
+        self.many = many
+        self.sessions = 0
+        self.rows = 0
+        if many:
+            sys.stdout.write('{"sessions": [')
+
+    def start(self, path: Path, serializer: str) -> None:
+        sep = ", " if self.sessions else ""
+        sys.stdout.write(f'{sep}{{"session": {json.dumps(str(path))}, '
+                         f'"serializer": {json.dumps(serializer)}, "turns": [\n')
+        self.sessions += 1
+        self.rows = 0
+
+    def row(self, row: dict[str, Any]) -> None:
+        sys.stdout.write(("," if self.rows else "") + json.dumps(row) + "\n")
+        self.rows += 1
+
+    def end(self, report: dict[str, Any]) -> None:
+        sys.stdout.write(f'], "summary": {json.dumps(report["summary"])}, '
+                         f'"warnings": {json.dumps(report["warnings"])}}}')
+
+    def close(self) -> None:
+        sys.stdout.write("]}\n" if self.many else "\n")
+
+
 def run(args) -> int:
     files = _sessions(args)
+    for path in files:  # every bad file is refused before any output starts
+        session.read_header(path)
     patch, config = common.load()
     found = install.explicit(args.root) if args.root else install.discover()
-    reports = []
+    stream = JsonStream(len(files) > 1) if args.json else None
+    last = None
     with audit.serializer(found.installs, patch, config) as server:
         for path in files:
-            reports.append(audit.audit_session(path, server))
-    if args.plot:
+            if stream:
+                stream.start(path, server.label)
+                last = audit.audit_session(path, server, stream.row)
+                stream.end(last)
+            else:
+                _print_header(path, server.label)
+                last = audit.audit_session(path, server, _print_row)
+                _print_summary(last)
+    if stream:
+        stream.close()
+    if args.plot and last is not None:
         from senpi_guard.plot import draw
-        draw(reports[-1], Path(args.plot))
-    if args.json:
-        print(json.dumps(reports[0] if len(reports) == 1 else {"sessions": reports}, indent=2))
-    else:
-        for report in reports:
-            _print(report)
-        if args.plot:
+        draw(last, Path(args.plot))
+        if not args.json:
             print(f"plot written to {args.plot}")
     return 0
