@@ -28,7 +28,8 @@ def main() -> int:
                         help="timed calls per fixture are this divided by its message count")
     args = parser.parse_args()
     patch = patchset.load()
-    fixtures = [f for f in patch.fixtures() if f["name"] in ("incident-3", "incident-21", "incident-70")]
+    by_name = {f["name"]: f for f in patch.fixtures()}
+    fixtures = [by_name[name] for name in ("incident-3", "incident-21", "incident-70")]
     with tempfile.TemporaryDirectory(prefix="senpi-guard-bench-") as tmp:
         work = Path(tmp)
         bridge = sample.write_sample_package(work / "pkg", 2, fillers=0)
@@ -56,7 +57,7 @@ def main() -> int:
         widths = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=False)]
         for line in [header, *lines]:
             print("  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=False)))
-    print(f"node {report['node']}")
+    print(f"\nnode {report['node']}")
     ours = [r for r in report["rows"] if r["design"].startswith("(a)")]
     goals = {
         "bytes <= (b)": all(r["outputBytes"] <= next(b["outputBytes"] for b in report["rows"]
