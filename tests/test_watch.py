@@ -280,3 +280,31 @@ def test_watcher_follows_a_config_change_instead_of_undoing_apply(npm_install, w
     wait_for(lambda: "config changed" in watcher.text(), what="the watcher to reload its config")
     time.sleep(1.5)  # a rescan and any reconcile it would start
     assert target.read_bytes() == wanted
+
+
+@pytest.fixture(scope="module")
+def big_tarballs(tmp_path_factory) -> dict[int, Path]:
+    """Real-sized packages (3,000+ files): npm takes long enough with the old dir moved aside
+    for the watcher to look while senpi is missing."""
+    out = tmp_path_factory.mktemp("big")
+    packs = {}
+    for shape in (1, 2):
+        sample.write_sample_package(out / f"src{shape}", shape, fillers=1000)
+        packs[shape] = sample.npm_pack(out / f"src{shape}", out)
+    return packs
+
+
+def test_discovery_mode_keeps_watching_across_many_updates(env, big_tarballs, watch):
+    """The daemon's mode (no --root): an update moves the package dir aside mid-way; the watcher
+    must not forget it. Rescans are off here, so only file events can re-patch."""
+    tarballs = big_tarballs
+    prefix = env / "npm-global"  # NPM_CONFIG_PREFIX of the `env` fixture
+    pkg = sample.npm_install_global(tarballs[1], prefix)
+    watcher = watch("--rescan-interval", "300")
+    wait_for(lambda: patched(pkg / SHAPE_REL[1]), what="patched at start-up")
+    for round_number in range(4):
+        shape = 2 if round_number % 2 == 0 else 1
+        npm_update(tarballs[shape], prefix)
+        wait_for(lambda s=shape: patched(pkg / SHAPE_REL[s]), timeout=15,
+                 what=f"update {round_number + 1} patched by events alone")
+    assert watcher.stop() < 2.0

@@ -159,10 +159,22 @@ def install_spec(install: Install) -> str:
     return f"@code-yeongyu/senpi@{install.version}"
 
 
+def _patch_id(patch: Patch, config: Config) -> str:
+    return f"{patch.name} v{patch.version} {patch.config_digest(config)}"
+
+
 def _verified_before(install: Install, patch: Patch, config: Config, shas: dict[str, str]) -> bool:
     last = state.install_record(install.package_dir).get("last_verify", {})
-    return bool(last.get("ok")) and last.get("shas") == shas and \
-        last.get("patch") == f"{patch.name} v{patch.version} {patch.config_digest(config)}"
+    return bool(last.get("ok")) and last.get("shas") == shas and last.get("patch") == _patch_id(patch, config)
+
+
+def record_verification(install: Install, patch: Patch, config: Config,
+                        report: verify.VerifyReport, shas: dict[str, str]) -> None:
+    """What `status` shows as the last verification, and what lets `apply` skip a re-run."""
+    state.update_install_record(install.package_dir, version=install.version, last_verify={
+        "ok": report.ok, "time": time.time(), "checks": report.checks_run, "shas": shas,
+        "node": report.node_version, "failures": [str(f) for f in report.failures[:5]],
+        "patch": _patch_id(patch, config)})
 
 
 def replay(install: Install, patch: Patch, config: Config,
@@ -174,8 +186,7 @@ def replay(install: Install, patch: Patch, config: Config,
     return verify.summarize(report)
 
 
-def reconcile(install: Install, patch: Patch, config: Config, *, dry_run: bool = False,
-              force_verify: bool = False) -> Outcome:
+def reconcile(install: Install, patch: Patch, config: Config, *, dry_run: bool = False) -> Outcome:
     started = time.monotonic()
     insp = inspect(install, patch, config)
     outcome = Outcome(install, insp.state, insp.state, False, insp.detail,
@@ -188,7 +199,7 @@ def reconcile(install: Install, patch: Patch, config: Config, *, dry_run: bool =
         if insp.upstream_present and config.upstream_dedupe == "defer":
             _defer(insp, patch, config, outcome, dry_run)
         else:
-            _patch(insp, patch, config, outcome, dry_run, force_verify)
+            _patch(insp, patch, config, outcome, dry_run)
     except FatalError as exc:
         outcome.ok, outcome.after, outcome.detail = False, outcome.before, str(exc)
     finally:
@@ -196,8 +207,7 @@ def reconcile(install: Install, patch: Patch, config: Config, *, dry_run: bool =
     return outcome
 
 
-def _patch(insp: Inspection, patch: Patch, config: Config, outcome: Outcome, dry_run: bool,
-           force_verify: bool) -> None:
+def _patch(insp: Inspection, patch: Patch, config: Config, outcome: Outcome, dry_run: bool) -> None:
     install = insp.install
     pairs: dict[str, verify.ModulePair] = {}
     wanted: dict[str, bytes] = {}
@@ -208,17 +218,14 @@ def _patch(insp: Inspection, patch: Patch, config: Config, outcome: Outcome, dry
                                                   wanted[tf.target.role])
     to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
     shas = {tf.rel: edit.sha256(wanted[tf.target.role]) for tf in insp.files}
-    if not to_write and not force_verify and _verified_before(install, patch, config, shas):
+    if not to_write and _verified_before(install, patch, config, shas):
         outcome.ok, outcome.after = True, state.PATCHED
         outcome.detail = "already patched and verified"
         return
     report = replay(install, patch, config, pairs)
     outcome.report = report
     if not dry_run:
-        state.update_install_record(install.package_dir, version=install.version, last_verify={
-            "ok": report.ok, "time": time.time(), "checks": report.checks_run, "shas": shas,
-            "node": report.node_version, "failures": [str(f) for f in report.failures[:5]],
-            "patch": f"{patch.name} v{patch.version} {patch.config_digest(config)}"})
+        record_verification(install, patch, config, report, shas)
     if not report.ok:
         first = report.failures[0] if report.failures else "no checks ran"
         raise FatalError(f"verification failed, nothing was changed: {first} "

@@ -133,6 +133,7 @@ class Watcher:
         self.observer = Observer()
         self.watches: dict[Path, tuple[object, int | None, bool]] = {}
         self.known: dict[Path, Known] = {}
+        self.seen: dict[Path, None] = {}
 
     # ---- events and watches ------------------------------------------------------------
     def event(self, path: str) -> None:
@@ -146,15 +147,28 @@ class Watcher:
                 described = install.describe(root) if (root / "package.json").is_file() else None
                 if described is not None:
                     found.append(described)
-            return found
-        return install.discover(max_age=MANAGER_ANSWER_MAX_AGE).installs
+        else:
+            found = install.discover(max_age=MANAGER_ANSWER_MAX_AGE).installs
+        for inst in found:
+            if not inst.unsupported:
+                self.seen.setdefault(inst.package_dir, None)
+        return found
 
-    def _wanted_watches(self, installs: list[install.Install]) -> dict[Path, bool]:
+    def watched_packages(self) -> list[Path]:
+        """--root dirs and every package dir ever found: an update moves a package dir aside or
+        swaps it, and discovery must not make the watcher forget where senpi lives meanwhile.
+        A dir whose parent is gone too (pnpm removed the whole project dir) is let go."""
+        for gone in [d for d in self.seen if not d.exists() and not d.parent.exists()]:
+            del self.seen[gone]
+        return list(dict.fromkeys([*self.roots, *self.seen]))
+
+    def _wanted_watches(self) -> dict[Path, bool]:
         wanted: dict[Path, bool] = {}
-        dirs = [*self.roots, *(i.package_dir for i in installs if not i.unsupported)]
-        for package_dir in dirs:
-            wanted[package_dir.parent] = False  # node_modules/@code-yeongyu survives a swap
-            wanted[package_dir.parent.parent] = False  # pnpm's global dir, npm's node_modules
+        for package_dir in self.watched_packages():
+            # ancestors, non-recursive: node_modules/@code-yeongyu survives an npm swap; pnpm's
+            # global dir (four levels up) sees a new project dir appear
+            for ancestor in list(package_dir.parents)[:4]:
+                wanted.setdefault(ancestor, False)
             if package_dir.is_dir():
                 wanted[Path(os.path.realpath(package_dir))] = True
         resolved: dict[Path, bool] = {}
@@ -164,9 +178,9 @@ class Watcher:
             resolved[path] = resolved.get(path, False) or recursive
         return resolved
 
-    def rearm(self, installs: list[install.Install]) -> None:
+    def rearm(self) -> None:
         """Watch what exists now; a directory that was replaced (new inode) is watched anew."""
-        wanted = self._wanted_watches(installs)
+        wanted = self._wanted_watches()
         for path in list(self.watches):
             handle, inode, recursive = self.watches[path]
             if path not in wanted or _inode(path) != inode or wanted[path] != recursive:
@@ -182,27 +196,32 @@ class Watcher:
                 self.watches[path] = (handle, _inode(path), recursive)
 
     # ---- settle ------------------------------------------------------------------------
-    def _quick_fingerprint(self, inst: install.Install) -> tuple:
-        parent = inst.package_dir.parent
+    def _package_state(self, package_dir: Path) -> tuple:
+        """What must hold still before patching; `busy` when an update is visibly under way."""
         try:
-            staging = sorted(e for e in os.listdir(parent) if e.startswith(STAGING_PREFIXES))
+            staging = tuple(sorted(e for e in os.listdir(package_dir.parent)
+                                   if e.startswith(STAGING_PREFIXES)))
         except OSError:
-            staging = ["<parent missing>"]
-        manifest = install.read_manifest(inst.package_dir) or {}
-        known = self.known.get(inst.real_dir, Known())
-        return (str(inst.real_dir), manifest.get("version"), tuple(staging),
-                tuple(_file_stat(f) for f in known.files))
+            staging = ()
+        manifest = install.read_manifest(package_dir)
+        version = manifest.get("version") if manifest else None
+        present = package_dir.exists()
+        known = self.known.get(Path(os.path.realpath(package_dir)), Known())
+        busy = bool(staging) or (present and version is None)
+        return (str(package_dir), present, version, staging,
+                tuple(_file_stat(f) for f in known.files)), busy
 
     def settle(self) -> bool:
         """Wait until no events for quiet_period and every install looks the same twice."""
         deadline = time.monotonic() + self.config.settle_timeout
         previous = None
         while not self.stop.is_set():
-            installs = self.installs()
-            self.rearm(installs)
-            current = [self._quick_fingerprint(i) for i in installs]
+            self.installs()
+            self.rearm()
+            states = [self._package_state(d) for d in self.watched_packages()]
+            current = [fingerprint for fingerprint, _ in states]
+            busy = any(flag for _, flag in states)
             quiet_for = time.monotonic() - self.last_event
-            busy = any(fp[2] for fp in current) or any(fp[1] is None for fp in current)
             if quiet_for >= self.config.quiet_period and current == previous and not busy:
                 return True
             previous = current
@@ -236,7 +255,7 @@ class Watcher:
     def reconcile_all(self, trigger: str) -> None:
         self.reload_config()
         installs = self.installs()
-        self.rearm(installs)
+        self.rearm()
         for inst in installs:
             if self.stop.is_set():
                 return

@@ -31,11 +31,8 @@ def verify_install(install, patch, config) -> engine.Outcome:
     outcome.millis = int((time.monotonic() - started) * 1000)
     installed = insp.state == state.PATCHED
     if installed:
-        state.update_install_record(install.package_dir, version=install.version, last_verify={
-            "ok": report.ok, "time": time.time(), "checks": report.checks_run,
-            "shas": {tf.rel: edit.sha256(tf.snapshot.data) for tf in insp.files},
-            "node": report.node_version, "failures": [str(f) for f in report.failures[:5]],
-            "patch": f"{patch.name} v{patch.version} {patch.config_digest(config)}"})
+        engine.record_verification(install, patch, config, report,
+                                   {tf.rel: edit.sha256(tf.snapshot.data) for tf in insp.files})
     what = "the installed patch" if installed else "the patch apply would write (not installed)"
     if report.ok:
         outcome.detail = f"{what}: {report.checks_run} checks passed (node {report.node_version})"
