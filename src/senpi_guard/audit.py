@@ -47,14 +47,8 @@ def _pairs(install: Install, patch: Patch, config: Config) -> dict[str, verify.M
     insp = engine.inspect(install, patch, config)
     if insp.state in (engine.ERROR, engine.UNSUPPORTED):
         raise FatalError(insp.detail)
-    pairs = {}
-    for tf in insp.files:
-        if tf.target.role == "upstream" and config.upstream_dedupe == "defer":
-            continue
-        base = engine.base_of(install, patch, config, tf)
-        candidate = engine.render(patch, config, tf.target, base, tf.path)
-        pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
-    return pairs
+    roles = ("prompt",) if config.upstream_dedupe == "defer" else None
+    return engine.module_pairs(insp, patch, config, roles=roles)
 
 
 @contextmanager

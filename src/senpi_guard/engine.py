@@ -58,6 +58,13 @@ class Outcome:
     millis: int = 0
     files: list[Path] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, insp: Inspection) -> Outcome:
+        """An outcome that starts where the inspection found the install."""
+        return cls(insp.install, insp.state, insp.state, False, insp.detail,
+                   target=str(insp.prompt.path) if insp.prompt else "",
+                   upstream_present=insp.upstream_present, files=[f.path for f in insp.files])
+
 
 def render(patch: Patch, config: Config, target: Target, base: bytes, path: Path) -> bytes:
     try:
@@ -177,6 +184,21 @@ def record_verification(install: Install, patch: Patch, config: Config,
         "patch": _patch_id(patch, config)})
 
 
+def module_pairs(insp: Inspection, patch: Patch, config: Config, *, installed: bool = False,
+                 roles: tuple[str, ...] | None = None) -> dict[str, verify.ModulePair]:
+    """Each target's unpatched bytes beside its patched bytes: what `apply` would write, or with
+    `installed`, the file itself where it is already patched."""
+    pairs = {}
+    for tf in insp.files:
+        if roles is not None and tf.target.role not in roles:
+            continue
+        base = base_of(insp.install, patch, config, tf)
+        keep = installed and tf.classified.state == state.PATCHED
+        candidate = tf.snapshot.data if keep else render(patch, config, tf.target, base, tf.path)
+        pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
+    return pairs
+
+
 def replay(install: Install, patch: Patch, config: Config,
            pairs: dict[str, verify.ModulePair]) -> verify.VerifyReport:
     report = verify.replay(install.package_dir, pairs["prompt"], pairs.get("upstream"),
@@ -189,9 +211,7 @@ def replay(install: Install, patch: Patch, config: Config,
 def reconcile(install: Install, patch: Patch, config: Config, *, dry_run: bool = False) -> Outcome:
     started = time.monotonic()
     insp = inspect(install, patch, config)
-    outcome = Outcome(install, insp.state, insp.state, False, insp.detail,
-                      target=str(insp.prompt.path) if insp.prompt else "",
-                      upstream_present=insp.upstream_present, files=[f.path for f in insp.files])
+    outcome = Outcome.of(insp)
     try:
         fsio.remove_stale_temps(outcome.files)
         if insp.state in (UNSUPPORTED, ERROR):
@@ -209,13 +229,8 @@ def reconcile(install: Install, patch: Patch, config: Config, *, dry_run: bool =
 
 def _patch(insp: Inspection, patch: Patch, config: Config, outcome: Outcome, dry_run: bool) -> None:
     install = insp.install
-    pairs: dict[str, verify.ModulePair] = {}
-    wanted: dict[str, bytes] = {}
-    for tf in insp.files:
-        base = base_of(install, patch, config, tf)
-        wanted[tf.target.role] = render(patch, config, tf.target, base, tf.path)
-        pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base,
-                                                  wanted[tf.target.role])
+    pairs = module_pairs(insp, patch, config)
+    wanted = {role: pair.candidate for role, pair in pairs.items()}
     to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
     shas = {tf.rel: edit.sha256(wanted[tf.target.role]) for tf in insp.files}
     if not to_write and _verified_before(install, patch, config, shas):
@@ -264,9 +279,7 @@ def _defer(insp: Inspection, patch: Patch, config: Config, outcome: Outcome,
 
 def revert(install: Install, patch: Patch, config: Config, *, from_edit: bool = False) -> Outcome:
     insp = inspect(install, patch, config)
-    outcome = Outcome(install, insp.state, insp.state, False, insp.detail,
-                      target=str(insp.prompt.path) if insp.prompt else "",
-                      upstream_present=insp.upstream_present)
+    outcome = Outcome.of(insp)
     if insp.state in (UNSUPPORTED, ERROR):
         return outcome
     ours = [tf for tf in insp.files if tf.classified.header is not None]

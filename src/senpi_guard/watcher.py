@@ -25,9 +25,9 @@ from watchdog.observers import Observer
 
 from senpi_guard import config as config_mod
 from senpi_guard import engine, fsio, install, locate, paths, state
-from senpi_guard.commands.common import write_lock
 from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
+from senpi_guard.lock import write_lock
 from senpi_guard.patchset import Patch
 
 log = logging.getLogger("senpi-guard.watch")

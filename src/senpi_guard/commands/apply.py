@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-from senpi_guard import engine, state
+from senpi_guard import engine, lock, state
 from senpi_guard.commands import common
 
 
 def run(args) -> int:
     patch, config = common.load()
     found = common.installs(args)
-    with common.write_lock():
+    with lock.write_lock():
         outcomes = [engine.reconcile(i, patch, config, dry_run=args.dry_run) for i in found]
         if not args.dry_run:
             for install in found:  # a hand-run apply lifts the watcher's back-off

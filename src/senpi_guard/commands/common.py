@@ -1,21 +1,14 @@
-"""Shared by the subcommands: which installs, the patch and config, the write lock, printing."""
+"""Shared by the subcommands: which installs, the patch and config, printing."""
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-import filelock
-
 from senpi_guard import config as config_mod
-from senpi_guard import install, patchset, paths
+from senpi_guard import install, patchset
 from senpi_guard.engine import Outcome
 from senpi_guard.errors import FatalError
-
-LOCK_TIMEOUT = 120.0
 
 
 def installs(args) -> list[install.Install]:
@@ -32,24 +25,6 @@ def load() -> tuple[patchset.Patch, config_mod.Config]:
     config = config_mod.load()
     patch.check_tags(config.tags)
     return patch, config
-
-
-@contextmanager
-def write_lock() -> Iterator[None]:
-    """One writer at a time across apply, revert and the watcher."""
-    path = paths.lock_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
-    lock = filelock.FileLock(str(path))
-    try:
-        lock.acquire(timeout=timeout)
-    except filelock.Timeout as exc:
-        raise FatalError(f"another senpi-guard holds the write lock {path} for over "
-                         f"{timeout:g}s; wait for it or stop it, then retry") from exc
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def outcome_json(outcome: Outcome) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from senpi_guard import audit, engine, sample
+from senpi_guard import audit, engine, lock, sample
 from senpi_guard.commands import common
 from senpi_guard.install import Install, describe
 
@@ -48,7 +48,7 @@ def _demo(work: Path) -> int:
     _say(f"2. status: {before.state}  ({before.prompt.rel if before.prompt else '?'})")
     _say("3. apply: locate buildPromptBlocks by syntax tree, wrap its return, replay the fixture "
          "contexts through the original and patched modules with node, then write atomically")
-    with common.write_lock():
+    with lock.write_lock():
         outcome = engine.reconcile(install, patch, config)
     common.print_outcomes([outcome], False)
     if not outcome.ok or outcome.report is None:
@@ -79,7 +79,7 @@ def _demo(work: Path) -> int:
          f"({s['saved_percent']}% saved); largest turn {big['unpatched_bytes']:,} -> "
          f"{big['patched_bytes']:,} bytes")
     _say("7. revert restores the original bytes exactly:")
-    with common.write_lock():
+    with lock.write_lock():
         reverted = engine.revert(install, patch, config)
     _say(f"   {reverted.before} -> {reverted.after}: {reverted.detail}")
     return 0 if after.state == "patched" and reverted.ok else 1

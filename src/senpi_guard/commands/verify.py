@@ -2,27 +2,19 @@ from __future__ import annotations
 
 import time
 
-from senpi_guard import edit, engine, state, verify
+from senpi_guard import edit, engine, state
 from senpi_guard.commands import common
 from senpi_guard.errors import FatalError
 
 
 def verify_install(install, patch, config) -> engine.Outcome:
     insp = engine.inspect(install, patch, config)
-    outcome = engine.Outcome(install, insp.state, insp.state, False, insp.detail,
-                             target=str(insp.prompt.path) if insp.prompt else "",
-                             upstream_present=insp.upstream_present)
+    outcome = engine.Outcome.of(insp)
     if insp.state in (engine.UNSUPPORTED, engine.ERROR):
         return outcome
     started = time.monotonic()
     try:
-        pairs = {}
-        for tf in insp.files:
-            base = engine.base_of(install, patch, config, tf)
-            patched = tf.classified.state == state.PATCHED
-            candidate = tf.snapshot.data if patched else engine.render(patch, config, tf.target,
-                                                                        base, tf.path)
-            pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
+        pairs = engine.module_pairs(insp, patch, config, installed=True)
         report = engine.replay(install, patch, config, pairs)
     except FatalError as exc:
         outcome.detail = str(exc)
