@@ -40,6 +40,9 @@ def test_per_turn_report_through_the_installed_senpi(npm_install, tmp_path, caps
     assert all(t["patched_bytes"] <= t["unpatched_bytes"] for t in turns)
     assert turns[-1]["collapsed"]["ultrawork-mode"] >= 9
     assert turns[-1]["usage"]["cacheRead"] > 0
+    for t in turns:  # shape 2 has no dedupe of its own: nothing is lost either way
+        d = t["directives"]
+        assert d["distinct"] >= 1 and d["kept_unpatched"] == d["kept_patched"] == d["distinct"]
     s = report["summary"]
     assert s["total_unpatched_bytes"] == sum(t["unpatched_bytes"] for t in turns)
     assert s["saved_bytes"] == s["total_unpatched_bytes"] - s["total_patched_bytes"] > 0
@@ -139,3 +142,16 @@ def _sample_pkg(tmp_path: Path) -> Path:
     pkg = tmp_path / "pkg"
     sample.write_sample_package(pkg, 2, fillers=0)
     return pkg
+
+
+def test_upstream_keep_last_loses_directives_ours_does_not(npm_install, tmp_path, capsys):
+    pkg = npm_install(3)
+    path = sample.write_sample_session(tmp_path / "s.jsonl", turns=16, directive_bytes=6000)
+    report = audit_json(capsys, path, "--root", pkg)
+    s = report["summary"]
+    assert s["turns_losing_a_directive"]["patched"] == 0
+    assert s["turns_losing_a_directive"]["unpatched"] > 0  # the variant (step 7) is dropped later
+    # the variant arrives at step 7 (turn 14); from then on keep-last always drops one of the two
+    losing = [t["index"] for t in report["turns"]
+              if t["directives"]["kept_unpatched"] < t["directives"]["distinct"]]
+    assert losing == list(range(14, len(report["turns"])))

@@ -113,8 +113,14 @@ class Summary:
         self.first_over: dict[str, Any] | None = None
         self.patched_over: int | None = None
         self.collapsed: dict[str, int] = {}
+        self.losing = {"unpatched": 0, "patched": 0}
+        self.most_lost = {"unpatched": 0, "patched": 0}
 
     def add(self, row: dict[str, Any]) -> None:
+        for side in ("unpatched", "patched"):
+            lost = row["directives"]["distinct"] - row["directives"][f"kept_{side}"]
+            self.losing[side] += lost > 0
+            self.most_lost[side] = max(self.most_lost[side], lost)
         self.unpatched_series.append(row["unpatched_bytes"])
         self.patched_series.append(row["patched_bytes"])
         if self.largest is None or row["unpatched_bytes"] > self.largest["unpatched_bytes"]:
@@ -144,6 +150,8 @@ class Summary:
             "that_turn_over_window_patched": self.first_over and self.first_over["patched_over"],
             "first_turn_over_window_patched": self.patched_over,
             "most_copies_collapsed_in_one_turn": self.collapsed,
+            "turns_losing_a_directive": self.losing,
+            "most_directives_lost_in_one_turn": self.most_lost,
             "tokens_are": "estimates: UTF-8 bytes / 4",
         }
 
@@ -171,6 +179,9 @@ def audit_session(path: Path, server: Serializer,
                 "est_tokens_unpatched": result["originalBytes"] // 4,
                 "est_tokens_patched": result["patchedBytes"] // 4,
                 "usage": usage, "model": turn.model,
+                "directives": {"distinct": result["directives"],
+                               "kept_unpatched": result["keptUnpatched"],
+                               "kept_patched": result["keptPatched"]},
             }
             summary.add(row)
             if on_turn is not None:

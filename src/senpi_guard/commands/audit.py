@@ -59,6 +59,9 @@ def _print_summary(report: dict[str, Any]) -> None:
         big = s["largest_turn"]
         print(f"largest turn: #{big['index']}, {big['unpatched_bytes']:,} bytes "
               f"({big['patched_bytes']:,} patched)")
+    losing, most = s["turns_losing_a_directive"], s["most_directives_lost_in_one_turn"]
+    print(f"distinct directives dropped from the prompt: without the patch in {losing['unpatched']} "
+          f"turns (at most {most['unpatched']} in one), with it in {losing['patched']} turns")
     if s["context_window_tokens"]:
         over = s["first_turn_over_window_unpatched"]
         line = f"context window {s['context_window_tokens']:,} tokens: "

@@ -75,9 +75,13 @@ def _demo(work: Path) -> int:
     big = s["largest_turn"]
     _say(f"6. audit of a sample 30-step session ({s['turns']} assistant turns, a 25 KB "
          "<ultrawork-mode> in every user message):")
+    change = (f"{s['saved_percent']}% fewer" if s["saved_bytes"] >= 0 else
+              f"{-s['saved_percent']}% more")
     _say(f"   re-sent in total {s['total_unpatched_bytes']:,} -> {s['total_patched_bytes']:,} bytes "
-         f"({s['saved_percent']}% saved); largest turn {big['unpatched_bytes']:,} -> "
-         f"{big['patched_bytes']:,} bytes")
+         f"({change}); largest turn {big['unpatched_bytes']:,} -> {big['patched_bytes']:,} bytes")
+    losing = s["turns_losing_a_directive"]
+    _say(f"   turns whose prompt lost a distinct directive: {losing['unpatched']} without the patch "
+         f"(upstream's keep-last drops the earlier variant), {losing['patched']} with it")
     _say("7. revert restores the original bytes exactly:")
     with lock.write_lock():
         reverted = engine.revert(install, patch, config)

@@ -301,10 +301,16 @@ function measure(fns, up, context) {
     const { original, candidate } = run(fns, context);
     const before = up ? applyUpstream(up.original, original).blocks : original;
     const after = up ? applyUpstream(up.candidate ?? up.original, candidate).blocks : candidate;
+    const distinct = [...countSpans(contextTexts(context), false).keys()];
+    const beforeText = joined(before);
+    const afterText = joined(after);
     return {
         originalBytes: textBytes(before),
         patchedBytes: textBytes(after),
-        collapsed: countMarkers(joined(after)),
+        collapsed: countMarkers(afterText),
+        directives: distinct.length,
+        keptUnpatched: distinct.filter((span) => beforeText.includes(span)).length,
+        keptPatched: distinct.filter((span) => afterText.includes(span)).length,
     };
 }
 
