@@ -184,17 +184,17 @@ def record_verification(install: Install, patch: Patch, config: Config,
         "patch": _patch_id(patch, config)})
 
 
-def module_pairs(insp: Inspection, patch: Patch, config: Config, *, installed: bool = False,
+def module_pairs(insp: Inspection, patch: Patch, config: Config, *,
                  roles: tuple[str, ...] | None = None) -> dict[str, verify.ModulePair]:
-    """Each target's unpatched bytes beside its patched bytes: what `apply` would write, or with
-    `installed`, the file itself where it is already patched."""
+    """Each target's unpatched bytes beside what `apply` makes of them. A `patched` file already
+    is that (classify checked it byte for byte), so it is not rendered again."""
     pairs = {}
     for tf in insp.files:
         if roles is not None and tf.target.role not in roles:
             continue
         base = base_of(insp.install, patch, config, tf)
-        keep = installed and tf.classified.state == state.PATCHED
-        candidate = tf.snapshot.data if keep else render(patch, config, tf.target, base, tf.path)
+        patched = tf.classified.state == state.PATCHED
+        candidate = tf.snapshot.data if patched else render(patch, config, tf.target, base, tf.path)
         pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
     return pairs
 

@@ -31,9 +31,7 @@ def classify(data: bytes, patch: Patch, config: Config, render) -> Classified:
     if header is not None:
         try:
             base = edit.remove_edit(data, patch.callees)
-        except edit.EditError as exc:
-            return Classified(DRIFTED, None, header, f"carries a senpi-guard header but {exc}")
-        except Exception as exc:  # a syntax error after cutting the payload
+        except ValueError as exc:  # EditError, or a syntax error once the payload is cut
             return Classified(DRIFTED, None, header, f"carries a senpi-guard header but {exc}")
         if render(base) == data:
             return Classified(PATCHED, base, header, "")
@@ -44,7 +42,7 @@ def classify(data: bytes, patch: Patch, config: Config, render) -> Classified:
     if patch.hand_fix_function and patch.hand_fix_function.encode() in data:
         try:
             base = edit.remove_hand_fix(data, patch.hand_fix_function)
-        except (edit.EditError, ValueError) as exc:
+        except ValueError as exc:  # EditError, JsSyntaxError
             return Classified(HAND_PATCHED, None, None, str(exc))
         return Classified(HAND_PATCHED, base, None, f"carries the hand-applied "
                           f"{patch.hand_fix_function}; apply replaces it")

@@ -144,9 +144,8 @@ def run_harness(node: str, job: dict[str, Any], timeout: float) -> dict[str, Any
 
 def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, *, tags: list[str],
            marker: str, max_marker_bytes: int, call: str, fixtures: list[dict[str, Any]],
-           timeout: float, mode: str = "verify",
-           contexts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Run the harness once over all fixtures (or contexts, in measure mode); return its report,
+           timeout: float) -> dict[str, Any]:
+    """Run the harness once over all fixtures; return its report,
     with `check_errors` listing any candidate that node --check refused."""
     node, version = find_node()
     modules = [prompt] + ([upstream] if upstream is not None else [])
@@ -162,9 +161,9 @@ def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, *
             return {"original": str(original), "export": module.export,
                     "candidate": str(candidate) if module.candidate is not None else None}
 
-        job = {"mode": mode, "call": call, "tags": tags, "marker": marker,
+        job = {"mode": "verify", "call": call, "tags": tags, "marker": marker,
                "maxMarkerBytes": max_marker_bytes, "prompt": spec(prompt),
-               "upstream": spec(upstream), "fixtures": fixtures, "contexts": contexts or []}
+               "upstream": spec(upstream), "fixtures": fixtures}
         failure: FatalError | None = None
         try:
             report = run_harness(node, job, timeout)

@@ -14,7 +14,7 @@ def verify_install(install, patch, config) -> engine.Outcome:
         return outcome
     started = time.monotonic()
     try:
-        pairs = engine.module_pairs(insp, patch, config, installed=True)
+        pairs = engine.module_pairs(insp, patch, config)
         report = engine.replay(install, patch, config, pairs)
     except FatalError as exc:
         outcome.detail = str(exc)

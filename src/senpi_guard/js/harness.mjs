@@ -1,6 +1,6 @@
 // senpi-guard's replay harness: imports the original and the patched module side by side, runs
-// contexts through both and checks named properties. The first stdin line is a JSON job; "verify"
-// and "measure" jobs get one JSON report on stdout. A "serve" job then reads one request per line
+// contexts through both and checks named properties. The first stdin line is a JSON job; a "verify"
+// job gets one JSON report on stdout. A "serve" job then reads one request per line
 // ({"op":"put","id","message"} or {"op":"measure","ids","head"}) and answers each "measure" with
 // one line; messages off the measured path are dropped, so memory follows the context, not the
 // session. The checks here do not reuse the payload's code.
@@ -323,9 +323,6 @@ async function main() {
         original: await load(job.upstream.original, job.upstream.export),
         candidate: await load(job.upstream.candidate, job.upstream.export),
     } : null;
-    if (job.mode === "measure") {
-        return { node: process.version, turns: job.contexts.map((c) => measure(fns, up, c)) };
-    }
     if (job.mode === "serve") {
         await serve(fns, up);
         return null;
