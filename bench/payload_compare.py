@@ -18,7 +18,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from senpi_guard import config, patchset, sample
+from senpi_guard import config, sample
+from senpi_guard.patch import definition
 
 
 def main() -> int:
@@ -27,7 +28,7 @@ def main() -> int:
     parser.add_argument("--repeat-budget", type=int, default=6000,
                         help="timed calls per fixture are this divided by its message count")
     args = parser.parse_args()
-    patch = patchset.load()
+    patch = definition.load()
     by_name = {f["name"]: f for f in patch.fixtures()}
     fixtures = [by_name[name] for name in ("incident-3", "incident-21", "incident-70")]
     with tempfile.TemporaryDirectory(prefix="senpi-guard-bench-") as tmp:

@@ -19,7 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from senpi_guard import config, engine, install, patchset, sample
+from senpi_guard import config, discover, sample
+from senpi_guard.patch import definition
+from senpi_guard.patch.classify import State
+from senpi_guard.reconcile import Reconciler
 
 GOALS = {"median_s": 2.0, "max_s": 5.0, "idle_cpu_s": 0.5, "rss_mb": 60.0}
 
@@ -53,9 +56,9 @@ def wait_patched(package_dir: Path, target: Path, version: str, patch, cfg,
             ready = False
         if ready:
             seen = time.monotonic()
-            found = install.describe(package_dir)
+            found = discover.describe(package_dir)
             if found is not None and found.version == version and \
-                    engine.inspect(found, patch, cfg).state == "patched":
+                    Reconciler(patch, cfg).inspect(found).state == State.PATCHED:
                 return seen
         time.sleep(0.01)
     raise SystemExit(f"not patched within {timeout}s after installing {version}")
@@ -79,7 +82,7 @@ def main() -> int:
         tarballs[version] = sample.npm_pack(work / f"src{shape}", work / "packs")
     prefix = work / "prefix"
     package_dir = sample.npm_install_global(tarballs["2026.7.30"], prefix)
-    patch, cfg = patchset.load(), config.load()
+    patch, cfg = definition.load(), config.load()
 
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "senpi_guard", "apply", "--root", str(package_dir)],

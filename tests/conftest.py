@@ -126,3 +126,34 @@ def env(monkeypatch, tmp_path):
 
 def add_path(monkeypatch, *dirs: Path | str) -> None:
     monkeypatch.setenv("PATH", os.pathsep.join([*map(str, dirs), os.environ["PATH"]]))
+
+
+# A hand-applied hot-fix like the one in the bug report (our own text), for hand-patched files.
+HAND_FIX = """
+function dedupeRepeatedDirectiveBlocks(blocks) {
+    const seen = new Set();
+    return blocks.map((block) => {
+        if (block.type !== "text") return block;
+        const text = block.text.replace(/<ultrawork-mode>[\\s\\S]*?<\\/ultrawork-mode>/g, (m) => {
+            if (seen.has(m)) return "[repeated ultrawork-mode omitted]";
+            seen.add(m);
+            return m;
+        });
+        return { ...block, text };
+    });
+}
+"""
+
+
+def hand_patched(base: str) -> str:
+    body, _, source_map = base.rpartition("//# sourceMappingURL=")
+    body = body.replace("    return blocks;\n}", "    return dedupeRepeatedDirectiveBlocks(blocks);\n}")
+    return body + HAND_FIX.lstrip("\n") + "//# sourceMappingURL=" + source_map
+
+
+def pytest_collection_modifyitems(items):
+    """Everything under tests/e2e installs real packages with npm/pnpm/bun/yarn: marked `slow`."""
+    e2e = Path(__file__).parent / "e2e"
+    for item in items:
+        if e2e in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.slow)

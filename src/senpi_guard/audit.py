@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import engine, sample, session, verify
+from senpi_guard import sample, session, verify
 from senpi_guard.config import Config
+from senpi_guard.discover import Install, describe
 from senpi_guard.errors import FatalError
-from senpi_guard.install import Install, describe
-from senpi_guard.patchset import Patch
+from senpi_guard.patch.classify import State
+from senpi_guard.patch.definition import Patch
+from senpi_guard.reconcile import Reconciler
 
 
 @dataclass
@@ -43,22 +45,23 @@ class Serializer:
         return reply
 
 
-def _pairs(install: Install, patch: Patch, config: Config) -> dict[str, verify.ModulePair]:
-    insp = engine.inspect(install, patch, config)
-    if insp.state in (engine.ERROR, engine.UNSUPPORTED):
+def _pairs(reconciler: Reconciler, install: Install) -> dict[str, verify.ModulePair]:
+    insp = reconciler.inspect(install)
+    if insp.state in (State.ERROR, State.UNSUPPORTED):
         raise FatalError(insp.detail)
-    roles = ("prompt",) if config.upstream_dedupe == "defer" else None
-    return engine.module_pairs(insp, patch, config, roles=roles)
+    roles = ("prompt",) if reconciler.config.upstream_dedupe == "defer" else None
+    return reconciler.module_pairs(insp, roles=roles)
 
 
 @contextmanager
 def serializer(installs: list[Install], patch: Patch, config: Config) -> Iterator[Serializer]:
+    reconciler = Reconciler(patch, config)
     with ExitStack() as stack:
         chosen = next((i for i in installs if not i.unsupported), None)
         pairs = None
         if chosen is not None:
             try:
-                pairs = _pairs(chosen, patch, config)
+                pairs = _pairs(reconciler, chosen)
                 label = f"senpi {chosen.version}'s own buildPromptBlocks ({chosen.package_dir})"
             except FatalError as exc:
                 label = f"the sample shape-2 serialisation (senpi {chosen.version} unusable: {exc})"
@@ -68,37 +71,9 @@ def serializer(installs: list[Install], patch: Patch, config: Config) -> Iterato
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="senpi-guard-audit-")))
             sample.write_sample_package(folder / "pkg", 2, fillers=0)
             chosen = describe(folder / "pkg", "sample")
-            pairs = _pairs(chosen, patch, config)
-        node, _ = verify.find_node()
-        placed = stack.enter_context(verify.mirror(chosen.package_dir, list(pairs.values())))
-
-        def spec(role: str) -> dict[str, Any] | None:
-            pair = pairs.get(role)
-            if pair is None:
-                return None
-            original, candidate = placed[pair.real_path]
-            return {"original": str(original), "candidate": str(candidate), "export": pair.export}
-
-        job = {"mode": "serve", "call": patch.call, "tags": list(config.tags),
-               "marker": patch.marker_template, "maxMarkerBytes": patch.max_marker_bytes,
-               "prompt": spec("prompt"), "upstream": spec("upstream")}
-        proc = subprocess.Popen([node, str(verify.harness_path())], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            proc.stdin.write(json.dumps(job) + "\n")
-            proc.stdin.flush()
-            ready = proc.stdout.readline()
-            if not ready.startswith('{"ready"'):
-                tail = (proc.stderr.read().strip().splitlines() or [ready.strip() or "no output"])[-1]
-                raise FatalError(f"the audit could not load senpi's modules in node: {tail}")
-            yield Serializer(label, proc)
-        finally:
-            if proc.stdin and not proc.stdin.closed:
-                proc.stdin.close()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            pairs = _pairs(reconciler, chosen)
+        proc = stack.enter_context(verify.serve(chosen.package_dir, pairs, patch, config))
+        yield Serializer(label, proc)
 
 
 class Summary:

@@ -1,72 +1,116 @@
-"""senpi-guard's command line: parse, dispatch, turn one error type into one clean line."""
+"""senpi-guard's command line: parse, dispatch through an explicit table, and turn errors into one
+clean line and an exit code (1 an error the user can act on, 2 usage, 3 unexpected, 130 ^C)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-from pathlib import Path
+import time
+import traceback
+from types import ModuleType
 
-from senpi_guard import __version__
+from senpi_guard import __version__, store, ui
+from senpi_guard.commands import apply, audit, daemon, demo, paths, revert, status, verify, watch
 from senpi_guard.errors import FatalError, UsageError
 
-COMMANDS = ("apply", "status", "verify", "revert", "watch", "daemon", "audit", "demo")
+# The subcommands, in the order `--help` lists them. Each module has SUMMARY, EXAMPLE, EXITS,
+# configure(parser) and run(args) -> int.
+COMMANDS: dict[str, ModuleType] = {
+    "apply": apply, "status": status, "verify": verify, "revert": revert, "watch": watch,
+    "daemon": daemon, "audit": audit, "demo": demo, "paths": paths,
+}
+JSON_KEY = {"audit": "sessions"}  # the list key of a command's --json output; default "installs"
 
 
-def _common(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
-    parser.add_argument("--root", action="append", type=Path, default=[], metavar="PKG_DIR",
-                        help="a senpi package dir (repeatable); skips discovery")
-    if json_flag:
-        parser.add_argument("--json", action="store_true", help="machine-readable output")
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # usage errors exit 2 through main(), like every other error
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _paths_epilog() -> str:
+    where = store.Store()
+    return (f"files:\n  config  {store.config_file()}  (or $SENPI_GUARD_CONFIG)\n"
+            f"  data    {where.data_dir}  (backups of original bytes)\n"
+            f"  state   {where.state_dir}  (records, write lock, watcher pid)\n"
+            f"  logs    {store.log_dir()}\n"
+            "`senpi-guard paths` shows the effective config and every path.")
+
+
+def _verbosity(parser: argparse.ArgumentParser, default) -> None:
+    parser.add_argument("-q", dest="verbosity", action="store_const", const=-1,
+                        default=default, help="print only what failed")
+    parser.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
+                        default=default, help="full paths, backup paths, wide tables")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="senpi-guard",
-        description="Dedupe repeated directive blocks in senpi's Claude prompt, verified by replay.")
-    parser.add_argument("--version", action="version", version=f"senpi-guard {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    apply = sub.add_parser("apply", help="patch every senpi install (verified before writing)")
-    _common(apply)
-    apply.add_argument("--dry-run", action="store_true", help="verify and show the diff; write nothing")
-    status = sub.add_parser("status", help="show each install's state")
-    _common(status)
-    check = sub.add_parser("verify", help="replay fixture contexts through the installed code")
-    _common(check)
-    revert = sub.add_parser("revert", help="restore the original bytes")
-    _common(revert)
-    revert.add_argument("--from-edit", action="store_true",
-                        help="ignore backups; restore by removing the edit")
-    watch = sub.add_parser("watch", help="keep every install patched (foreground; the daemon runs this)")
-    _common(watch, json_flag=False)
-    watch.add_argument("--rescan-interval", type=float, metavar="SECONDS",
-                       help="rescan even without file events (default: config, 60)")
-    watch.add_argument("--quiet-period", type=float, metavar="SECONDS",
-                       help="how long an install must be quiet before it is patched")
-    watch.add_argument("--quiet", action="store_true", help="log to the log file only")
-    daemon = sub.add_parser("daemon", help="run the watcher as a user service")
-    daemon.add_argument("action", choices=("install", "uninstall", "status"))
-    audit = sub.add_parser("audit", help="per-turn prompt bytes of senpi sessions, with and without the patch")
-    audit.add_argument("session", nargs="?", help="a session .jsonl file")
-    audit.add_argument("--latest", action="store_true", help="the newest session")
-    audit.add_argument("--all", action="store_true", help="every session")
-    audit.add_argument("--plot", metavar="FILE", help="draw bytes per turn to a .png or .svg")
-    _common(audit)
-    demo = sub.add_parser("demo", help="try senpi-guard on a throw-away sample install")
-    demo.add_argument("--keep", action="store_true", help="keep the temp prefix for inspection")
+    parser = _Parser(
+        prog="senpi-guard", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Keep senpi's prompt free of repeated directive blocks: patch every install, "
+                    "verified by replay with node, and keep it patched across `senpi update`.",
+        epilog="start here:\n  senpi-guard apply            patch every senpi install\n"
+               "  senpi-guard daemon install   keep it patched across updates\n\n" + _paths_epilog())
+    parser.add_argument("-V", "--version", action="version", version=f"senpi-guard {__version__}")
+    _verbosity(parser, 0)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module in COMMANDS.items():
+        child = sub.add_parser(
+            name, help=module.SUMMARY, formatter_class=argparse.RawDescriptionHelpFormatter,
+            description=getattr(module, "DESCRIPTION", module.SUMMARY[0].upper() + module.SUMMARY[1:] + "."),
+            epilog=f"example:\n  {module.EXAMPLE}\n\nexit codes:\n  {module.EXITS}; 2 usage; "
+                   "3 unexpected (a log names the traceback); 130 interrupted")
+        _verbosity(child, argparse.SUPPRESS)
+        module.configure(child)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _crash_log(exc: BaseException) -> str:
+    """Write the traceback of an unexpected error where the user can find it; return the path."""
+    folder = store.log_dir()
     try:
-        module = __import__(f"senpi_guard.commands.{args.command}", fromlist=["run"])
-        return module.run(args)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "crash.log"
+        with path.open("a", encoding="utf-8") as out:
+            out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} senpi-guard {__version__} "
+                      f"{' '.join(sys.argv[1:])}\n")
+            out.write("".join(traceback.format_exception(exc)))
+        return str(path)
+    except OSError:
+        return "(could not be written: " + "".join(traceback.format_exception_only(exc)).strip() + ")"
+
+
+def _fail(args, message: str) -> None:
+    print(f"senpi-guard: {message}", file=sys.stderr)
+    if getattr(args, "json", False):  # --json promises JSON on stdout, errors included
+        print(json.dumps({JSON_KEY.get(args.command, "installs"): [], "error": message}))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = argparse.Namespace(command=None)
+    try:
+        args = parser.parse_args(argv)
+        ui.configure(args.verbosity)
+        if args.command is None:
+            parser.print_help()
+            return 0
+        return COMMANDS[args.command].run(args)
     except UsageError as exc:
-        print(f"senpi-guard: {exc}", file=sys.stderr)
+        _fail(args, str(exc))
         return 2
     except FatalError as exc:
-        print(f"senpi-guard: error: {exc}", file=sys.stderr)
+        _fail(args, f"error: {exc}")
         return 1
     except KeyboardInterrupt:
         print("senpi-guard: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`| head`): say nothing more, as Python's docs advise for SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as exc:  # the last line of defence: one line and a log
+        _fail(args, f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in "
+                    f"{_crash_log(exc)}; please report it")
+        return 3

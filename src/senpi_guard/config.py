@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from senpi_guard import paths
+from senpi_guard import store
 from senpi_guard.errors import FatalError
 
 DEFAULT_TAGS = (
@@ -37,7 +37,7 @@ class Config:
 
 def config_path() -> Path:
     override = os.environ.get("SENPI_GUARD_CONFIG")
-    return Path(override) if override else paths.config_file()
+    return Path(override) if override else store.config_file()
 
 
 def load(path: Path | None = None) -> Config:

@@ -1,11 +1,13 @@
-"""Find, inside an install's dist/, the file that defines and exports a function."""
+"""Find, inside an install's dist/, the file that defines and exports each target function."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from senpi_guard import jslocate
+from senpi_guard import jssyntax
 from senpi_guard.errors import FatalError
 
 JS_SUFFIXES = (".js", ".mjs", ".cjs")
@@ -13,51 +15,53 @@ JS_SUFFIXES = (".js", ".mjs", ".cjs")
 
 class Located(NamedTuple):
     path: Path
-    definition: jslocate.FunctionDef
+    definition: jssyntax.FunctionDef
 
 
 def js_files(dist: Path) -> list[Path]:
+    """Every .js/.mjs/.cjs regular file under dist/, in one os.scandir walk (links not followed)."""
+    found: list[Path] = []
+    pending = [str(dist)]
     try:
-        return sorted(p for p in dist.rglob("*") if p.suffix in JS_SUFFIXES and p.is_file())
+        while pending:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif entry.name.endswith(JS_SUFFIXES) and entry.is_file():  # a link is refused on read
+                        found.append(Path(entry.path))
     except OSError as exc:
-        raise FatalError(f"cannot list {dist}: {exc.strerror}; make it readable and retry") from exc
+        raise FatalError(f"cannot list {exc.filename or dist}: {exc.strerror}; make dist/ "
+                         "readable and retry") from exc
+    return sorted(found)
 
 
-def find_exported_function(dist: Path, function: str, files: list[Path] | None = None) -> list[Located]:
-    """Every definition of an exported `function` under dist/. Errors name the file and the cause."""
-    needle = function.encode()
-    found: list[Located] = []
-    for path in files if files is not None else js_files(dist):
+def find_exported_functions(files: Iterable[Path], names: Iterable[str]) -> dict[str, list[Located]]:
+    """Every definition of each exported function among `files`; each file is read once."""
+    wanted = {name: name.encode() for name in names}
+    found: dict[str, list[Located]] = {name: [] for name in wanted}
+    for path in files:
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise FatalError(f"cannot read {path}: {exc.strerror}; make dist/ readable") from exc
-        if needle not in data:
+        mentioned = [name for name, needle in wanted.items() if needle in data]
+        if not mentioned:
             continue
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FatalError(f"{path} mentions {function} but is not UTF-8 (byte {exc.start}); "
-                             "reinstall senpi to get an intact file") from exc
-        try:
-            tree = jslocate.parse(data)
-        except jslocate.JsSyntaxError as exc:
-            raise FatalError(f"{path} mentions {function} but has a {exc}; reinstall senpi "
-                             "to get an intact file") from exc
-        found.extend(Located(path, d) for d in jslocate.find_definitions(tree, function))
+        tree = _parse(path, data, mentioned[0])
+        for name in mentioned:
+            found[name].extend(Located(path, d) for d in jssyntax.find_definitions(tree, name))
     return found
 
 
-def describe_returns(path: Path, definition: jslocate.FunctionDef, needs_param: bool) -> None:
-    """Refuse function shapes the wrap cannot handle."""
-    where = f"{path}:{definition.line}"
-    if definition.is_generator:
-        raise FatalError(f"{definition.name} in {where} is a generator: unknown return shape, "
-                         "senpi-guard does not know this version; report it with the file")
-    if not definition.returns:
-        raise FatalError(f"{definition.name} in {where} returns no value: unknown return shape, "
-                         "senpi-guard does not know this version; report it with the file")
-    if needs_param and (not definition.params or not definition.params[0]
-                        or definition.reassigns_param0):
-        raise FatalError(f"{definition.name} in {where} has no plain first parameter that stays "
-                         "unchanged: unknown shape; report it with the file")
+def _parse(path: Path, data: bytes, function: str):
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FatalError(f"{path} mentions {function} but is not UTF-8 (byte {exc.start}); "
+                         "reinstall senpi to get an intact file") from exc
+    try:
+        return jssyntax.parse(data)
+    except jssyntax.JsSyntaxError as exc:
+        raise FatalError(f"{path} mentions {function} but has a {exc}; reinstall senpi "
+                         "to get an intact file") from exc

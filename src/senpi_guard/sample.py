@@ -128,7 +128,7 @@ def write_sample_session(path: Path, turns: int = 30, directive_bytes: int = 25_
     """A senpi-shaped session JSONL (version 3 header): an ultrawork directive re-injected into
     every user message, tool calls and results, a variant now and then, optional compactions,
     and (with extras) the entry types and damage a real file can hold."""
-    from senpi_guard.patchset import directive_text
+    from senpi_guard.patch.fixtures import directive_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     directive = directive_text("ultrawork-mode", directive_bytes, "session")

@@ -64,8 +64,8 @@ def launchd_plist(service: ServiceSpec, log_dir: Path) -> bytes:
 
 
 def systemd_unit_path() -> Path:
-    from senpi_guard import paths
-    return paths.config_dir().parent / "systemd" / "user" / UNIT_NAME
+    from senpi_guard import store
+    return store.config_dir().parent / "systemd" / "user" / UNIT_NAME
 
 
 def launchd_plist_path() -> Path:

@@ -1,4 +1,8 @@
-"""Replay fixture contexts through the original and the patched module with the real node."""
+"""The node harness protocol: mirror the package with the candidate modules in place, run
+`node --check` beside the replay, feed the harness a JSON job and read its report.
+
+A "verify" job replays the patch's fixtures and runs its named checks (`patches/<name>/checks.mjs`);
+a "serve" job (for audit) keeps one node process answering per-context measurements."""
 
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
+from senpi_guard.patch.definition import Patch
 
 MIN_NODE = 18
 ORIGINAL_SUFFIX = ".senpi-guard-original.js"
@@ -142,28 +148,35 @@ def run_harness(node: str, job: dict[str, Any], timeout: float) -> dict[str, Any
     return report
 
 
-def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, *, tags: list[str],
-           marker: str, max_marker_bytes: int, call: str, fixtures: list[dict[str, Any]],
-           timeout: float) -> dict[str, Any]:
-    """Run the harness once over all fixtures; return its report,
-    with `check_errors` listing any candidate that node --check refused."""
+def harness_job(mode: str, patch: Patch, config: Config,
+                placed: dict[Path, tuple[Path, Path]], prompt: ModulePair,
+                upstream: ModulePair | None) -> dict[str, Any]:
+    """The first line the harness reads: what to load, which checks, which settings."""
+
+    def spec(module: ModulePair | None) -> dict[str, Any] | None:
+        if module is None:
+            return None
+        original, candidate = placed[module.real_path]
+        return {"original": str(original), "export": module.export,
+                "candidate": str(candidate) if module.candidate is not None else None}
+
+    return {"mode": mode, "call": patch.call, "tags": list(config.tags),
+            "marker": patch.marker_template, "maxMarkerBytes": patch.max_marker_bytes,
+            "checks": str(patch.checks_path), "prompt": spec(prompt), "upstream": spec(upstream)}
+
+
+def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, patch: Patch,
+           config: Config) -> VerifyReport:
+    """Run the harness once over all fixtures; `node --check` must pass on every candidate too."""
     node, version = find_node()
     modules = [prompt] + ([upstream] if upstream is not None else [])
+    timeout = config.verify_timeout
     with mirror(package_dir, modules) as placed:
         # node --check runs beside the replay (node starts slowly); both must pass before any write
         checks = [(module, start_node_check(node, placed[module.real_path][1]))
                   for module in modules if module.candidate is not None]
-
-        def spec(module: ModulePair | None) -> dict[str, Any] | None:
-            if module is None:
-                return None
-            original, candidate = placed[module.real_path]
-            return {"original": str(original), "export": module.export,
-                    "candidate": str(candidate) if module.candidate is not None else None}
-
-        job = {"mode": "verify", "call": call, "tags": tags, "marker": marker,
-               "maxMarkerBytes": max_marker_bytes, "prompt": spec(prompt),
-               "upstream": spec(upstream), "fixtures": fixtures}
+        job = harness_job("verify", patch, config, placed, prompt, upstream)
+        job["fixtures"] = patch.fixtures()
         failure: FatalError | None = None
         try:
             report = run_harness(node, job, timeout)
@@ -172,11 +185,37 @@ def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, *
         errors = [f"{module.real_path.name}: {problem}" for module, proc in checks
                   if (problem := finish_node_check(proc, timeout))]
         if errors:
-            return {"node": version, "check_errors": errors}
+            return summarize({"node": version, "check_errors": errors})
         if failure is not None:
             raise failure
         report["node"] = version
-        return report
+        return summarize(report)
+
+
+@contextmanager
+def serve(package_dir: Path, pairs: dict[str, ModulePair], patch: Patch,
+          config: Config) -> Iterator[subprocess.Popen[str]]:
+    """A node harness in "serve" mode over the install's modules, ready for requests."""
+    node, _ = find_node()
+    with mirror(package_dir, list(pairs.values())) as placed:
+        job = harness_job("serve", patch, config, placed, pairs["prompt"], pairs.get("upstream"))
+        proc = subprocess.Popen([node, str(harness_path())], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            proc.stdin.write(json.dumps(job) + "\n")
+            proc.stdin.flush()
+            ready = proc.stdout.readline()
+            if not ready.startswith('{"ready"'):
+                tail = (proc.stderr.read().strip().splitlines() or [ready.strip() or "no output"])[-1]
+                raise FatalError(f"the audit could not load senpi's modules in node: {tail}")
+            yield proc
+        finally:
+            if proc.stdin and not proc.stdin.closed:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def summarize(report: dict[str, Any]) -> VerifyReport:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 import os
 import queue
@@ -24,11 +23,12 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from senpi_guard import config as config_mod
-from senpi_guard import engine, fsio, install, locate, paths, state
+from senpi_guard import discover, locate, store
 from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
-from senpi_guard.lock import write_lock
-from senpi_guard.patchset import Patch
+from senpi_guard.patch.definition import Patch
+from senpi_guard.reconcile import Reconciler
+from senpi_guard.store import Store
 
 log = logging.getLogger("senpi-guard.watch")
 # watchdog warns when a directory that was replaced (an update) is watched again at the same path;
@@ -39,7 +39,7 @@ MANAGER_ANSWER_MAX_AGE = 600.0  # seconds to reuse `npm root -g` & co. between r
 
 
 def setup_logging(verbose: bool = True) -> Path:
-    folder = paths.log_dir()
+    folder = store.log_dir()
     folder.mkdir(parents=True, exist_ok=True)
     logfile = folder / "watch.log"
     log.setLevel(logging.INFO)
@@ -101,7 +101,7 @@ def _sha(path: Path) -> str:
         return "missing"
 
 
-def _content_key(inst: install.Install, target: str | None) -> str:
+def _content_key(inst: discover.Install, target: str | None) -> str:
     """What a failure is keyed on: the target file's sha256 or, when no target could be located,
     a signature of every .js file under dist/ (so any change there lifts the back-off)."""
     if target:
@@ -124,6 +124,7 @@ class Watcher:
     def __init__(self, patch: Patch, config: Config, roots: list[Path],
                  overrides: dict[str, float] | None = None) -> None:
         self.patch = patch
+        self.store = Store()
         self.overrides = overrides or {}
         self.config = dataclasses.replace(config, **self.overrides)
         self.roots = roots
@@ -140,15 +141,15 @@ class Watcher:
         self.last_event = time.monotonic()
         self.triggers.put(f"event {path}")
 
-    def installs(self) -> list[install.Install]:
+    def installs(self) -> list[discover.Install]:
         if self.roots:
             found = []
             for root in self.roots:
-                described = install.describe(root) if (root / "package.json").is_file() else None
+                described = discover.describe(root) if (root / "package.json").is_file() else None
                 if described is not None:
                     found.append(described)
         else:
-            found = install.discover(max_age=MANAGER_ANSWER_MAX_AGE).installs
+            found = discover.discover(max_age=MANAGER_ANSWER_MAX_AGE).installs
         for inst in found:
             if not inst.unsupported:
                 self.seen.setdefault(inst.package_dir, None)
@@ -203,7 +204,7 @@ class Watcher:
                                    if e.startswith(STAGING_PREFIXES)))
         except OSError:
             staging = ()
-        manifest = install.read_manifest(package_dir)
+        manifest = discover.read_manifest(package_dir)
         version = manifest.get("version") if manifest else None
         present = package_dir.exists()
         known = self.known.get(Path(os.path.realpath(package_dir)), Known())
@@ -233,7 +234,7 @@ class Watcher:
         return False
 
     # ---- reconcile ---------------------------------------------------------------------
-    def _fingerprint(self, inst: install.Install, files: list[Path]) -> tuple:
+    def _fingerprint(self, inst: discover.Install, files: list[Path]) -> tuple:
         return (str(inst.real_dir), inst.version, _file_stat(inst.package_dir / "package.json"),
                 tuple((str(f), _file_stat(f)) for f in files))
 
@@ -261,12 +262,12 @@ class Watcher:
                 return
             self.reconcile_one(inst, trigger)
 
-    def _backed_off(self, inst: install.Install) -> bool:
-        backoff = state.install_record(inst.package_dir).get("backoff")
+    def _backed_off(self, inst: discover.Install) -> bool:
+        backoff = self.store.install_record(inst.package_dir).get("backoff")
         return bool(backoff) and backoff.get("version") == inst.version and \
             _content_key(inst, backoff.get("target")) == backoff.get("sha256")
 
-    def reconcile_one(self, inst: install.Install, trigger: str) -> None:
+    def reconcile_one(self, inst: discover.Install, trigger: str) -> None:
         key = inst.real_dir
         known = self.known.get(key)
         if known and known.fingerprint == self._fingerprint(inst, known.files):
@@ -277,8 +278,8 @@ class Watcher:
             return
         if self._backed_off(inst):
             return
-        with write_lock():
-            outcome = engine.reconcile(inst, self.patch, self.config)
+        with self.store.lock():
+            outcome = Reconciler(self.patch, self.config, self.store).reconcile(inst)
         log.info("trigger=%s install=%s version=%s before=%s after=%s ok=%s ms=%d%s",
                  trigger.split(" ", 1)[0], inst.package_dir, inst.version, outcome.before,
                  outcome.after, outcome.ok, outcome.millis,
@@ -288,13 +289,13 @@ class Watcher:
                   "detail": outcome.detail[:500]}
         if outcome.ok:
             self.known[key] = Known(outcome.files, self._fingerprint(inst, outcome.files))
-            state.update_install_record(inst.package_dir, last_reconcile=result, backoff=None)
+            self.store.update_install(inst.package_dir, last_reconcile=result, backoff=None)
             return
-        state.update_install_record(inst.package_dir, last_reconcile=result)
+        self.store.update_install(inst.package_dir, last_reconcile=result)
         target = str(outcome.files[0]) if outcome.files else None
         failed = (inst.version, _content_key(inst, target))
         self.stop.wait(self.config.quiet_period)  # was it an update still landing?
-        now = install.describe(inst.package_dir)
+        now = discover.describe(inst.package_dir)
         if now is None or (now.version, _content_key(inst, target)) != failed:
             log.info("install=%s changed while reconciling; will retry", inst.package_dir)
             self.triggers.put("retry changed-during-reconcile")
@@ -302,14 +303,14 @@ class Watcher:
         log.error("install=%s version=%s could not be patched: %s (not retried until it changes "
                   "or `senpi-guard apply` is run)", inst.package_dir, inst.version, outcome.detail)
         notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {outcome.detail[:200]}")
-        state.update_install_record(inst.package_dir, backoff={
+        self.store.update_install(inst.package_dir, backoff={
             "version": inst.version, "sha256": failed[1], "target": target,
             "error": outcome.detail[:500], "time": time.time()})
         self.known[key] = Known(outcome.files, ())
 
     # ---- main loop ---------------------------------------------------------------------
     def run(self) -> int:
-        write_pidfile(self.roots)
+        self.store.write_pid(self.roots)
         self.observer.start()
         try:
             self.reconcile_all("startup")
@@ -334,7 +335,7 @@ class Watcher:
         finally:
             self.observer.stop()
             self.observer.join(timeout=2)
-            clear_pidfile()
+            self.store.clear_pid()
         log.info("stopped")
         return 0
 
@@ -346,32 +347,3 @@ class Watcher:
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
-
-
-# ---- the pid file, for `status` ------------------------------------------------------------
-
-def pidfile() -> Path:
-    return paths.state_dir() / "watcher.json"
-
-
-def write_pidfile(roots: list[Path]) -> None:
-    fsio.write_private(pidfile(), json.dumps({"pid": os.getpid(), "since": time.time(),
-                                              "roots": [str(r) for r in roots]}).encode())
-
-
-def clear_pidfile() -> None:
-    try:
-        data = json.loads(pidfile().read_text())
-        if data.get("pid") == os.getpid():
-            pidfile().unlink()
-    except (OSError, ValueError):
-        pass
-
-
-def running_watcher() -> dict | None:
-    try:
-        data = json.loads(pidfile().read_text())
-        os.kill(int(data["pid"]), 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return data

@@ -1,17 +1,35 @@
+"""`senpi-guard apply`: patch every install, verified by replay before anything is written."""
+
 from __future__ import annotations
 
-from senpi_guard import engine, lock, state
+from senpi_guard import ui
 from senpi_guard.commands import common
+from senpi_guard.reconcile import Reconciler
+
+SUMMARY = "patch every senpi install (verified with node before writing)"
+EXAMPLE = ("senpi-guard apply            # every install found\n"
+           "  senpi-guard apply --dry-run  # verify and show the diff, write nothing")
+EXITS = "0 every install ended patched (or left to upstream by config); 1 anything else"
+
+
+def configure(parser) -> None:
+    common.add_root(parser)
+    common.add_json(parser)
+    parser.add_argument("--dry-run", action="store_true", help="verify and show the diff; write nothing")
 
 
 def run(args) -> int:
     patch, config = common.load()
     found = common.installs(args)
-    with lock.write_lock():
-        outcomes = [engine.reconcile(i, patch, config, dry_run=args.dry_run) for i in found]
-        if not args.dry_run:
-            for install in found:  # a hand-run apply lifts the watcher's back-off
-                if state.install_record(install.package_dir).get("backoff"):
-                    state.update_install_record(install.package_dir, backoff=None)
+    reconciler = Reconciler(patch, config)
+    outcomes = []
+    with reconciler.store.lock():
+        for install in found:
+            ui.progress(f"senpi {install.version} ({install.manager}): locating, patching and "
+                        "replaying the fixtures with node…")
+            outcomes.append(reconciler.reconcile(install, dry_run=args.dry_run))
+            record = reconciler.store.install_record(install.package_dir)
+            if not args.dry_run and record.get("backoff"):  # a hand-run apply lifts the watcher's back-off
+                reconciler.store.update_install(install.package_dir, backoff=None)
     common.print_outcomes(outcomes, args.json)
     return 0 if all(o.ok for o in outcomes) else 1

@@ -7,9 +7,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import audit, install, session
+from senpi_guard import audit, discover, session, ui
 from senpi_guard.commands import common
 from senpi_guard.errors import FatalError, UsageError
+
+SUMMARY = "per-turn prompt bytes of senpi sessions, with and without the patch"
+EXAMPLE = "senpi-guard audit --latest\n  senpi-guard audit ~/.senpi/agent/sessions/x.jsonl --json --plot turns.png"
+EXITS = "0 audited; 1 no such session, not a session file, or node could not run senpi's code"
+WIDTH = 100  # the table fits this many columns unless -v
+
+
+def configure(parser) -> None:
+    parser.add_argument("session", nargs="?", help="a session .jsonl file")
+    parser.add_argument("--latest", action="store_true", help="the newest session")
+    parser.add_argument("--all", action="store_true", help="every session")
+    parser.add_argument("--plot", metavar="FILE", help="draw bytes per turn to a .png or .svg")
+    common.add_root(parser)
+    common.add_json(parser)
 
 
 def _sessions(args) -> list[Path]:
@@ -18,6 +32,9 @@ def _sessions(args) -> list[Path]:
         raise UsageError("give one of: SESSION.jsonl, --latest, --all")
     if args.session:
         path = Path(args.session)
+        if path.is_dir():
+            raise FatalError(f"{path} is a directory; pass one session .jsonl file from it, or use "
+                             "--latest or --all")
         if not path.is_file():
             raise FatalError(f"session {path} does not exist; pass a .jsonl file from "
                              f"{session.agent_dir() / 'sessions'}, or use --latest")
@@ -36,8 +53,8 @@ def _k(n: int) -> str:
 def _print_header(path: Path, serializer: str) -> None:
     print(f"session   {path}")
     print(f"serialised by {serializer}")
-    print(f"{'turn':>5} {'entry':<10}{'unpatched':>11}{'patched':>10}{'saved':>7}"
-          f"{'~tokens unpatched':>19}{'~patched':>10}  {'billed in+cache':>16}  collapsed")
+    print(f"{'turn':>5} {'entry':<9}{'unpatched':>10}{'patched':>10}{'saved':>6}{'~tokens':>9}"
+          f"{'~patched':>9}{'billed':>12}  collapsed")
 
 
 def _print_row(row: dict[str, Any]) -> None:
@@ -46,9 +63,12 @@ def _print_row(row: dict[str, Any]) -> None:
     billed_tokens = sum(usage.get(k) or 0 for k in ("input", "cacheRead", "cacheWrite"))
     billed = f"{billed_tokens:,}" if usage else "-"
     collapsed = ", ".join(f"{tag}×{n}" for tag, n in row["collapsed"].items())
-    print(f"{row['index']:>5} {row['entry_id'][:8]:<10}{_k(row['unpatched_bytes']):>11}"
-          f"{_k(row['patched_bytes']):>10}{saved:>7.0%}{row['est_tokens_unpatched']:>19,}"
-          f"{row['est_tokens_patched']:>10,}  {billed:>16}  {collapsed}")
+    line = (f"{row['index']:>5} {row['entry_id'][:8]:<9}{_k(row['unpatched_bytes']):>10}"
+            f"{_k(row['patched_bytes']):>10}{saved:>6.0%}{row['est_tokens_unpatched']:>9,}"
+            f"{row['est_tokens_patched']:>9,}{billed:>12}  {collapsed}")
+    if len(line) > WIDTH and not ui.verbose():
+        line = line[:WIDTH - 1] + "…"
+    print(line.rstrip())
 
 
 def _print_summary(report: dict[str, Any]) -> None:
@@ -111,7 +131,7 @@ def run(args) -> int:
     for path in files:  # every bad file is refused before any output starts
         session.read_header(path)
     patch, config = common.load()
-    found = install.explicit(args.root) if args.root else install.discover()
+    found = discover.explicit(args.root) if args.root else discover.discover()
     stream = JsonStream(len(files) > 1) if args.json else None
     last = None
     with audit.serializer(found.installs, patch, config) as server:

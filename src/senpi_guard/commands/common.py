@@ -1,18 +1,31 @@
-"""Shared by the subcommands: which installs, the patch and config, printing."""
+"""Shared by the subcommands: which installs, the patch and config, printing outcomes."""
 
 from __future__ import annotations
 
+import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from senpi_guard import config as config_mod
-from senpi_guard import install, patchset
-from senpi_guard.engine import Outcome
+from senpi_guard import discover, ui
 from senpi_guard.errors import FatalError
+from senpi_guard.patch import definition
+from senpi_guard.patch.classify import SETTLED
+from senpi_guard.reconcile import Outcome
 
 
-def installs(args) -> list[install.Install]:
-    found = install.explicit(args.root) if args.root else install.discover()
+def add_root(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", action="append", type=Path, default=[], metavar="PKG_DIR",
+                        help="a senpi package dir (repeatable); skips discovery")
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def installs(args) -> list[discover.Install]:
+    found = discover.explicit(args.root) if args.root else discover.discover()
     if not found.installs:
         places = "\n".join(f"  - {place}" for place in found.searched)
         raise FatalError("no senpi install found (install @code-yeongyu/senpi, or pass --root "
@@ -20,8 +33,8 @@ def installs(args) -> list[install.Install]:
     return found.installs
 
 
-def load() -> tuple[patchset.Patch, config_mod.Config]:
-    patch = patchset.load()
+def load() -> tuple[definition.Patch, config_mod.Config]:
+    patch = definition.load()
     config = config_mod.load()
     patch.check_tags(config.tags)
     return patch, config
@@ -33,11 +46,13 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         "package_dir": str(outcome.install.package_dir),
         "version": outcome.install.version,
         "manager": outcome.install.manager,
-        "target": outcome.target,
+        "target": str(outcome.install.package_dir / outcome.target) if outcome.target else "",
         "state_before": outcome.before,
         "state": outcome.after,
         "ok": outcome.ok,
         "changed": outcome.changed,
+        "would_write": outcome.would_write,
+        "backups": outcome.backups,
         "upstream_dedupe": outcome.upstream_present,
         "detail": outcome.detail,
         "verification": None if report is None else {
@@ -47,19 +62,36 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
     }
 
 
-def print_outcomes(outcomes: list[Outcome], as_json: bool) -> None:
+def state_line(o: Outcome) -> str:
+    verdict = ui.paint("ok", "good") if o.ok else ui.paint("FAILED", "bad")
+    if o.would_write:
+        return f"{ui.state_text(o.before)}, would write {', '.join(o.would_write)}  ({verdict}, dry run)"
+    if o.before == o.after:
+        return f"{ui.state_text(o.after)}  ({verdict}, {o.millis} ms, nothing changed)"
+    return f"{ui.state_text(o.before)} -> {ui.state_text(o.after)}  ({verdict}, {o.millis} ms)"
+
+
+def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = False) -> None:
+    """One block per install; `next_steps` adds what to run when an install is not as wanted."""
     if as_json:
         print(json.dumps({"installs": [outcome_json(o) for o in outcomes]}, indent=2))
         return
     for o in outcomes:
+        if ui.quiet() and o.ok:
+            continue
         print(f"senpi {o.install.version} ({o.install.manager})  {o.install.package_dir}")
         if o.target:
             print(f"  target   {o.target}")
-        mark = "ok" if o.ok else "FAILED"
-        print(f"  state    {o.before} -> {o.after}  ({mark}, {o.millis} ms)")
+        print(f"  state    {state_line(o)}")
         if o.changed:
             print(f"  wrote    {', '.join(o.changed)}")
+        if o.backups and ui.verbose():
+            print(f"  backup   {', '.join(o.backups)}")
         if o.detail:
-            print(f"  {'detail ' if o.ok else 'error: '}  {o.detail}")
+            print(f"  {'detail ' if o.ok else ui.paint('error: ', 'bad')}  {o.detail}")
+        step = ui.NEXT_STEPS.get(o.after) if next_steps and o.after not in SETTLED else None
+        if step:
+            print(f"  next     {step}")
         if o.diff:
             print(o.diff, end="")
+

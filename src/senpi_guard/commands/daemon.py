@@ -6,8 +6,26 @@ import shlex
 import shutil
 import sys
 
-from senpi_guard import fsio, paths, service, watcher
+from senpi_guard import service, store
 from senpi_guard.errors import FatalError
+from senpi_guard.write import write_private
+
+SUMMARY = "run the watcher as a user service (systemd user unit or launchd agent)"
+EXAMPLE = ("senpi-guard daemon install    # write the unit, enable and start it\n"
+           "  senpi-guard daemon status     # installed / enabled / running\n"
+           "  senpi-guard daemon uninstall  # stop, disable and remove it")
+EXITS = "0 done (status: installed and running); 1 no service manager, or it refused"
+DESCRIPTION = (
+    "install: write a systemd user unit (Linux) or a launchd agent (macOS) that runs "
+    "`senpi-guard watch`, then enable and start it. uninstall: stop, disable and remove it "
+    "(your installs stay as they are; run `senpi-guard revert` to unpatch them). status: whether "
+    "the service is installed, enabled and running. Without a user service manager, install "
+    "prints the command to run under your own supervisor.")
+
+
+def configure(parser) -> None:
+    parser.add_argument("action", choices=("install", "uninstall", "status"),
+                        help="install, uninstall or status")
 
 
 def _manual(reason: str) -> FatalError:
@@ -22,7 +40,7 @@ def _linux(action: str) -> int:
     why = service.systemd_available()
     if action == "install":
         unit.parent.mkdir(parents=True, exist_ok=True)
-        fsio.write_private(unit, service.systemd_unit(service.spec()).encode())
+        write_private(unit, service.systemd_unit(service.spec()).encode())
         print(f"wrote {unit}")
         if why:
             raise _manual(f"the unit is written but {why}")
@@ -50,7 +68,7 @@ def _status_linux(unit) -> int:
     if not why:
         enabled = service.run(["systemctl", "--user", "is-enabled", service.UNIT_NAME]).stdout.strip()
         active = service.run(["systemctl", "--user", "is-active", service.UNIT_NAME]).stdout.strip()
-    running = watcher.running_watcher()
+    running = store.Store().running_watcher()
     print(f"unit      {unit} ({'installed' if installed else 'not installed'})")
     print(f"enabled   {enabled}" + (f" ({why})" if why else ""))
     print(f"active    {active}")
@@ -64,7 +82,7 @@ def _macos(action: str) -> int:
         raise _manual("launchctl is not available")
     if action == "install":
         plist.parent.mkdir(parents=True, exist_ok=True)
-        fsio.write_private(plist, service.launchd_plist(service.spec(), paths.log_dir()))
+        write_private(plist, service.launchd_plist(service.spec(), store.log_dir()))
         result = service.run(["launchctl", "load", "-w", str(plist)])
         if result.returncode != 0:
             raise FatalError(f"launchctl load {plist} failed: {result.stderr.strip()[-300:]}")

@@ -7,9 +7,19 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from senpi_guard import audit, engine, lock, sample
+from senpi_guard import audit, sample
 from senpi_guard.commands import common
-from senpi_guard.install import Install, describe
+from senpi_guard.discover import Install, describe
+from senpi_guard.patch.classify import State
+from senpi_guard.reconcile import Reconciler
+
+SUMMARY = "try senpi-guard on a throw-away sample install (needs node and npm)"
+EXAMPLE = "senpi-guard demo --keep   # keep the temp prefix to look at"
+EXITS = "0 the sample was patched, verified and reverted; 1 anything else"
+
+
+def configure(parser) -> None:
+    parser.add_argument("--keep", action="store_true", help="keep the temp prefix for inspection")
 
 
 def _say(text: str = "") -> None:
@@ -44,12 +54,13 @@ def _demo(work: Path) -> int:
     _say(f"   npm install -g --prefix {work / 'prefix'} {tarball.name}")
     install: Install = describe(package_dir, "npm")
     patch, config = common.load()
-    before = engine.inspect(install, patch, config)
+    reconciler = Reconciler(patch, config)
+    before = reconciler.inspect(install)
     _say(f"2. status: {before.state}  ({before.prompt.rel if before.prompt else '?'})")
     _say("3. apply: locate buildPromptBlocks by syntax tree, wrap its return, replay the fixture "
          "contexts through the original and patched modules with node, then write atomically")
-    with lock.write_lock():
-        outcome = engine.reconcile(install, patch, config)
+    with reconciler.store.lock():
+        outcome = reconciler.reconcile(install)
     common.print_outcomes([outcome], False)
     if not outcome.ok or outcome.report is None:
         return 1
@@ -66,7 +77,7 @@ def _demo(work: Path) -> int:
         keeps = f"{upstream.get('surviving', '?')} of {s['distinctDirectives']} directives"
         _say(f"   {name:<14}{s['originalBytes']:>12,}{s['patchedBytes']:>11,}{saved:>7.1f}%"
              f"{keeps:>24}")
-    after = engine.inspect(install, patch, config)
+    after = reconciler.inspect(install)
     _say(f"5. status: {after.state}")
     session_file = sample.write_sample_session(work / "session.jsonl", turns=30)
     with audit.serializer([install], patch, config) as server:
@@ -83,7 +94,7 @@ def _demo(work: Path) -> int:
     _say(f"   turns whose prompt lost a distinct directive: {losing['unpatched']} without the patch "
          f"(upstream's keep-last drops the earlier variant), {losing['patched']} with it")
     _say("7. revert restores the original bytes exactly:")
-    with lock.write_lock():
-        reverted = engine.revert(install, patch, config)
+    with reconciler.store.lock():
+        reverted = reconciler.revert(install)
     _say(f"   {reverted.before} -> {reverted.after}: {reverted.detail}")
-    return 0 if after.state == "patched" and reverted.ok else 1
+    return 0 if after.state == State.PATCHED and reverted.ok else 1

@@ -1,13 +1,27 @@
+"""`senpi-guard revert`: give every install its original bytes back."""
+
 from __future__ import annotations
 
-from senpi_guard import engine, lock
 from senpi_guard.commands import common
+from senpi_guard.reconcile import Reconciler
+
+SUMMARY = "restore the original bytes of every patched install"
+EXAMPLE = "senpi-guard revert\n  senpi-guard revert --from-edit   # ignore backups, remove the edit"
+EXITS = "0 every install is back to its original bytes (or was never patched); 1 anything else"
+
+
+def configure(parser) -> None:
+    common.add_root(parser)
+    common.add_json(parser)
+    parser.add_argument("--from-edit", action="store_true",
+                        help="ignore backups; restore by removing the edit")
 
 
 def run(args) -> int:
     patch, config = common.load()
     found = common.installs(args)
-    with lock.write_lock():
-        outcomes = [engine.revert(i, patch, config, from_edit=args.from_edit) for i in found]
+    reconciler = Reconciler(patch, config)
+    with reconciler.store.lock():
+        outcomes = [reconciler.revert(i, from_edit=args.from_edit) for i in found]
     common.print_outcomes(outcomes, args.json)
     return 0 if all(o.ok for o in outcomes) else 1

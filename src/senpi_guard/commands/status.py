@@ -1,63 +1,88 @@
+"""`senpi-guard status`: the state of each install, its last verification, and the watcher."""
+
 from __future__ import annotations
 
 import json
 import time
 from typing import Any
 
-from senpi_guard import engine, state, watcher
+from senpi_guard import ui
 from senpi_guard.commands import common
+from senpi_guard.patch.classify import SETTLED
+from senpi_guard.reconcile import Reconciler
+
+SUMMARY = "show each install's state, its last verification and the watcher"
+EXAMPLE = "senpi-guard status\n  senpi-guard status --json | jq '.installs[].state'"
+EXITS = "0 every install is patched (or left to upstream by config); 1 anything else"
+
+
+def configure(parser) -> None:
+    common.add_root(parser)
+    common.add_json(parser)
 
 
 def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "never"
 
 
-def collect(args) -> list[dict[str, Any]]:
-    patch, config = common.load()
-    records = state.load_records()
+def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
+    reconciler = Reconciler(*common.load())
+    records = reconciler.store.load_records()
     rows = []
     for install in common.installs(args):
-        insp = engine.inspect(install, patch, config)
-        record = state.install_record(install.package_dir, records)
+        insp = reconciler.inspect(install)
+        record = reconciler.store.install_record(install.package_dir, records)
         rows.append({
             "package_dir": str(install.package_dir),
             "version": install.version,
             "manager": install.manager,
             "target": str(insp.prompt.path) if insp.prompt else None,
+            "target_rel": insp.prompt.rel if insp.prompt else None,
+            "shape": insp.shape.range if insp.shape else None,
             "state": insp.state,
             "upstream_dedupe": insp.upstream_present,
             "detail": insp.detail,
+            "next": None if insp.state in SETTLED else ui.NEXT_STEPS.get(insp.state),
             "last_verify": record.get("last_verify"),
             "last_reconcile": record.get("last_reconcile"),
         })
-    return rows
+    return rows, reconciler
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    print(f"senpi {row['version']} ({row['manager']})  {row['package_dir']}")
+    print(f"  state     {ui.state_text(row['state'])}")
+    if row["target"]:
+        print(f"  target    {row['target'] if ui.verbose() else row['target_rel']}")
+    if row["shape"]:
+        upstream = ", with upstream's keep-last dedupe" if row["upstream_dedupe"] else ""
+        print(f"  shape     senpi {row['shape']}{upstream}")
+    last = row["last_verify"]
+    verdict = "never verified" if not last else (
+        f"{'passed' if last.get('ok') else ui.paint('FAILED', 'bad')} {last.get('checks', 0)} checks at "
+        f"{_when(last.get('time'))}")
+    print(f"  verified  {verdict}")
+    last = row["last_reconcile"]
+    if last:
+        outcome = "ok" if last.get("ok") else ui.paint("FAILED", "bad")
+        print(f"  watcher   last reconcile {_when(last.get('time'))}: {last.get('before')} -> "
+              f"{last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})")
+    if row["detail"]:
+        print(f"  detail    {row['detail']}")
+    if row["next"]:
+        print(f"  next      {row['next']}")
 
 
 def run(args) -> int:
-    rows = collect(args)
-    running = watcher.running_watcher()
+    rows, reconciler = collect(args)
+    running = reconciler.store.running_watcher()
     if args.json:
         print(json.dumps({"installs": rows, "watcher": running}, indent=2))
     else:
-        print("watcher: " + (f"running, pid {running['pid']} since {_when(running['since'])}"
-                             if running else "not running (senpi-guard daemon install)"))
+        if not ui.quiet():
+            print("watcher: " + (f"running, pid {running['pid']} since {_when(running['since'])}"
+                                 if running else "not running (start it: senpi-guard daemon install)"))
         for row in rows:
-            print(f"senpi {row['version']} ({row['manager']})  {row['package_dir']}")
-            print(f"  state     {row['state']}")
-            if row["target"]:
-                print(f"  target    {row['target']}")
-            upstream = "dedupeUltraworkBlocks present" if row["upstream_dedupe"] else "no dedupe of its own"
-            print(f"  upstream  {upstream}")
-            last = row["last_verify"]
-            verdict = "never verified" if not last else (
-                f"{'passed' if last.get('ok') else 'FAILED'} {last.get('checks', 0)} checks at "
-                f"{_when(last.get('time'))}")
-            print(f"  verified  {verdict}")
-            last = row["last_reconcile"]
-            if last:
-                outcome = "ok" if last.get("ok") else "FAILED"
-                print(f"  watcher   last reconcile {_when(last.get('time'))}: {last.get('before')} -> "
-                      f"{last.get('after')} ({outcome}, {last.get('trigger', '').split(' ')[0]})")
-            if row["detail"]:
-                print(f"  detail    {row['detail']}")
-    return 0 if rows and all(r["state"] == "patched" for r in rows) else 1
+            if not (ui.quiet() and row["state"] in SETTLED):
+                _print_row(row)
+    return 0 if rows and all(r["state"] in SETTLED for r in rows) else 1

@@ -1,17 +1,20 @@
 import pytest
+from conftest import hand_patched
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from senpi_guard import edit, jslocate, patchset, sample
+from senpi_guard import jssyntax, sample
 from senpi_guard.config import Config
+from senpi_guard.patch import apply as edit
+from senpi_guard.patch import definition, reverse
 
-PATCH = patchset.load()
+PATCH = definition.load()
 CONFIG = Config()
 
 
 def patch_bytes(base: bytes, role: str = "prompt") -> bytes:
     target = PATCH.target(role)
-    (d,) = jslocate.find_definitions(jslocate.parse(base), target.function)
+    (d,) = jssyntax.find_definitions(jssyntax.parse(base), target.function)
     header = edit.Header(PATCH.name, PATCH.version, role, edit.sha256(base), "0" * 16)
     return edit.apply_edit(base, d.returns, target.wrap, d.params, PATCH.render_payload(CONFIG), header)
 
@@ -20,7 +23,7 @@ def patch_bytes(base: bytes, role: str = "prompt") -> bytes:
 def test_roundtrip_and_line_numbers(shape):
     base = sample.prompt_bridge_source(shape).encode()
     patched = patch_bytes(base)
-    assert edit.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH.callees) == base
     # every original code line keeps its number; only the return line changes, in place
     old, new = base.split(b"\n"), patched.split(b"\n")
     changed = [i for i, line in enumerate(old[:-1]) if new[i] != line]
@@ -33,15 +36,15 @@ def test_crlf_file_gets_crlf_payload():
     base = sample.prompt_bridge_source(2).replace("\n", "\r\n").encode()
     patched = patch_bytes(base)
     assert patched.count(b"\n") == patched.count(b"\r\n")
-    assert edit.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH.callees) == base
 
 
 @pytest.mark.parametrize("tail", ["", "\n"])
 def test_no_source_map_line(tail):
     base = ("export function buildPromptBlocks(c) {\n    return c.blocks;\n}" + tail).encode()
     patched = patch_bytes(base)
-    jslocate.parse(patched)
-    assert edit.remove_edit(patched, PATCH.callees) == base
+    jssyntax.parse(patched)
+    assert reverse.remove_edit(patched, PATCH.callees) == base
 
 
 def test_sequence_and_parenthesized_returns_roundtrip():
@@ -49,54 +52,32 @@ def test_sequence_and_parenthesized_returns_roundtrip():
             b"    if (c.b) return c.x, c.z;\n    return (c.blocks);\n}")
     patched = patch_bytes(base)
     assert b"__senpiGuardDedupe(/*senpi-guard:seq*/(c.x, c.z))" in patched
-    assert edit.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH.callees) == base
 
 
 def test_remove_edit_refuses_a_changed_file():
     base = sample.prompt_bridge_source(2).encode()
     patched = patch_bytes(base).replace(b"USER:", b"USR:")
     with pytest.raises(edit.EditError):
-        edit.remove_edit(patched, PATCH.callees)
+        reverse.remove_edit(patched, PATCH.callees)
 
 
 def test_upstream_wrap_passes_first_parameter():
     base = sample.sample_source("prompt-directive-dedupe.js").encode()
     patched = patch_bytes(base, "upstream")
     assert patched.count(b"__senpiGuardUpstream({ blocks, collapsedDirectives: 0 }, blocks)") == 2
-    assert edit.remove_edit(patched, PATCH.callees) == base
-
-
-HAND_FIX = """
-function dedupeRepeatedDirectiveBlocks(blocks) {
-    const seen = new Set();
-    return blocks.map((block) => {
-        if (block.type !== "text") return block;
-        const text = block.text.replace(/<ultrawork-mode>[\\s\\S]*?<\\/ultrawork-mode>/g, (m) => {
-            if (seen.has(m)) return "[repeated ultrawork-mode omitted]";
-            seen.add(m);
-            return m;
-        });
-        return { ...block, text };
-    });
-}
-"""
-
-
-def hand_patched(base: str) -> str:
-    body, _, source_map = base.rpartition("//# sourceMappingURL=")
-    body = body.replace("    return blocks;\n}", "    return dedupeRepeatedDirectiveBlocks(blocks);\n}")
-    return body + HAND_FIX.lstrip("\n") + "//# sourceMappingURL=" + source_map
+    assert reverse.remove_edit(patched, PATCH.callees) == base
 
 
 def test_hand_fix_removal_gives_back_the_original():
     base = sample.prompt_bridge_source(2)
-    assert edit.remove_hand_fix(hand_patched(base).encode(), PATCH.hand_fix_function) == base.encode()
+    assert reverse.remove_hand_fix(hand_patched(base).encode(), PATCH.hand_fix_function) == base.encode()
 
 
 def test_hand_fix_removal_refuses_other_uses():
     text = hand_patched(sample.prompt_bridge_source(2)) + "\nexport const alias = dedupeRepeatedDirectiveBlocks;"
     with pytest.raises(edit.EditError, match="used other than"):
-        edit.remove_hand_fix(text.encode(), PATCH.hand_fix_function)
+        reverse.remove_hand_fix(text.encode(), PATCH.hand_fix_function)
 
 
 js_identifier = st.from_regex(r"[a-z][a-zA-Z0-9]{0,8}", fullmatch=True).filter(
@@ -118,9 +99,9 @@ def test_roundtrip_random_returns(names, crlf, indent, tail):
     lines += [f"{indent}return [];", "}"]
     base = (nl.join(lines) + tail).encode()
     patched = patch_bytes(base)
-    jslocate.parse(patched)
+    jssyntax.parse(patched)
     assert patched.count(b"__senpiGuardDedupe(") >= len(names) + 1
-    assert edit.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH.callees) == base
 
 
 def test_marker_length_and_tag_checks():

@@ -16,5 +16,5 @@ def test_demo_runs_on_a_fresh_machine_and_cleans_up(tmp_path):
     assert re.search(r"incident-70\s+1,789,022\s+68,645\s+96\.2%", out)
     assert re.search(r"audit of a sample 30-step session \(60 assistant turns", out)
     assert re.search(r"lost a distinct directive: [1-9]\d* without the patch .*, 0 with it", out)
-    assert "restored from backup" in out
+    assert "restored from the backup" in out
     assert list(scratch.iterdir()) == []  # the throw-away prefix is gone

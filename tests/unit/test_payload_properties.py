@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from senpi_guard import patchset
 from senpi_guard.config import Config
-from senpi_guard.verify import harness_path
+from senpi_guard.patch import definition
 
-PATCH = patchset.load()
+PATCH = definition.load()
 TAGS = ("ultrawork-mode", "system-reminder", "omo-senpi-task")
 CONFIG = Config(tags=TAGS)
 
@@ -23,7 +23,7 @@ CONFIG = Config(tags=TAGS)
 def node_dedupe(tmp_path_factory):
     payload = tmp_path_factory.mktemp("payload") / "payload.js"
     payload.write_text(PATCH.render_payload(CONFIG))
-    runner = harness_path().with_name("payload.mjs")
+    runner = Path(__file__).resolve().parents[1] / "js" / "payload.mjs"
     proc = subprocess.Popen(["node", str(runner), str(payload)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
 

@@ -1,11 +1,11 @@
 import pytest
 
-from senpi_guard import jslocate, sample
+from senpi_guard import jssyntax, sample
 
 
 def returns_of(source: str, name: str = "buildPromptBlocks") -> list[str]:
     data = source.encode()
-    defs = jslocate.find_definitions(jslocate.parse(data), name)
+    defs = jssyntax.find_definitions(jssyntax.parse(data), name)
     assert len(defs) == 1
     return [data[r.expr.start:r.expr.end].decode() for r in defs[0].returns]
 
@@ -21,7 +21,7 @@ def test_shape2_return_blocks():
 
 def test_upstream_returns_and_param():
     data = sample.sample_source("prompt-directive-dedupe.js").encode()
-    (d,) = jslocate.find_definitions(jslocate.parse(data), "dedupeUltraworkBlocks")
+    (d,) = jssyntax.find_definitions(jssyntax.parse(data), "dedupeUltraworkBlocks")
     assert len(d.returns) == 3
     assert d.params == ("blocks",)
     assert not d.reassigns_param0
@@ -51,21 +51,21 @@ def test_arrow_with_expression_body_and_block_body():
 
 def test_import_or_call_is_not_a_definition():
     data = b'import { buildPromptBlocks } from "./p.js";\nexport const x = buildPromptBlocks({});'
-    assert jslocate.find_definitions(jslocate.parse(data), "buildPromptBlocks") == []
+    assert jssyntax.find_definitions(jssyntax.parse(data), "buildPromptBlocks") == []
 
 
 def test_not_exported_is_not_a_definition():
     data = b"function buildPromptBlocks(c) { return c; }"
-    assert jslocate.find_definitions(jslocate.parse(data), "buildPromptBlocks") == []
+    assert jssyntax.find_definitions(jssyntax.parse(data), "buildPromptBlocks") == []
 
 
 def test_syntax_error_reports_line():
-    with pytest.raises(jslocate.JsSyntaxError) as info:
-        jslocate.parse(b"export function f() {\n  return [;\n}")
+    with pytest.raises(jssyntax.JsSyntaxError) as info:
+        jssyntax.parse(b"export function f() {\n  return [;\n}")
     assert info.value.line == 2
 
 
 def test_param_reassignment_detected():
     data = b"export function dedupeUltraworkBlocks(blocks) { blocks = []; return blocks; }"
-    (d,) = jslocate.find_definitions(jslocate.parse(data), "dedupeUltraworkBlocks")
+    (d,) = jssyntax.find_definitions(jssyntax.parse(data), "dedupeUltraworkBlocks")
     assert d.reassigns_param0

@@ -1,10 +1,10 @@
 import json
 
 import pytest
-from conftest import SHAPE_REL, UPSTREAM_REL, run_cli, sha, tree_digest
-from test_edit import hand_patched
+from conftest import SHAPE_REL, UPSTREAM_REL, hand_patched, run_cli, sha, tree_digest
 
-from senpi_guard import edit, sample
+from senpi_guard import sample
+from senpi_guard.patch import apply as edit
 
 
 def status_json(capsys, pkg):
@@ -70,8 +70,10 @@ def test_revert_restores_exact_bytes_from_backup(npm_install, capsys):
     before = tree_digest(pkg)
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     assert tree_digest(pkg) != before
-    code, out, _ = run_cli(capsys, "revert", "--root", pkg)
-    assert code == 0 and "restored from backup" in out
+    code, out, _ = run_cli(capsys, "revert", "-v", "--root", pkg)
+    assert code == 0 and "restored from the backup" in out
+    backup_line = next(line for line in out.splitlines() if line.strip().startswith("backup"))
+    assert "backups" in backup_line and ".orig" in backup_line  # the path, shown with -v only
     assert tree_digest(pkg) == before
     assert status_json(capsys, pkg)[1]["state"] == "unpatched"
 

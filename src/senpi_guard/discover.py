@@ -58,12 +58,18 @@ def _ask(argv: list[str]) -> str | None:
     if exe is None:
         return None
     try:
+        # from HOME: a .npmrc/.yarnrc where the user stands must not point discovery elsewhere
         result = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=20,
-                                check=False, stdin=subprocess.DEVNULL)
+                                check=False, stdin=subprocess.DEVNULL, cwd=_probe_dir())
     except (OSError, subprocess.TimeoutExpired):
         return None
     out = result.stdout.strip().splitlines()
     return out[-1].strip() if result.returncode == 0 and out else None
+
+
+def _probe_dir() -> str:
+    home = _home()
+    return str(home) if home.is_dir() else "/"
 
 
 def read_manifest(package_dir: Path) -> dict | None:

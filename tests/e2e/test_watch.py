@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import SHAPE_REL, add_path, run_cli, sha, tool
 
-from senpi_guard import edit, sample
+from senpi_guard import sample
+from senpi_guard.patch import apply as edit
 
 V1, V2 = "2026.7.30", "2026.8.1"
 

@@ -1,4 +1,5 @@
-"""The only module that writes into a package's dist/: confined, atomic, mode- and owner-keeping."""
+"""The only module that writes into a package's dist/: confined, atomic, mode- and owner-keeping;
+and the atomic writer of senpi-guard's own files."""
 
 from __future__ import annotations
 

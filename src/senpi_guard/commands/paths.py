@@ -1,0 +1,61 @@
+"""`senpi-guard paths`: the effective config and every file and folder senpi-guard uses."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any
+
+from senpi_guard import config as config_mod
+from senpi_guard import service, session, store
+from senpi_guard.commands import common
+from senpi_guard.patch import definition
+
+SUMMARY = "show the effective config and every path senpi-guard reads or writes"
+EXAMPLE = "senpi-guard paths --json"
+EXITS = "0 shown; 1 the config file is broken (the error says where)"
+
+
+def configure(parser) -> None:
+    common.add_json(parser)
+
+
+def collect() -> dict[str, Any]:
+    config = config_mod.load()
+    where = store.Store()
+    settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "source"}
+    settings["tags"] = list(config.tags)
+    config_file = config_mod.config_path()
+    unit = service.launchd_plist_path() if sys.platform == "darwin" else service.systemd_unit_path()
+    return {
+        "config_file": str(config_file),
+        "config_file_exists": config_file.is_file(),
+        "config": settings,
+        "patches": str(definition.patches_root()),
+        "data_dir": str(where.data_dir),
+        "backups": str(where.backups_dir),
+        "state_dir": str(where.state_dir),
+        "records": str(where.records_file),
+        "write_lock": str(where.lock_file),
+        "watcher_pid_file": str(where.pid_file),
+        "log_dir": str(store.log_dir()),
+        "service_file": str(unit),
+        "senpi_agent_dir": str(session.agent_dir()),
+    }
+
+
+def run(args) -> int:
+    found = collect()
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0
+    source = "" if found["config_file_exists"] else "  (not there: defaults in use)"
+    print(f"config file      {found['config_file']}{source}")
+    for key, value in found["config"].items():
+        shown = ", ".join(value) if isinstance(value, list) else value
+        print(f"  {key:<15}{shown}")
+    for key in ("patches", "data_dir", "backups", "state_dir", "records", "write_lock",
+                "watcher_pid_file", "log_dir", "service_file", "senpi_agent_dir"):
+        print(f"{key.replace('_', ' '):<17}{found[key]}")
+    return 0

@@ -1,0 +1,328 @@
+"""Inspect, reconcile, verify and revert one install. apply, verify, revert, watch and demo all come
+through a `Reconciler`, which binds the patch, the config and the store once."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from senpi_guard import locate, verify, write
+from senpi_guard.config import Config
+from senpi_guard.discover import Install
+from senpi_guard.errors import FatalError
+from senpi_guard.patch import apply, reverse
+from senpi_guard.patch.classify import Classified, State, classify
+from senpi_guard.patch.definition import KnownShape, Patch, Target
+from senpi_guard.store import Store
+
+
+@dataclass(frozen=True)
+class TargetFile:
+    target: Target
+    snapshot: write.Snapshot
+    rel: str
+    classified: Classified
+
+    @property
+    def path(self) -> Path:
+        return self.snapshot.path
+
+
+@dataclass(frozen=True)
+class Inspection:
+    install: Install
+    state: State
+    files: tuple[TargetFile, ...] = ()
+    detail: str = ""
+    shape: KnownShape | None = None
+
+    @property
+    def prompt(self) -> TargetFile | None:
+        return next((f for f in self.files if f.target.role == "prompt"), None)
+
+    @property
+    def upstream_present(self) -> bool:
+        return any(f.target.role == "upstream" for f in self.files)
+
+
+@dataclass
+class Outcome:
+    install: Install
+    before: State
+    after: State
+    ok: bool
+    detail: str = ""
+    changed: list[str] = field(default_factory=list)
+    report: verify.VerifyReport | None = None
+    diff: str = ""
+    target: str = ""  # the prompt target, relative to the package dir
+    upstream_present: bool = False
+    millis: int = 0
+    files: list[Path] = field(default_factory=list)
+    would_write: list[str] = field(default_factory=list)  # dry run: what apply would write
+    backups: list[str] = field(default_factory=list)  # backups written or restored from
+
+    @classmethod
+    def of(cls, insp: Inspection) -> Outcome:
+        """An outcome that starts where the inspection found the install."""
+        return cls(insp.install, insp.state, insp.state, False, insp.detail,
+                   target=insp.prompt.rel if insp.prompt else "",
+                   upstream_present=insp.upstream_present, files=[f.path for f in insp.files])
+
+
+def install_spec(install: Install) -> str:
+    return f"@code-yeongyu/senpi@{install.version}"
+
+
+def _overall(files: list[TargetFile], config: Config) -> State:
+    states = {f.classified.state for f in files}
+    upstream = any(f.target.role == "upstream" for f in files)
+    if upstream and config.upstream_dedupe == "defer" and states == {State.UNPATCHED}:
+        return State.UPSTREAM
+    for worst in (State.DRIFTED, State.HAND_PATCHED, State.STALE):
+        if worst in states:
+            return worst
+    if len(states) == 1 and states <= {State.PATCHED, State.UNPATCHED}:
+        return states.pop()
+    return State.PARTIAL
+
+
+def _detail(files: list[TargetFile], config: Config) -> str:
+    notes = [f"{f.path.name}: {f.classified.detail}" for f in files if f.classified.detail]
+    if any(f.target.role == "upstream" for f in files) and config.upstream_dedupe == "defer" \
+            and any(f.classified.state != State.UNPATCHED for f in files):
+        notes.append("config says upstream_dedupe = \"defer\": apply removes the patch")
+    if {f.classified.state for f in files} == {State.PATCHED, State.UNPATCHED}:
+        notes.append("only some target files are patched: apply completes it")
+    return "; ".join(notes)
+
+
+class Reconciler:
+    def __init__(self, patch: Patch, config: Config, store: Store | None = None) -> None:
+        self.patch = patch
+        self.config = config
+        self.store = store or Store()
+
+    # ---- looking -----------------------------------------------------------------------
+    def inspect(self, install: Install) -> Inspection:
+        if install.unsupported:
+            return Inspection(install, State.UNSUPPORTED, detail=install.unsupported)
+        try:
+            return self._inspect(install)
+        except FatalError as exc:
+            return Inspection(install, State.ERROR, detail=str(exc))
+
+    def _inspect(self, install: Install) -> Inspection:
+        dist = install.package_dir / "dist"
+        files = locate.js_files(dist)
+        hits = locate.find_exported_functions(files, [t.function for t in self.patch.targets])
+        found: list[TargetFile] = []
+        for target in self.patch.targets:
+            located = hits[target.function]
+            if len(located) > 1:
+                where = ", ".join(f"{h.path.relative_to(dist)}:{h.definition.line}" for h in located)
+                raise FatalError(f"senpi {install.version} at {install.package_dir}: {len(located)} "
+                                 f"definitions of {target.function} ({where}); senpi-guard will "
+                                 "not guess: report this version")
+            if not located:
+                if target.required:
+                    raise FatalError(f"senpi {install.version} at {install.package_dir}: no file "
+                                     f"under dist/ defines and exports {target.function} (searched "
+                                     f"{len(files)} .js files); this version is not supported yet")
+                continue
+            found.append(self._target_file(install, target, located[0].path))
+        prompt = next((f for f in found if f.target.role == "prompt"), None)
+        shape = prompt and self.patch.shape_of(prompt.path, any(f.target.role == "upstream" for f in found))
+        return Inspection(install, _overall(found, self.config), tuple(found),
+                          _detail(found, self.config), shape)
+
+    def _target_file(self, install: Install, target: Target, path: Path) -> TargetFile:
+        snapshot = write.read(path, install.package_dir)
+        recovered = reverse.recover(snapshot.data, self.patch)
+        wanted = None if recovered.base is None else apply.render(
+            self.patch, self.config, target, recovered.base, str(path))
+        classified = classify(snapshot.data, recovered, wanted, self.patch.version,
+                              self.patch.config_digest(self.config))
+        return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified)
+
+    def base_of(self, install: Install, tf: TargetFile) -> bytes:
+        """The unpatched bytes of a target: recovered from the file, else from a backup."""
+        c = tf.classified
+        if c.base is not None:
+            return c.base
+        if c.state == State.DRIFTED and c.header is not None:
+            backup = self.store.find_backup(install.package_dir, install.version, tf.rel,
+                                            c.header.original_sha256)
+            if backup is not None:
+                base = reverse.recover(backup.data, self.patch).base
+                if base is not None:
+                    return base
+        label = f"senpi {install.version} at {install.package_dir}: {tf.rel}"
+        if c.state == State.HAND_PATCHED:
+            raise FatalError(f"{label} carries a hand-applied {self.patch.hand_fix_function} that "
+                             f"senpi-guard cannot remove cleanly ({c.detail}); reinstall senpi "
+                             f"(npm install -g {install_spec(install)}) and run apply again")
+        raise FatalError(f"{label} was changed after senpi-guard patched it ({c.detail}); reinstall "
+                         f"senpi (npm install -g {install_spec(install)}) and run apply again")
+
+    def module_pairs(self, insp: Inspection, roles: tuple[str, ...] | None = None
+                     ) -> dict[str, verify.ModulePair]:
+        """Each target's unpatched bytes beside what `apply` makes of them. A `patched` file already
+        is that (classify checked it byte for byte), so it is not rendered again."""
+        pairs = {}
+        for tf in insp.files:
+            if roles is not None and tf.target.role not in roles:
+                continue
+            base = self.base_of(insp.install, tf)
+            patched = tf.classified.state == State.PATCHED
+            candidate = tf.snapshot.data if patched else apply.render(
+                self.patch, self.config, tf.target, base, str(tf.path))
+            pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
+        return pairs
+
+    def replay(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.VerifyReport:
+        return verify.replay(install.package_dir, pairs["prompt"], pairs.get("upstream"),
+                             self.patch, self.config)
+
+    # ---- records -----------------------------------------------------------------------
+    def _verified_before(self, install: Install, shas: dict[str, str]) -> bool:
+        last = self.store.install_record(install.package_dir).get("last_verify") or {}
+        return bool(last.get("ok")) and last.get("shas") == shas \
+            and last.get("patch") == self.patch.patch_id(self.config)
+
+    def record_verification(self, install: Install, report: verify.VerifyReport,
+                            shas: dict[str, str]) -> None:
+        """What `status` shows as the last verification, and what lets `apply` skip a re-run."""
+        self.store.update_install(install.package_dir, version=install.version, last_verify={
+            "ok": report.ok, "time": time.time(), "checks": report.checks_run, "shas": shas,
+            "node": report.node_version, "failures": [str(f) for f in report.failures[:5]],
+            "patch": self.patch.patch_id(self.config)})
+
+    # ---- acting ------------------------------------------------------------------------
+    def reconcile(self, install: Install, *, dry_run: bool = False) -> Outcome:
+        """Bring one install to the wanted state (verified before anything is written)."""
+        started = time.monotonic()
+        insp = self.inspect(install)
+        start = Outcome.of(insp)
+        try:
+            write.remove_stale_temps(start.files)
+            if insp.state in (State.UNSUPPORTED, State.ERROR):
+                result = start
+            elif insp.upstream_present and self.config.upstream_dedupe == "defer":
+                result = self._defer(insp, start, dry_run)
+            else:
+                result = self._patch(insp, start, dry_run)
+        except FatalError as exc:
+            result = replace(start, ok=False, after=start.before, detail=str(exc))
+        result.millis = int((time.monotonic() - started) * 1000)
+        return result
+
+    def _patch(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+        install = insp.install
+        pairs = self.module_pairs(insp)
+        wanted = {role: pair.candidate for role, pair in pairs.items()}
+        to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
+        shas = {tf.rel: apply.sha256(wanted[tf.target.role]) for tf in insp.files}
+        if not to_write and self._verified_before(install, shas):
+            return replace(start, ok=True, after=State.PATCHED, detail="already patched and verified")
+        report = self.replay(install, pairs)
+        if not dry_run:
+            self.record_verification(install, report, shas)
+        if not report.ok:
+            first = report.failures[0] if report.failures else "no checks ran"
+            raise FatalError(f"verification failed, nothing was changed: {first} "
+                             f"({len(report.failures)} failed of {report.checks_run} checks)")
+        if dry_run:
+            from senpi_guard.diffview import window_diff
+            diff = "".join(window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role])
+                           for tf in to_write)
+            return replace(start, ok=True, report=report, diff=diff,
+                           would_write=[tf.rel for tf in to_write],
+                           detail="dry run: verified, nothing written")
+        changed, backups = [], []
+        for tf in sorted(to_write, key=lambda t: t.target.role != "upstream"):
+            if tf.classified.state not in (State.PATCHED, State.STALE, State.DRIFTED):
+                backups.append(str(self.store.save_backup(
+                    install.package_dir, install.version, tf.rel, tf.snapshot.data,
+                    apply.sha256(pairs[tf.target.role].original))))
+            write.replace(tf.snapshot, wanted[tf.target.role])
+            changed.append(tf.rel)
+        return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed, backups=backups,
+                       detail=f"verified: {report.checks_run} checks passed (node {report.node_version})")
+
+    def _defer(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+        ours = [tf for tf in insp.files if tf.classified.header is not None]
+        plans = [(tf, self.base_of(insp.install, tf)) for tf in ours]
+        for tf, base in plans if not dry_run else []:
+            write.replace(tf.snapshot, base)
+        rels = [tf.rel for tf in ours]
+        if dry_run:
+            return replace(start, ok=True, would_write=rels, detail="dry run: would remove the patch "
+                           "and leave the install to upstream's dedupe (upstream_dedupe = \"defer\")")
+        detail = ("upstream_dedupe = \"defer\": removed the patch, upstream's dedupe is in charge"
+                  if ours else "upstream_dedupe = \"defer\": left to upstream's dedupe")
+        return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail)
+
+    def verify(self, install: Install) -> Outcome:
+        """Replay the fixtures through the installed patch (or the one apply would write)."""
+        insp = self.inspect(install)
+        start = Outcome.of(insp)
+        if insp.state in (State.UNSUPPORTED, State.ERROR):
+            return start
+        began = time.monotonic()
+        try:
+            report = self.replay(install, self.module_pairs(insp))
+        except FatalError as exc:
+            return replace(start, detail=str(exc))
+        installed = insp.state == State.PATCHED
+        if installed:
+            self.record_verification(install, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
+        what = "the installed patch" if installed else "the patch apply would write (not installed)"
+        if report.ok:
+            detail = f"{what}: {report.checks_run} checks passed (node {report.node_version})"
+            for name in ("incident-3", "incident-21", "incident-70"):
+                stats = report.stats.get(name)
+                if stats:
+                    detail += f"; {name}: {stats['originalBytes']:,} -> {stats['patchedBytes']:,} bytes"
+        else:
+            detail = f"{what}: " + "; ".join(str(f) for f in report.failures[:3])
+        return replace(start, ok=report.ok and installed, report=report, detail=detail,
+                       millis=int((time.monotonic() - began) * 1000))
+
+    def revert(self, install: Install, *, from_edit: bool = False) -> Outcome:
+        insp = self.inspect(install)
+        start = Outcome.of(insp)
+        if insp.state in (State.UNSUPPORTED, State.ERROR):
+            return start
+        try:
+            plans, how, backups = self._revert_plans(insp, from_edit)
+        except FatalError as exc:
+            return replace(start, detail=str(exc))
+        changed = []
+        for tf, data in sorted(plans, key=lambda p: p[0].target.role != "prompt"):
+            write.replace(tf.snapshot, data)
+            changed.append(tf.rel)
+        return replace(start, ok=True, after=self.inspect(install).state, changed=changed, backups=backups,
+                       detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert")
+
+    def _revert_plans(self, insp: Inspection, from_edit: bool) -> tuple[list, list[str], list[str]]:
+        install = insp.install
+        plans, how, backups = [], [], []
+        for tf in (tf for tf in insp.files if tf.classified.header is not None):
+            header = tf.classified.header
+            backup = None if from_edit else self.store.find_backup(
+                install.package_dir, install.version, tf.rel, header.original_sha256)
+            if backup is not None:
+                plans.append((tf, backup.data))
+                how.append(f"{tf.path.name}: restored from the backup")
+                backups.append(str(backup.path))
+            elif tf.classified.base is not None:
+                plans.append((tf, tf.classified.base))
+                how.append(f"{tf.path.name}: removed the edit (sha256 matches the original)"
+                           + ("" if from_edit else "; no backup was found"))
+            else:
+                raise FatalError(f"senpi {install.version} at {install.package_dir}: {tf.rel} "
+                                 f"cannot be reverted ({tf.classified.detail}) and no backup "
+                                 f"exists; reinstall senpi (npm install -g {install_spec(install)})")
+        return plans, how, backups

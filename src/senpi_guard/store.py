@@ -1,0 +1,209 @@
+"""senpi-guard's own files: where they live, backups of original bytes, per-install records, the
+watcher's pid file and the one write lock. Nothing here writes into a senpi install."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import platformdirs
+
+from senpi_guard.errors import FatalError
+from senpi_guard.write import write_private
+
+APP = "senpi-guard"
+RECORDS_VERSION = 2  # 1 had the same layout without the field
+LOCK_TIMEOUT = 120.0
+log = logging.getLogger("senpi-guard")
+
+
+def config_dir() -> Path:
+    return Path(platformdirs.user_config_dir(APP))
+
+
+def config_file() -> Path:
+    return config_dir() / "config.toml"
+
+
+def log_dir() -> Path:
+    return Path(platformdirs.user_log_dir(APP))
+
+
+class Backup(NamedTuple):
+    path: Path
+    data: bytes
+
+
+def install_key(package_dir: Path) -> str:
+    real = str(Path(package_dir).resolve())
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", real).strip("-")[-40:]
+    return f"{hashlib.sha256(real.encode()).hexdigest()[:12]}-{slug}"
+
+
+def safe_version(version: str) -> str:
+    """A folder name that stays one folder: no separators, no `.`/`..`, bounded length."""
+    safe = re.sub(r"[^A-Za-z0-9.+-]", "_", version)[:80]
+    return safe if safe.strip(".") else f"_{len(version)}"
+
+
+class Store:
+    """Owns the data dir (backups) and the state dir (records, pid file, write lock)."""
+
+    def __init__(self, data_dir: Path | None = None, state_dir: Path | None = None) -> None:
+        self.data_dir = data_dir or Path(platformdirs.user_data_dir(APP))
+        self.state_dir = state_dir or Path(platformdirs.user_state_dir(APP))
+
+    @property
+    def backups_dir(self) -> Path:
+        return self.data_dir / "backups"
+
+    @property
+    def records_file(self) -> Path:
+        return self.state_dir / "state.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.state_dir / "write.lock"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.state_dir / "watcher.json"
+
+    # ---- the write lock ------------------------------------------------------------------
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """One writer at a time across apply, revert, demo and the watcher; says when it waits."""
+        import filelock  # only the commands that write pay for it
+
+        self.lock_file.parent.mkdir(parents=True, exist_ok=True)
+        timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
+        lock = filelock.FileLock(str(self.lock_file))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            log.warning("waiting for the write lock %s (another senpi-guard is writing)…",
+                        self.lock_file)
+            try:
+                lock.acquire(timeout=timeout)
+            except filelock.Timeout as exc:
+                raise FatalError(f"another senpi-guard holds the write lock {self.lock_file} for "
+                                 f"over {timeout:g}s; wait for it or stop it, then retry") from exc
+        try:
+            yield
+        finally:
+            lock.release()
+
+    # ---- backups -------------------------------------------------------------------------
+    def backup_dir(self, package_dir: Path, version: str) -> Path:
+        return self.backups_dir / install_key(package_dir) / safe_version(version)
+
+    def save_backup(self, package_dir: Path, version: str, rel: str, found: bytes,
+                    base_sha: str) -> Path:
+        folder = self.backup_dir(package_dir, version)
+        sha = hashlib.sha256(found).hexdigest()
+        blob = folder / f"{sha}.orig"
+        if not blob.exists():
+            write_private(blob, found)
+        record = {"package_dir": str(package_dir), "version": version, "file": rel, "sha256": sha,
+                  "base_sha256": base_sha, "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        write_private(folder / f"{sha}.json", json.dumps(record, indent=2).encode())
+        return blob
+
+    def find_backup(self, package_dir: Path, version: str, rel: str, base_sha: str) -> Backup | None:
+        """The bytes found before senpi-guard first patched `rel`, for the edit whose original is
+        base_sha. A backup whose content no longer matches its recorded sha256 is an error."""
+        folder = self.backup_dir(package_dir, version)
+        matches = []
+        for meta in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                record = json.loads(meta.read_text("utf-8"))
+                if record["file"] == rel and record["base_sha256"] == base_sha:
+                    matches.append((str(record["saved"]), meta.with_suffix(".orig"), record["sha256"]))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise FatalError(f"backup record {meta} is corrupt ({exc}); nothing was changed: "
+                                 "delete it, or revert with --from-edit") from exc
+        if not matches:
+            return None
+        _, blob, sha = max(matches)
+        try:
+            data = blob.read_bytes()
+        except OSError as exc:
+            raise FatalError(f"backup {blob} is unreadable ({exc.strerror}); nothing was changed: "
+                             "revert with --from-edit to remove the edit instead") from exc
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise FatalError(f"backup {blob} is corrupt (its sha256 is not the recorded {sha[:12]}…); "
+                             "nothing was changed: revert with --from-edit to remove the edit instead")
+        return Backup(blob, data)
+
+    # ---- records (last verification, last reconcile, back-off) ------------------------------
+    def load_records(self) -> dict[str, Any]:
+        path = self.records_file
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return {"version": RECORDS_VERSION, "installs": {}}
+        except OSError as exc:
+            raise FatalError(f"cannot read state file {path}: {exc.strerror}; fix its permissions "
+                             "or delete it (it only holds records)") from exc
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or not isinstance(data.get("installs", {}), dict):
+                raise ValueError("unexpected layout")
+            version = data.get("version", 1)
+            if not isinstance(version, int) or isinstance(version, bool):
+                raise ValueError(f"version {version!r} is not a number")
+        except (ValueError, RecursionError) as exc:
+            raise FatalError(f"state file {path} is corrupt ({exc}); nothing was changed: delete it "
+                             "(it only holds verification records) and run the command again") from exc
+        if version > RECORDS_VERSION:
+            raise FatalError(f"state file {path} was written by a newer senpi-guard (format "
+                             f"{version}); upgrade senpi-guard, or delete the file")
+        data["version"] = RECORDS_VERSION
+        data.setdefault("installs", {})
+        return data
+
+    def save_records(self, data: dict[str, Any]) -> None:
+        data["version"] = RECORDS_VERSION
+        write_private(self.records_file, json.dumps(data, indent=2, sort_keys=True).encode())
+
+    def update_install(self, package_dir: Path, **fields: Any) -> None:
+        data = self.load_records()
+        entry = data["installs"].setdefault(str(Path(package_dir).resolve()), {})
+        if not isinstance(entry, dict):
+            entry = data["installs"][str(Path(package_dir).resolve())] = {}
+        entry.update(fields)
+        self.save_records(data)
+
+    def install_record(self, package_dir: Path, records: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = records if records is not None else self.load_records()
+        entry = data["installs"].get(str(Path(package_dir).resolve()), {})
+        return entry if isinstance(entry, dict) else {}
+
+    # ---- the watcher's pid file ----------------------------------------------------------
+    def write_pid(self, roots: list[Path]) -> None:
+        write_private(self.pid_file, json.dumps({"pid": os.getpid(), "since": time.time(),
+                                                 "roots": [str(r) for r in roots]}).encode())
+
+    def clear_pid(self) -> None:
+        try:
+            if json.loads(self.pid_file.read_text()).get("pid") == os.getpid():
+                self.pid_file.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def running_watcher(self) -> dict[str, Any] | None:
+        """The pid file's content when that process is alive, else None."""
+        try:
+            data = json.loads(self.pid_file.read_text())
+            os.kill(int(data["pid"]), 0)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return data

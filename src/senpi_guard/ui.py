@@ -1,0 +1,81 @@
+"""How senpi-guard talks to a person: verbosity, colour (only on a terminal, never with NO_COLOR),
+paths shortened to what the reader needs, and progress lines for steps that take a while."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from senpi_guard.patch.classify import State
+
+GOOD = frozenset({State.PATCHED, State.UPSTREAM})
+BAD = frozenset({State.ERROR, State.DRIFTED, State.UNSUPPORTED})
+_CODES = {"good": "32", "warn": "33", "bad": "31", "dim": "2"}
+
+
+class _Settings:
+    verbosity = 0  # -1 quiet, 0 normal, 1 verbose
+
+
+settings = _Settings()
+
+NEXT_STEPS = {
+    State.UNPATCHED: "run `senpi-guard apply`",
+    State.STALE: "run `senpi-guard apply` (re-patches it from the original)",
+    State.PARTIAL: "run `senpi-guard apply` (completes the patch)",
+    State.HAND_PATCHED: "run `senpi-guard apply` (removes the hand-applied fix, then patches)",
+    State.DRIFTED: "run `senpi-guard apply` to rebuild it from the backup, or reinstall senpi",
+    State.HELD: "run `senpi-guard apply` to patch it again (this lifts the hold)",
+    State.UNSUPPORTED: "install senpi from npm (npm install -g @code-yeongyu/senpi); "
+                       "senpi-guard patches the npm package, not a compiled binary",
+    State.ERROR: "a newer senpi-guard may know this senpi; otherwise report it with the output "
+                 "of `senpi-guard status --json`",
+}
+
+
+def configure(verbosity: int) -> None:
+    settings.verbosity = verbosity
+
+
+def verbose() -> bool:
+    return settings.verbosity > 0
+
+
+def quiet() -> bool:
+    return settings.verbosity < 0
+
+
+def colour_on(stream=None) -> bool:
+    stream = stream or sys.stdout
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def paint(text: str, kind: str, stream=None) -> str:
+    if kind not in _CODES or not colour_on(stream):
+        return text
+    return f"\033[{_CODES[kind]}m{text}\033[0m"
+
+
+def state_text(state: str) -> str:
+    kind = "good" if state in GOOD else "bad" if state in BAD else "warn"
+    return paint(str(state), kind)
+
+
+def short(path: Path | str, base: Path | None) -> str:
+    """A path relative to `base` when it lies inside it (the full path with -v)."""
+    path = Path(path)
+    if base is not None and not verbose():
+        try:
+            return str(path.relative_to(base))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def progress(message: str) -> None:
+    """Say what a slow step is about to do (stderr; silent with -q)."""
+    if not quiet():
+        print(paint(message, "dim", sys.stderr), file=sys.stderr, flush=True)
