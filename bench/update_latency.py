@@ -64,6 +64,24 @@ def wait_patched(package_dir: Path, target: Path, version: str, patch, cfg,
     raise SystemExit(f"not patched within {timeout}s after installing {version}")
 
 
+def report(args, baseline: float, latencies: list[float], idle_cpu: float, rss: float) -> None:
+    median, worst = statistics.median(latencies), max(latencies)
+    rows = [
+        ("updates (real npm install -g)", f"{len(latencies)}", ""),
+        ("hand-run `apply` (baseline)", f"{baseline:.2f} s", "1.00x"),
+        ("install exit -> patched, median", f"{median:.2f} s", f"{median / baseline:.2f}x baseline"),
+        ("install exit -> patched, max", f"{worst:.2f} s", f"{worst / baseline:.2f}x baseline"),
+        (f"watcher CPU while idle {args.idle:g} s", f"{idle_cpu:.3f} s", ""),
+        ("watcher peak RSS", f"{rss:.1f} MB", ""),
+    ]
+    print(f"watcher mode: {'discovery (as the daemon runs it)' if args.discover else '--root'}")
+    for name, value, ratio in rows:
+        print(f"{name:<36}{value:>10}  {ratio}")
+    verdicts = [("median <= 2 s", median <= GOALS["median_s"]), ("max <= 5 s", worst <= GOALS["max_s"]),
+                ("idle CPU < 0.5 s", idle_cpu < GOALS["idle_cpu_s"]), ("RSS < 60 MB", rss < GOALS["rss_mb"])]
+    print("goals: " + ", ".join(f"{name} {'met' if ok else 'MISSED'}" for name, ok in verdicts))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--updates", type=int, default=20)
@@ -116,21 +134,7 @@ def main() -> int:
         watcher.terminate()
         watcher.wait(timeout=10)
 
-    median, worst = statistics.median(latencies), max(latencies)
-    rows = [
-        ("updates (real npm install -g)", f"{len(latencies)}", ""),
-        ("hand-run `apply` (baseline)", f"{baseline:.2f} s", "1.00x"),
-        ("install exit -> patched, median", f"{median:.2f} s", f"{median / baseline:.2f}x baseline"),
-        ("install exit -> patched, max", f"{worst:.2f} s", f"{worst / baseline:.2f}x baseline"),
-        (f"watcher CPU while idle {args.idle:g} s", f"{idle_cpu:.3f} s", ""),
-        ("watcher peak RSS", f"{rss:.1f} MB", ""),
-    ]
-    print(f"watcher mode: {'discovery (as the daemon runs it)' if args.discover else '--root'}")
-    for name, value, ratio in rows:
-        print(f"{name:<36}{value:>10}  {ratio}")
-    verdicts = [("median <= 2 s", median <= GOALS["median_s"]), ("max <= 5 s", worst <= GOALS["max_s"]),
-                ("idle CPU < 0.5 s", idle_cpu < GOALS["idle_cpu_s"]), ("RSS < 60 MB", rss < GOALS["rss_mb"])]
-    print("goals: " + ", ".join(f"{name} {'met' if ok else 'MISSED'}" for name, ok in verdicts))
+    report(args, baseline, latencies, idle_cpu, rss)
     return 0
 
 

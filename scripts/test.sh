@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
 # Everything the tests need, from this checkout alone, then the tests.
-# Needs python3 (>= 3.11), node (>= 18) and npm; installs the rest.
+#   bash scripts/test.sh          ruff + every test (real npm/pnpm/bun/yarn; ~8 min on 2 cores)
+#   bash scripts/test.sh --fast   ruff + the unit tests (tests/unit; under a minute)
+# Extra arguments go to pytest. Needs python3 (>= 3.11), node (>= 18) and npm; installs the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fast=0
+if [ "${1:-}" = "--fast" ]; then fast=1; shift; fi
+step() { printf '==> %s\n' "$*"; }
+
+step "python venv in .venv"
 python3 -m venv .venv
+step "pip: upgrade pip"
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet ".[test]"    # a real (non-editable) install
-# Real package managers for the discovery and update tests (from the npm registry).
-if [ ! -x .ci/tools/node_modules/.bin/pnpm ] || [ ! -x .ci/tools/node_modules/.bin/bun ] \
-   || [ ! -x .ci/tools/node_modules/.bin/yarn ]; then
-    npm install --prefix .ci/tools --no-audit --no-fund --loglevel=error pnpm@12 bun@1 yarn@1
+step "pip: install senpi-guard with its test extras (a real, non-editable install)"
+.venv/bin/python -m pip install --quiet ".[test]"
+if [ "$fast" = 0 ]; then
+    if [ ! -x .ci/tools/node_modules/.bin/pnpm ] || [ ! -x .ci/tools/node_modules/.bin/bun ] \
+       || [ ! -x .ci/tools/node_modules/.bin/yarn ]; then
+        step "npm: install the real pnpm 12, bun 1 and yarn 1 into .ci/tools (npm registry)"
+        npm install --prefix .ci/tools --no-audit --no-fund --loglevel=error pnpm@12 bun@1 yarn@1
+    else
+        step "npm: pnpm, bun and yarn already in .ci/tools"
+    fi
 fi
+step "ruff check"
 .venv/bin/ruff check src tests bench
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+if [ "$fast" = 1 ]; then
+    step "pytest tests/unit"
+    .venv/bin/python -m pytest -q -p no:cacheprovider tests/unit "$@"
+else
+    step "pytest (unit + e2e)"
+    .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+fi

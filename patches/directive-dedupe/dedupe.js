@@ -60,9 +60,10 @@ function __senpiGuardSpans(text, tags) {
     if (broken.size > 0) {
         found = found.filter((span) => !broken.has(span.tag));
     }
-    if (found.length < 2) {
-        return found;
-    }
+    return found.length < 2 ? found : __senpiGuardOutermost(found);
+}
+// Spans inside another tag's span are not ours; two spans that cross each other leave the block alone.
+function __senpiGuardOutermost(found) {
     found.sort((a, b) => a.start - b.start);
     const outer = [];
     let reach = -1;

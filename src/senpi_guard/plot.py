@@ -16,7 +16,9 @@ def draw(report: dict[str, Any], out: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise FatalError("--plot needs matplotlib: pip install 'senpi-guard[plot]'") from exc
+        raise FatalError("--plot needs matplotlib: `pipx inject senpi-guard matplotlib` (pipx), "
+                         "`uv tool install '.[plot]'` from a checkout (uv), or `pip install matplotlib` "
+                         "in senpi-guard's environment") from exc
     unpatched, patched = report["series"]
     x = list(range(len(unpatched)))
     before = [n / 1024 for n in unpatched]

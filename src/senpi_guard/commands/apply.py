@@ -13,8 +13,7 @@ EXITS = "0 every install ended patched (or left to upstream by config); 1 anythi
 
 
 def configure(parser) -> None:
-    common.add_root(parser)
-    common.add_json(parser)
+    common.add_install_options(parser)
     parser.add_argument("--dry-run", action="store_true", help="verify and show the diff; write nothing")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,7 @@ def configure(parser) -> None:
     parser.add_argument("--latest", action="store_true", help="the newest session")
     parser.add_argument("--all", action="store_true", help="every session")
     parser.add_argument("--plot", metavar="FILE", help="draw bytes per turn to a .png or .svg")
-    common.add_root(parser)
-    common.add_json(parser)
+    common.add_install_options(parser)
 
 
 def _sessions(args) -> list[Path]:
@@ -52,7 +52,7 @@ def _k(n: int) -> str:
 
 def _print_header(path: Path, serializer: str) -> None:
     print(f"session   {path}")
-    print(f"serialised by {serializer}")
+    _say(f"serialised by {serializer}")
     print(f"{'turn':>5} {'entry':<9}{'unpatched':>10}{'patched':>10}{'saved':>6}{'~tokens':>9}"
           f"{'~patched':>9}{'billed':>12}  collapsed")
 
@@ -71,16 +71,21 @@ def _print_row(row: dict[str, Any]) -> None:
     print(line.rstrip())
 
 
+def _say(text: str) -> None:
+    """A summary sentence, wrapped to the table's width unless -v."""
+    print(text if ui.verbose() else textwrap.fill(text, WIDTH, subsequent_indent="  "))
+
+
 def _print_summary(report: dict[str, Any]) -> None:
     s = report["summary"]
-    print(f"total re-sent: {s['total_unpatched_bytes']:,} bytes unpatched, "
+    _say(f"total re-sent: {s['total_unpatched_bytes']:,} bytes unpatched, "
           f"{s['total_patched_bytes']:,} patched; saved {s['saved_bytes']:,} ({s['saved_percent']}%)")
     if s["largest_turn"]:
         big = s["largest_turn"]
-        print(f"largest turn: #{big['index']}, {big['unpatched_bytes']:,} bytes "
+        _say(f"largest turn: #{big['index']}, {big['unpatched_bytes']:,} bytes "
               f"({big['patched_bytes']:,} patched)")
     losing, most = s["turns_losing_a_directive"], s["most_directives_lost_in_one_turn"]
-    print(f"distinct directives dropped from the prompt: without the patch in {losing['unpatched']} "
+    _say(f"distinct directives dropped from the prompt: without the patch in {losing['unpatched']} "
           f"turns (at most {most['unpatched']} in one), with it in {losing['patched']} turns")
     if s["context_window_tokens"]:
         over = s["first_turn_over_window_unpatched"]
@@ -88,10 +93,10 @@ def _print_summary(report: dict[str, Any]) -> None:
         line += ("never exceeded without the patch" if over is None else
                  f"first exceeded at turn #{over} without the patch; with it that turn "
                  + ("still exceeds" if s["that_turn_over_window_patched"] else "fits"))
-        print(line)
+        _say(line)
     else:
-        print("context window: unknown model, not compared")
-    print("tokens are estimates (UTF-8 bytes / 4); 'billed' is senpi's recorded usage")
+        _say("context window: unknown model, not compared")
+    _say("tokens are estimates (UTF-8 bytes / 4); 'billed' is senpi's recorded usage")
     if report["warnings"]:
         skipped = ", ".join(f"{n} {what}" for what, n in sorted(report["warnings"].items()))
         print(f"warnings: skipped {skipped}", file=sys.stderr)

@@ -24,6 +24,12 @@ def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
+def add_install_options(parser: argparse.ArgumentParser) -> None:
+    """--root and --json: the options of every command that works on installs."""
+    add_root(parser)
+    add_json(parser)
+
+
 def installs(args) -> list[discover.Install]:
     found = discover.explicit(args.root) if args.root else discover.discover()
     if not found.installs:

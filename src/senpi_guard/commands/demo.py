@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import textwrap
 from pathlib import Path
 
 from senpi_guard import audit, sample
@@ -23,7 +24,9 @@ def configure(parser) -> None:
 
 
 def _say(text: str = "") -> None:
-    print(text, flush=True)
+    """A step, wrapped to 100 columns (continuation lines indented under the step's text)."""
+    indent = " " * (len(text) - len(text.lstrip(" 0123456789.")))
+    print(textwrap.fill(text, 100, subsequent_indent=indent or "   ") if len(text) > 100 else text, flush=True)
 
 
 def run(args) -> int:

@@ -51,11 +51,11 @@ def run(args) -> int:
         print(json.dumps(found, indent=2))
         return 0
     source = "" if found["config_file_exists"] else "  (not there: defaults in use)"
-    print(f"config file      {found['config_file']}{source}")
+    print(f"config file        {found['config_file']}{source}")
     for key, value in found["config"].items():
         shown = ", ".join(value) if isinstance(value, list) else value
-        print(f"  {key:<15}{shown}")
+        print(f"  {key:<17}{shown}")
     for key in ("patches", "data_dir", "backups", "state_dir", "records", "write_lock",
                 "watcher_pid_file", "log_dir", "service_file", "senpi_agent_dir"):
-        print(f"{key.replace('_', ' '):<17}{found[key]}")
+        print(f"{key.replace('_', ' '):<19}{found[key]}")
     return 0

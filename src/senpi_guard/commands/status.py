@@ -17,8 +17,7 @@ EXITS = "0 every install is patched (or left to upstream by config); 1 anything 
 
 
 def configure(parser) -> None:
-    common.add_root(parser)
-    common.add_json(parser)
+    common.add_install_options(parser)
 
 
 def _when(stamp: float | None) -> str:

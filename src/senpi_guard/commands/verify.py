@@ -12,8 +12,7 @@ EXITS = "0 every install is patched and passes every check; 1 anything else"
 
 
 def configure(parser) -> None:
-    common.add_root(parser)
-    common.add_json(parser)
+    common.add_install_options(parser)
 
 
 def run(args) -> int:

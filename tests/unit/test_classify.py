@@ -1,0 +1,55 @@
+"""classify is pure: bytes, what reverse recovered and what apply would write -> one state."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import hand_patched
+
+from senpi_guard import sample
+from senpi_guard.config import Config
+from senpi_guard.patch import apply, definition, reverse
+from senpi_guard.patch.classify import SETTLED, State, classify
+
+PATCH = definition.load()
+CONFIG = Config()
+BASE = sample.prompt_bridge_source(2).encode()
+TARGET = PATCH.target("prompt")
+
+
+def state_of(data: bytes, config: Config = CONFIG) -> State:
+    found = reverse.recover(data, PATCH)
+    wanted = None if found.base is None else apply.render(PATCH, config, TARGET, found.base, "x.js")
+    return classify(data, found, wanted, PATCH.version, PATCH.config_digest(config)).state
+
+
+def test_every_state_of_a_file():
+    patched = apply.render(PATCH, CONFIG, TARGET, BASE, "x.js")
+    assert state_of(BASE) == State.UNPATCHED
+    assert state_of(patched) == State.PATCHED
+    assert state_of(patched, Config(tags=("ultrawork-mode",))) == State.STALE
+    older = patched.replace(f"v{PATCH.version} role=".encode(), b"v1 role=")
+    assert state_of(older) == State.STALE
+    # a hand edit inside our payload: the original is still recoverable, the edit is not ours
+    assert state_of(patched.replace(b"const kept = new Map();", b"const kept = new Map(); ")) == State.DRIFTED
+    assert state_of(patched.replace(b"USER:", b"USR:")) == State.DRIFTED
+    assert state_of(hand_patched(BASE.decode()).encode()) == State.HAND_PATCHED
+
+
+def test_a_mention_in_a_comment_is_not_a_hand_fix():
+    text = BASE.replace(b"export function buildPromptBlocks",
+                        b"// dedupeRepeatedDirectiveBlocks would go here\nexport function buildPromptBlocks")
+    assert state_of(text) == State.UNPATCHED
+
+
+def test_classify_needs_no_renderer_and_no_files():
+    found = reverse.recover(BASE, PATCH)
+    result = classify(BASE, found, None, PATCH.version, "0" * 16)
+    assert result.state == State.UNPATCHED and result.base == BASE
+
+
+@pytest.mark.parametrize("state", list(State))
+def test_state_names_are_the_documented_words(state):
+    assert str(state) == state.value and state.value in {
+        "unpatched", "patched", "stale", "hand-patched", "drifted", "partial", "upstream",
+        "unsupported", "error", "held"}
+    assert (state in SETTLED) == (state in (State.PATCHED, State.UPSTREAM))

@@ -1,0 +1,212 @@
+"""The front door as a person meets it: help, version, JSON on error, next steps, colour only on a
+terminal, paths relative to the package. Sample packages are written in place (no npm needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from senpi_guard import __version__, sample
+
+ESC = "\033["
+
+
+@pytest.fixture
+def pkg(tmp_path):
+    """A senpi-shaped package (shape 2) written straight into a folder."""
+    dest = tmp_path / "senpi"
+    sample.write_sample_package(dest, 2, fillers=3)
+    return dest
+
+
+@pytest.fixture
+def pkg3(tmp_path):
+    dest = tmp_path / "senpi3"
+    sample.write_sample_package(dest, 3, fillers=3)
+    return dest
+
+
+def test_bare_command_prints_help_with_paths(capsys):
+    code, out, err = run_cli(capsys)
+    assert code == 0 and err == ""
+    assert "usage: senpi-guard" in out
+    for name in ("apply", "status", "verify", "revert", "watch", "daemon", "audit", "demo", "paths"):
+        assert re.search(rf"^\s+{name}\s+\S", out, re.MULTILINE), name
+    assert "config.toml" in out and "senpi-guard paths" in out
+
+
+def test_version_flag(capsys):
+    with pytest.raises(SystemExit) as info:
+        run_cli(capsys, "-V")
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"senpi-guard {__version__}"
+
+
+@pytest.mark.parametrize("command", ["apply", "status", "verify", "revert", "watch", "daemon",
+                                     "audit", "demo", "paths"])
+def test_every_subcommand_help_has_an_example_and_exit_codes(capsys, command):
+    with pytest.raises(SystemExit):
+        run_cli(capsys, command, "--help")
+    out = capsys.readouterr().out
+    assert "example:\n  senpi-guard " + ("" if command != "daemon" else "daemon") in out
+    assert "exit codes:\n  0 " in out and "130" in out
+    if command == "daemon":
+        assert all(word in out for word in ("install:", "uninstall:", "status:"))
+
+
+def test_json_error_is_valid_json(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "status", "--json", "--root", tmp_path / "missing")
+    assert code == 1
+    assert json.loads(out) == {"installs": [], "error": err.strip().removeprefix("senpi-guard: ")}
+    assert "no such directory" in err and len(err.splitlines()) == 1
+    code, out, err = run_cli(capsys, "audit", "--json", str(tmp_path / "nope.jsonl"))
+    assert code == 1 and json.loads(out)["sessions"] == [] and "does not exist" in json.loads(out)["error"]
+
+
+def test_status_says_what_to_do_next_and_shows_paths_relative(capsys, pkg):
+    code, out, _ = run_cli(capsys, "status", "--root", pkg)
+    assert code == 1
+    assert "state     unpatched" in out
+    assert "next      run `senpi-guard apply`" in out
+    assert "target    dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js" in out
+    assert "shape     senpi 2026.7.31-2 - 2026.8.4" in out
+    code, out, _ = run_cli(capsys, "status", "-v", "--root", pkg)
+    assert f"target    {pkg}/dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js" in out
+
+
+def test_dry_run_says_would_write(capsys, pkg):
+    code, out, _ = run_cli(capsys, "apply", "--dry-run", "--root", pkg)
+    assert code == 0
+    assert "unpatched, would write dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js" in out
+    assert "-> unpatched" not in out
+    code, out, _ = run_cli(capsys, "apply", "--dry-run", "--json", "--root", pkg)
+    (row,) = json.loads(out)["installs"]
+    assert row["changed"] == [] and row["would_write"] == [
+        "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"]
+
+
+def test_verify_does_not_pretend_a_change(capsys, pkg):
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    code, out, _ = run_cli(capsys, "verify", "--root", pkg)
+    assert code == 0
+    assert "patched -> patched" not in out
+    assert "state    patched  (ok," in out and "nothing changed" in out
+
+
+def test_verify_of_unpatched_names_the_next_step(capsys, pkg):
+    code, out, _ = run_cli(capsys, "verify", "--root", pkg)
+    assert code == 1 and "next     run `senpi-guard apply`" in out
+
+
+def test_deferred_upstream_counts_as_success_in_status(capsys, pkg3, isolated_dirs, monkeypatch):
+    config = isolated_dirs / "defer.toml"
+    config.write_text('upstream_dedupe = "defer"\n')
+    monkeypatch.setenv("SENPI_GUARD_CONFIG", str(config))
+    assert run_cli(capsys, "apply", "--root", pkg3)[0] == 0
+    code, out, _ = run_cli(capsys, "status", "--root", pkg3)
+    assert code == 0 and "state     upstream" in out and "next" not in out
+
+
+def test_audit_of_a_directory_says_so(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "audit", str(tmp_path))
+    assert code == 1 and "is a directory" in err and len(err.splitlines()) == 1
+
+
+def test_quiet_prints_only_failures(capsys, pkg):
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    code, out, err = run_cli(capsys, "-q", "status", "--root", pkg)
+    assert code == 0 and out == ""
+    code, out, err = run_cli(capsys, "apply", "-q", "--root", pkg)
+    assert code == 0 and out == "" and err == ""
+
+
+def _run_on_tty(*args: str, env: dict[str, str]) -> str:
+    """Run senpi-guard with stdout on a pseudo-terminal; return what the terminal got."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", *args], stdout=follower,
+                            stderr=subprocess.DEVNULL, env={**os.environ, **env})
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:  # EIO: the child closed its side
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(leader)
+    return b"".join(chunks).decode()
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(capsys, pkg):
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["TERM"] = "xterm"
+    coloured = _run_on_tty("status", "--root", str(pkg), env=env)
+    assert f"{ESC}33munpatched{ESC}0m" in coloured
+    plain = _run_on_tty("status", "--root", str(pkg), env={**env, "NO_COLOR": "1"})
+    assert "unpatched" in plain and ESC not in plain
+    _, piped, _ = run_cli(capsys, "status", "--root", pkg)
+    assert "unpatched" in piped and ESC not in piped
+
+
+def test_paths_shows_effective_config_and_paths(capsys, isolated_dirs, monkeypatch):
+    config = isolated_dirs / "c.toml"
+    config.write_text('tags = ["ultrawork-mode"]\n')
+    monkeypatch.setenv("SENPI_GUARD_CONFIG", str(config))
+    code, out, _ = run_cli(capsys, "paths", "--json")
+    found = json.loads(out)
+    assert code == 0 and found["config_file"] == str(config) and found["config"]["tags"] == ["ultrawork-mode"]
+    assert found["backups"].startswith(str(isolated_dirs)) and found["records"].endswith("state.json")
+    code, out, _ = run_cli(capsys, "paths")
+    assert f"config file        {config}" in out and "ultrawork-mode" in out
+
+
+def test_output_into_a_closed_pipe_is_quiet(tmp_path):
+    # far more rows than a pipe buffers, so writes really hit the closed pipe
+    session_file = sample.write_sample_session(tmp_path / "s.jsonl", turns=500, directive_bytes=200)
+    shell = f"{sys.executable} -m senpi_guard audit {session_file} | head -n 3"
+    proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
+    assert len(proc.stdout.splitlines()) == 3
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_unexpected_error_exits_3_with_a_log(capsys, pkg, monkeypatch, isolated_dirs):
+    from senpi_guard.commands import status
+
+    def boom(args):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(status, "run", boom)
+    code, _out, err = run_cli(capsys, "status", "--root", pkg)
+    assert code == 3 and len(err.splitlines()) == 1 and "simulated bug" in err
+    log = re.search(r"traceback is in (\S+);", err)[1]
+    assert "ZeroDivisionError" in Path(log).read_text()
+
+
+def test_audit_fits_100_columns_unless_verbose(capsys, tmp_path):
+    session_file = sample.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=2000)
+    code, out, _ = run_cli(capsys, "audit", session_file)
+    assert code == 0
+    lines = [ln for ln in out.splitlines() if not ln.startswith("session ")]
+    assert max(len(ln) for ln in lines) <= 100
+    assert any(ln.endswith("…") for ln in lines)  # a long collapsed list is clipped…
+    _, wide, _ = run_cli(capsys, "-v", "audit", session_file)
+    assert "system-reminder×1" in wide  # …and shown whole with -v
+
+
+def test_status_imports_neither_watchdog_nor_filelock(pkg):
+    code = ("import sys; from senpi_guard.cli import main; main(['status', '--root', sys.argv[1]]); "
+            "print(sorted(m for m in ('watchdog', 'filelock', 'logging.handlers', 'matplotlib') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code, str(pkg)], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr

@@ -1,0 +1,98 @@
+"""Store: backups, versioned records, the pid file and the write lock, on real files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+
+import pytest
+
+from senpi_guard.errors import FatalError
+from senpi_guard.store import RECORDS_VERSION, Store, safe_version
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(tmp_path / "data", tmp_path / "state")
+
+
+def test_backup_round_trip_and_corruption(store, tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    blob = store.save_backup(pkg, "2026.8.1", "dist/a.js", b"original", "b" * 64)
+    assert blob.is_file() and blob.parent == store.backup_dir(pkg, "2026.8.1")
+    found = store.find_backup(pkg, "2026.8.1", "dist/a.js", "b" * 64)
+    assert found.data == b"original"
+    assert store.find_backup(pkg, "2026.8.1", "dist/a.js", "c" * 64) is None
+    blob.write_bytes(b"planted")
+    with pytest.raises(FatalError, match="corrupt"):
+        store.find_backup(pkg, "2026.8.1", "dist/a.js", "b" * 64)
+
+
+@pytest.mark.parametrize("version", [".", "..", "../../etc", "a/b", "x" * 100_000, ""])
+def test_version_strings_stay_one_folder(store, tmp_path, version):
+    name = safe_version(version)
+    assert "/" not in name and name.strip(".") and len(name) <= 80
+    folder = store.backup_dir(tmp_path, version)
+    assert folder.parent.parent == store.backups_dir
+
+
+def test_records_carry_a_version_and_refuse_a_newer_one(store, tmp_path):
+    store.update_install(tmp_path, last_verify={"ok": True})
+    data = json.loads(store.records_file.read_text())
+    assert data["version"] == RECORDS_VERSION
+    assert store.install_record(tmp_path)["last_verify"] == {"ok": True}
+    data["version"] = RECORDS_VERSION + 1
+    store.records_file.write_text(json.dumps(data))
+    with pytest.raises(FatalError, match="newer senpi-guard"):
+        store.load_records()
+
+
+def test_a_version_1_file_is_read(store, tmp_path):
+    store.records_file.parent.mkdir(parents=True)
+    store.records_file.write_text(json.dumps({"installs": {str(tmp_path.resolve()): {"x": 1}}}))
+    assert store.install_record(tmp_path) == {"x": 1}
+
+
+def test_pid_file_names_only_a_live_process(store):
+    assert store.running_watcher() is None
+    store.write_pid([])
+    assert store.running_watcher()["pid"] == os.getpid()
+    store.clear_pid()
+    assert store.running_watcher() is None
+    store.pid_file.write_text(json.dumps({"pid": 2**22 + 12345, "since": 0}))
+    assert store.running_watcher() is None
+
+
+def _hold(lock_dir: str, ready, release) -> None:
+    from pathlib import Path
+    with Store(Path(lock_dir), Path(lock_dir)).lock():
+        ready.set()
+        release.wait(30)
+
+
+def test_the_lock_says_when_it_waits(store):
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold, args=(str(store.state_dir), ready, release))
+    holder.start()
+    said: list[str] = []
+
+    class ReleaseWhenTold(logging.Handler):  # the holder lets go only once we said we wait
+        def emit(self, record):
+            said.append(record.getMessage())
+            release.set()
+
+    handler = ReleaseWhenTold(logging.WARNING)
+    logging.getLogger("senpi-guard").addHandler(handler)
+    try:
+        assert ready.wait(30)
+        with store.lock():
+            pass
+        assert len(said) == 1 and "waiting for the write lock" in said[0]
+    finally:
+        logging.getLogger("senpi-guard").removeHandler(handler)
+        release.set()
+        holder.join(10)
