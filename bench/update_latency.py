@@ -5,13 +5,18 @@ Runs N successive updates alternating two sample versions (two shapes) with the 
 Then the watcher idles; its CPU time and peak RSS are read from /proc. The baseline, measured in
 the same run, is a hand-run `senpi-guard apply` on the same install.
 
-    .venv/bin/python bench/update_latency.py [--updates 20] [--idle 60]
+    .venv/bin/python bench/update_latency.py [--updates 20] [--idle 60] [--discover | --service-env]
+
+--service-env runs the watcher exactly as the systemd unit that `daemon install` writes would: the
+unit's ExecStart under `env -i` with only its Environment= values, node and npm reachable only in an
+nvm-style prefix (as root, the system's node and npm are hidden in a private mount namespace).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -19,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from senpi_guard import config, discover, sample
+from senpi_guard import config, discover, sample, service
 from senpi_guard.patch import definition
 from senpi_guard.patch.classify import State
 from senpi_guard.reconcile import Reconciler
@@ -64,6 +69,31 @@ def wait_patched(package_dir: Path, target: Path, version: str, patch, cfg,
     raise SystemExit(f"not patched within {timeout}s after installing {version}")
 
 
+def nvm_prefix(home: Path) -> Path:
+    """An nvm-style node: a copy of this machine's node, and its npm, under $HOME/.nvm."""
+    prefix = home / ".nvm" / "versions" / "node" / "v20.99.0"
+    (prefix / "bin").mkdir(parents=True)
+    shutil.copy2(os.path.realpath(shutil.which("node")), prefix / "bin" / "node")
+    npm_home = Path(os.path.realpath(shutil.which("npm"))).parents[1]
+    shutil.copytree(npm_home, prefix / "lib" / "node_modules" / "npm", symlinks=True)
+    (prefix / "bin" / "npm").symlink_to("../lib/node_modules/npm/bin/npm-cli.js")
+    return prefix
+
+
+def service_watcher(home: Path, prefix: Path) -> tuple[subprocess.Popen, str]:
+    """The unit's ExecStart under env -i with its Environment=, system node hidden when possible."""
+    os.environ.update(HOME=str(home), NVM_DIR=str(home / ".nvm"), PATH=f"{prefix / 'bin'}:/usr/bin:/bin")
+    argv, env = service.read_systemd_unit(service.systemd_unit(service.spec(service.SYSTEMD_PATH)))
+    bare = ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        hidden = sorted({os.path.realpath(p) for p in ("/usr/bin/node", "/usr/bin/npm") if os.path.exists(p)}
+                        | {p for p in ("/usr/bin/node", "/usr/bin/npm", "/bin/node") if os.path.exists(p)})
+        script = "; ".join(f"mount --bind /dev/null {p}" for p in hidden) + '; exec "$@"'
+        return (subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                                  *bare]), "systemd unit under env -i, system node hidden")
+    return subprocess.Popen(bare), "systemd unit under env -i"
+
+
 def report(args, baseline: float, latencies: list[float], idle_cpu: float, rss: float) -> None:
     median, worst = statistics.median(latencies), max(latencies)
     rows = [
@@ -74,7 +104,7 @@ def report(args, baseline: float, latencies: list[float], idle_cpu: float, rss: 
         (f"watcher CPU while idle {args.idle:g} s", f"{idle_cpu:.3f} s", ""),
         ("watcher peak RSS", f"{rss:.1f} MB", ""),
     ]
-    print(f"watcher mode: {'discovery (as the daemon runs it)' if args.discover else '--root'}")
+    print(f"watcher mode: {args.mode}")
     for name, value, ratio in rows:
         print(f"{name:<36}{value:>10}  {ratio}")
     verdicts = [("median <= 2 s", median <= GOALS["median_s"]), ("max <= 5 s", worst <= GOALS["max_s"]),
@@ -88,6 +118,8 @@ def main() -> int:
     parser.add_argument("--idle", type=float, default=60.0)
     parser.add_argument("--discover", action="store_true",
                         help="run the watcher as the daemon does: no --root, installs discovered")
+    parser.add_argument("--service-env", action="store_true",
+                        help="run the daemon's unit as systemd would, node only in an nvm prefix")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="senpi-guard-bench-"))
     for key in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
@@ -98,7 +130,7 @@ def main() -> int:
     for shape, version in versions:
         sample.write_sample_package(work / f"src{shape}", shape, version, fillers=400)
         tarballs[version] = sample.npm_pack(work / f"src{shape}", work / "packs")
-    prefix = work / "prefix"
+    prefix = nvm_prefix(work / "home") if args.service_env else work / "prefix"
     package_dir = sample.npm_install_global(tarballs["2026.7.30"], prefix)
     patch, cfg = definition.load(), config.load()
 
@@ -107,14 +139,18 @@ def main() -> int:
                    check=True, capture_output=True)
     baseline = time.monotonic() - started
 
-    if args.discover:  # a user's machine: the prefix is npm's global prefix, HOME is empty
-        os.environ["NPM_CONFIG_PREFIX"] = str(prefix)
-        os.environ["HOME"] = str(work / "home")
-        (work / "home").mkdir()
-        argv = ["watch", "--quiet"]
+    if args.service_env:
+        watcher, args.mode = service_watcher(work / "home", prefix)
     else:
-        argv = ["watch", "--root", str(package_dir), "--quiet"]
-    watcher = subprocess.Popen([sys.executable, "-m", "senpi_guard", *argv])
+        if args.discover:  # a user's machine: the prefix is npm's global prefix, HOME is empty
+            os.environ["NPM_CONFIG_PREFIX"] = str(prefix)
+            os.environ["HOME"] = str(work / "home")
+            (work / "home").mkdir()
+            argv = ["watch", "--quiet"]
+        else:
+            argv = ["watch", "--root", str(package_dir), "--quiet"]
+        args.mode = "discovery (as the daemon runs it)" if args.discover else "--root"
+        watcher = subprocess.Popen([sys.executable, "-m", "senpi_guard", *argv])
     try:
         time.sleep(2)
         latencies = []

@@ -3,8 +3,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 
 from senpi_guard import sample
 from senpi_guard.cli import main
+from senpi_guard.patch import apply as edit
 
 SHAPE_REL = {
     1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",
@@ -126,6 +129,73 @@ def env(monkeypatch, tmp_path):
 
 def add_path(monkeypatch, *dirs: Path | str) -> None:
     monkeypatch.setenv("PATH", os.pathsep.join([*map(str, dirs), os.environ["PATH"]]))
+
+
+# ---- the watcher, run as a real process ---------------------------------------------------
+
+def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def patched(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    header = edit.read_header(data)
+    return header is not None and b"// senpi-guard: end directive-dedupe" in data
+
+
+class WatchProcess:
+    def __init__(self, *args: str | Path, log: Path):
+        self.log = log
+        self.handle = log.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "senpi_guard", "watch", "--quiet-period", "0.4", *map(str, args)],
+            stdout=self.handle, stderr=subprocess.STDOUT, env=dict(os.environ))
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def stop(self) -> float:
+        started = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        self.handle.close()
+        return time.monotonic() - started
+
+
+@pytest.fixture
+def watch(tmp_path):
+    running: list[WatchProcess] = []
+
+    def start(*args: str | Path) -> WatchProcess:
+        process = WatchProcess(*args, log=tmp_path / f"watch{len(running)}.log")
+        running.append(process)
+        return process
+
+    yield start
+    for process in running:
+        if process.proc.poll() is None:
+            process.proc.kill()
+            process.proc.wait()
+
+
+def npm_update(tarball: Path, prefix: Path) -> None:
+    """What `senpi update` runs for npm installs."""
+    subprocess.run(["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund",
+                    "--prefix", str(prefix), str(tarball)], check=True, capture_output=True)
+
+
+def node_check(path: Path) -> None:
+    subprocess.run(["node", "--check", str(path)], check=True, capture_output=True)
 
 
 # A hand-applied hot-fix like the one in the bug report (our own text), for hand-patched files.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,10 @@ DEFAULT_TAGS = (
     "system-reminder",
 )
 UPSTREAM_MODES = ("replace", "defer")
+DRIFT_MODES = ("report", "rebuild")
+# Numeric settings: (lowest, highest). nan and inf fall outside every range.
+RANGES = {"verify_timeout": (0.01, 3600), "rescan_interval": (1, 86400), "quiet_period": (0.05, 60),
+          "settle_timeout": (0.5, 3600)}
 TAG_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,39}")
 
 
@@ -32,6 +37,7 @@ class Config:
     rescan_interval: float = 60.0
     quiet_period: float = 0.5
     settle_timeout: float = 30.0
+    on_drift: str = "report"  # the watcher: "report" a hand-edited patched file, or "rebuild" it
     source: Path | None = field(default=None, compare=False)
 
 
@@ -41,10 +47,17 @@ def config_path() -> Path:
 
 
 def load(path: Path | None = None) -> Config:
+    named = path is None and bool(os.environ.get("SENPI_GUARD_CONFIG"))
     path = path or config_path()
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO or a device would hang or lie
+            raise FatalError(f"config {path} is not a regular file; point SENPI_GUARD_CONFIG at a "
+                             "TOML file, or unset it")
         raw = path.read_bytes()
     except FileNotFoundError:
+        if named:
+            raise FatalError(f"SENPI_GUARD_CONFIG names {path}, which does not exist; create it "
+                             "or unset the variable") from None
         return Config()
     except OSError as exc:
         raise FatalError(f"cannot read config {path}: {exc.strerror}; fix its permissions") from exc
@@ -59,8 +72,7 @@ def _validate(data: dict, path: Path) -> Config:
     def bad(what: str) -> FatalError:
         return FatalError(f"config {path}: {what}; nothing was changed")
 
-    known = {"tags", "upstream_dedupe", "verify_timeout", "rescan_interval", "quiet_period",
-             "settle_timeout"}
+    known = {"tags", "upstream_dedupe", "on_drift", *RANGES}
     unknown = sorted(set(data) - known)
     if unknown:
         return_keys = ", ".join(sorted(known))
@@ -76,11 +88,21 @@ def _validate(data: dict, path: Path) -> Config:
     mode = data.get("upstream_dedupe", "replace")
     if mode not in UPSTREAM_MODES:
         raise bad(f"'upstream_dedupe' is {mode!r}; use \"replace\" or \"defer\"")
+    drift = data.get("on_drift", "report")
+    if drift not in DRIFT_MODES:
+        raise bad(f"'on_drift' is {drift!r}; use \"report\" or \"rebuild\"")
     numbers = {}
-    for key, low, high in (("verify_timeout", 0.01, 3600), ("rescan_interval", 1, 86400),
-                           ("quiet_period", 0.05, 60), ("settle_timeout", 0.5, 3600)):
-        value = data.get(key, getattr(Config, key))
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-            raise bad(f"'{key}' must be a number from {low} to {high}, got {value!r}")
-        numbers[key] = float(value)
-    return Config(tags=tuple(tags), upstream_dedupe=mode, source=path, **numbers)
+    for key in RANGES:
+        problem = number_problem(key, data.get(key, getattr(Config, key)))
+        if problem:
+            raise bad(problem)
+        numbers[key] = float(data.get(key, getattr(Config, key)))
+    return Config(tags=tuple(tags), upstream_dedupe=mode, on_drift=drift, source=path, **numbers)
+
+
+def number_problem(key: str, value: object) -> str | None:
+    """Why `value` is no good for the numeric setting `key` (None when it is)."""
+    low, high = RANGES[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        return f"'{key}' must be a number from {low} to {high}, got {value!r}"
+    return None

@@ -3,6 +3,7 @@ through a `Reconciler`, which binds the patch, the config and the store once."""
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -98,20 +99,34 @@ def _detail(files: list[TargetFile], config: Config) -> str:
     return "; ".join(notes)
 
 
+HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
+
+
 class Reconciler:
-    def __init__(self, patch: Patch, config: Config, store: Store | None = None) -> None:
+    """`cancel`, when set, stops a running replay and any write that has not started."""
+
+    def __init__(self, patch: Patch, config: Config, store: Store | None = None,
+                 cancel: threading.Event | None = None) -> None:
         self.patch = patch
         self.config = config
         self.store = store or Store()
+        self.cancel = cancel or threading.Event()
 
     # ---- looking -----------------------------------------------------------------------
     def inspect(self, install: Install) -> Inspection:
         if install.unsupported:
             return Inspection(install, State.UNSUPPORTED, detail=install.unsupported)
         try:
-            return self._inspect(install)
+            insp = self._inspect(install)
         except FatalError as exc:
             return Inspection(install, State.ERROR, detail=str(exc))
+        hold = self.store.hold(install.package_dir) if insp.state in HOLDABLE else None
+        if hold is not None:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hold["time"])) \
+                if isinstance(hold.get("time"), int | float) else "earlier"
+            return replace(insp, state=State.HELD, detail=f"held since {when} ({hold.get('reason')}): "
+                           "the watcher leaves it alone until `senpi-guard apply`")
+        return insp
 
     def _inspect(self, install: Install) -> Inspection:
         dist = install.package_dir / "dist"
@@ -183,7 +198,12 @@ class Reconciler:
 
     def replay(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.VerifyReport:
         return verify.replay(install.package_dir, pairs["prompt"], pairs.get("upstream"),
-                             self.patch, self.config)
+                             self.patch, self.config, self.cancel)
+
+    def _write(self, snapshot: write.Snapshot, data: bytes) -> None:
+        if self.cancel.is_set():
+            raise verify.Cancelled("stopped before writing; nothing more was written")
+        write.replace(snapshot, data)
 
     # ---- records -----------------------------------------------------------------------
     def _verified_before(self, install: Install, shas: dict[str, str]) -> bool:
@@ -200,8 +220,10 @@ class Reconciler:
             "patch": self.patch.patch_id(self.config)})
 
     # ---- acting ------------------------------------------------------------------------
-    def reconcile(self, install: Install, *, dry_run: bool = False) -> Outcome:
-        """Bring one install to the wanted state (verified before anything is written)."""
+    def reconcile(self, install: Install, *, dry_run: bool = False, on_drift: str = "rebuild") -> Outcome:
+        """Bring one install to the wanted state (verified before anything is written). A held
+        install is left alone; a drifted file is kept aside first, and rebuilt only with
+        on_drift="rebuild"."""
         started = time.monotonic()
         insp = self.inspect(install)
         start = Outcome.of(insp)
@@ -209,6 +231,10 @@ class Reconciler:
             write.remove_stale_temps(start.files)
             if insp.state in (State.UNSUPPORTED, State.ERROR):
                 result = start
+            elif insp.state == State.HELD:
+                result = replace(start, ok=True)
+            elif insp.state == State.DRIFTED and (on_drift != "rebuild" or dry_run):
+                result = self._report_drift(insp, start, dry_run)
             elif insp.upstream_present and self.config.upstream_dedupe == "defer":
                 result = self._defer(insp, start, dry_run)
             else:
@@ -218,8 +244,20 @@ class Reconciler:
         result.millis = int((time.monotonic() - started) * 1000)
         return result
 
+    def _keep_drifted(self, insp: Inspection) -> list[str]:
+        return [str(self.store.save_drifted(insp.install.package_dir, insp.install.version, tf.rel,
+                                            tf.snapshot.data))
+                for tf in insp.files if tf.classified.state == State.DRIFTED]
+
+    def _report_drift(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+        kept = [] if dry_run else self._keep_drifted(insp)
+        where = f"; a copy is kept at {', '.join(kept)}" if kept else ""
+        return replace(start, backups=kept, detail=f"{start.detail}{where}; not rebuilt (on_drift = "
+                       "\"report\"): run `senpi-guard apply` to rebuild it from the backup")
+
     def _patch(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
         install = insp.install
+        kept = self._keep_drifted(insp) if not dry_run else []
         pairs = self.module_pairs(insp)
         wanted = {role: pair.candidate for role, pair in pairs.items()}
         to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
@@ -246,16 +284,19 @@ class Reconciler:
                 backups.append(str(self.store.save_backup(
                     install.package_dir, install.version, tf.rel, tf.snapshot.data,
                     apply.sha256(pairs[tf.target.role].original))))
-            write.replace(tf.snapshot, wanted[tf.target.role])
+            self._write(tf.snapshot, wanted[tf.target.role])
             changed.append(tf.rel)
-        return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed, backups=backups,
-                       detail=f"verified: {report.checks_run} checks passed (node {report.node_version})")
+        detail = f"verified: {report.checks_run} checks passed (node {report.node_version})"
+        if kept:
+            detail += f"; the hand-edited file was kept at {', '.join(kept)}"
+        return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed,
+                       backups=backups + kept, detail=detail)
 
     def _defer(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
         ours = [tf for tf in insp.files if tf.classified.header is not None]
         plans = [(tf, self.base_of(insp.install, tf)) for tf in ours]
         for tf, base in plans if not dry_run else []:
-            write.replace(tf.snapshot, base)
+            self._write(tf.snapshot, base)
         rels = [tf.rel for tf in ours]
         if dry_run:
             return replace(start, ok=True, would_write=rels, detail="dry run: would remove the patch "
@@ -291,6 +332,8 @@ class Reconciler:
                        millis=int((time.monotonic() - began) * 1000))
 
     def revert(self, install: Install, *, from_edit: bool = False) -> Outcome:
+        """Give the install its original bytes and hold it there: the watcher leaves a held
+        install alone until `apply` lifts the hold."""
         insp = self.inspect(install)
         start = Outcome.of(insp)
         if insp.state in (State.UNSUPPORTED, State.ERROR):
@@ -301,8 +344,9 @@ class Reconciler:
             return replace(start, detail=str(exc))
         changed = []
         for tf, data in sorted(plans, key=lambda p: p[0].target.role != "prompt"):
-            write.replace(tf.snapshot, data)
+            self._write(tf.snapshot, data)
             changed.append(tf.rel)
+        self.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
         return replace(start, ok=True, after=self.inspect(install).state, changed=changed, backups=backups,
                        detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert")
 

@@ -143,6 +143,41 @@ class Store:
                              "nothing was changed: revert with --from-edit to remove the edit instead")
         return Backup(blob, data)
 
+    def save_drifted(self, package_dir: Path, version: str, rel: str, found: bytes) -> Path:
+        """Keep a hand-edited patched file before anything replaces it."""
+        sha = hashlib.sha256(found).hexdigest()
+        copy = self.backup_dir(package_dir, version) / f"{sha}.drifted"
+        if not copy.exists():
+            write_private(copy, found)
+            write_private(copy.with_suffix(".drifted.json"), json.dumps({
+                "package_dir": str(package_dir), "version": version, "file": rel, "sha256": sha,
+                "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2).encode())
+        return copy
+
+    # ---- holds: `revert` asks the watcher to leave an install alone until `apply` -----------
+    def hold_file(self, package_dir: Path) -> Path:
+        return self.backups_dir / install_key(package_dir) / "hold.json"
+
+    def hold(self, package_dir: Path) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.hold_file(package_dir).read_text("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # unreadable: treat as held, never patch against it
+            return {"reason": f"hold file unreadable ({exc})"}
+        return data if isinstance(data, dict) else {"reason": "hold file malformed"}
+
+    def set_hold(self, package_dir: Path, reason: str) -> None:
+        write_private(self.hold_file(package_dir), json.dumps(
+            {"reason": reason, "time": time.time(), "package_dir": str(package_dir)}).encode())
+
+    def clear_hold(self, package_dir: Path) -> bool:
+        try:
+            self.hold_file(package_dir).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
     # ---- records (last verification, last reconcile, back-off) ------------------------------
     def load_records(self) -> dict[str, Any]:
         path = self.records_file
@@ -187,7 +222,26 @@ class Store:
         entry = data["installs"].get(str(Path(package_dir).resolve()), {})
         return entry if isinstance(entry, dict) else {}
 
-    # ---- the watcher's pid file ----------------------------------------------------------
+    # ---- the watcher: one per state dir, and its pid file ------------------------------------
+    @contextmanager
+    def watcher_lock(self) -> Iterator[None]:
+        """Held for a watcher's lifetime: a second watcher is refused with the first one's pid."""
+        import filelock
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(str(self.state_dir / "watcher.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            running = self.running_watcher()
+            who = f"pid {running['pid']}" if running else "a process that is starting or stopping"
+            raise FatalError(f"another watcher is already running for {self.state_dir} ({who}); "
+                             "stop it first (senpi-guard daemon uninstall, or kill it)") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
     def write_pid(self, roots: list[Path]) -> None:
         write_private(self.pid_file, json.dumps({"pid": os.getpid(), "since": time.time(),
                                                  "roots": [str(r) for r in roots]}).encode())

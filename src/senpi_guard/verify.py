@@ -7,11 +7,10 @@ a "serve" job (for audit) keeps one node process answering per-context measureme
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,12 +18,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from senpi_guard import nodes
 from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
 from senpi_guard.patch.definition import Patch
 
-MIN_NODE = 18
 ORIGINAL_SUFFIX = ".senpi-guard-original.js"
+
+
+class Cancelled(FatalError):
+    """The watcher is stopping: a running replay was killed, or a write was not started."""
 
 
 @dataclass
@@ -54,23 +57,6 @@ class ModulePair:
     export: str
     original: bytes
     candidate: bytes | None
-
-
-def find_node() -> tuple[str, str]:
-    node = os.environ.get("SENPI_GUARD_NODE") or shutil.which("node")
-    if node is None:
-        raise FatalError("node was not found on PATH; senpi-guard verifies every patch with the "
-                         f"real node (>= {MIN_NODE}): install Node.js or put it on PATH")
-    try:
-        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30,
-                             check=False).stdout.strip()
-    except OSError as exc:
-        raise FatalError(f"cannot run node at {node} ({exc.strerror}); reinstall Node.js") from exc
-    match = re.match(r"v(\d+)\.", out)
-    if match is None or int(match[1]) < MIN_NODE:
-        raise FatalError(f"node at {node} is {out or 'unknown'}; senpi-guard needs node >= "
-                         f"{MIN_NODE}: upgrade Node.js")
-    return node, out
 
 
 def harness_path() -> Path:
@@ -131,17 +117,38 @@ def finish_node_check(proc: subprocess.Popen[str], timeout: float) -> str | None
     return None
 
 
-def run_harness(node: str, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+def _communicate(proc: subprocess.Popen[str], timeout: float,
+                 cancel: threading.Event | None) -> tuple[str, str]:
+    """proc.communicate, in short slices so that `cancel` kills node within ~0.1 s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if cancel is not None and cancel.is_set():
+            proc.kill()
+            proc.communicate()
+            raise Cancelled("stopped during verification; nothing was written")
+        try:
+            return proc.communicate(timeout=min(0.1, max(0.01, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired as exc:
+            if time.monotonic() >= deadline:
+                proc.kill()
+                proc.communicate()
+                raise FatalError(f"verification timed out after {timeout:g}s in node; the target may "
+                                 "loop forever, or raise verify_timeout in the config") from exc
+
+
+def run_harness(node: str, job: dict[str, Any], timeout: float,
+                cancel: threading.Event | None = None) -> dict[str, Any]:
+    # the job goes in through a file: communicate() in slices cannot resume writing a pipe
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as job_file:
+        json.dump(job, job_file)
+        job_file.seek(0)
+        proc = subprocess.Popen([node, str(harness_path())], stdin=job_file, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        stdout, stderr = _communicate(proc, timeout, cancel)
     try:
-        result = subprocess.run([node, str(harness_path())], input=json.dumps(job),
-                                capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise FatalError(f"verification timed out after {timeout:g}s in node; the target may "
-                         "loop forever, or raise verify_timeout in the config") from exc
-    try:
-        report = json.loads(result.stdout)
+        report = json.loads(stdout)
     except json.JSONDecodeError as exc:
-        tail = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+        tail = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         raise FatalError(f"the verification harness crashed in node: {tail}") from exc
     if "error" in report:
         raise FatalError(f"verification could not load the modules: {report['error']}")
@@ -166,9 +173,9 @@ def harness_job(mode: str, patch: Patch, config: Config,
 
 
 def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, patch: Patch,
-           config: Config) -> VerifyReport:
+           config: Config, cancel: threading.Event | None = None) -> VerifyReport:
     """Run the harness once over all fixtures; `node --check` must pass on every candidate too."""
-    node, version = find_node()
+    node, version = nodes.node_for(package_dir)[:2]
     modules = [prompt] + ([upstream] if upstream is not None else [])
     timeout = config.verify_timeout
     with mirror(package_dir, modules) as placed:
@@ -179,7 +186,12 @@ def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, p
         job["fixtures"] = patch.fixtures()
         failure: FatalError | None = None
         try:
-            report = run_harness(node, job, timeout)
+            report = run_harness(node, job, timeout, cancel)
+        except Cancelled:
+            for _, proc in checks:
+                proc.kill()
+                proc.wait()
+            raise
         except FatalError as exc:  # a syntax error breaks both; report node --check's words
             failure, report = exc, {}
         errors = [f"{module.real_path.name}: {problem}" for module, proc in checks
@@ -196,7 +208,7 @@ def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, p
 def serve(package_dir: Path, pairs: dict[str, ModulePair], patch: Patch,
           config: Config) -> Iterator[subprocess.Popen[str]]:
     """A node harness in "serve" mode over the install's modules, ready for requests."""
-    node, _ = find_node()
+    node = nodes.node_for(package_dir).path
     with mirror(package_dir, list(pairs.values())) as placed:
         job = harness_job("serve", patch, config, placed, pairs["prompt"], pairs.get("upstream"))
         proc = subprocess.Popen([node, str(harness_path())], stdin=subprocess.PIPE,

@@ -5,68 +5,33 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import logging
 import os
 import queue
-import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from senpi_guard import config as config_mod
-from senpi_guard import discover, locate, store
+from senpi_guard import discover, locate
 from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
+from senpi_guard.notify import log, notify
 from senpi_guard.patch.definition import Patch
 from senpi_guard.reconcile import Reconciler
 from senpi_guard.store import Store
 
-log = logging.getLogger("senpi-guard.watch")
 # watchdog warns when a directory that was replaced (an update) is watched again at the same path;
 # the old watch is gone with the old inode, so the warning carries no information here.
 warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 STAGING_PREFIXES = (".senpi-", "_tmp_", ".staging")
 MANAGER_ANSWER_MAX_AGE = 600.0  # seconds to reuse `npm root -g` & co. between rescans
-
-
-def setup_logging(verbose: bool = True) -> Path:
-    folder = store.log_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    logfile = folder / "watch.log"
-    log.setLevel(logging.INFO)
-    log.handlers.clear()
-    handler = RotatingFileHandler(logfile, maxBytes=1 << 20, backupCount=3, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    log.addHandler(handler)
-    if verbose:
-        console = logging.StreamHandler(sys.stderr)
-        console.setFormatter(logging.Formatter("senpi-guard watch: %(message)s"))
-        log.addHandler(console)
-    return logfile
-
-
-def notify(title: str, message: str) -> None:
-    """One desktop notification where the platform has a notifier; never fails the caller."""
-    if sys.platform == "darwin" and shutil.which("osascript"):
-        script = f"display notification {message!r} with title {title!r}".replace("'", '"')
-        argv = ["osascript", "-e", script]
-    elif shutil.which("notify-send"):
-        argv = ["notify-send", "--app-name=senpi-guard", title, message]
-    else:
-        return
-    try:
-        subprocess.run(argv, timeout=10, check=False, capture_output=True)
-    except (OSError, subprocess.TimeoutExpired):
-        log.info("desktop notification could not be shown")
+STABLE_PERIODS = 4  # quiet periods of unchanged targets that end a settle despite other events
 
 
 class _Events(FileSystemEventHandler):
@@ -128,16 +93,26 @@ class Watcher:
         self.overrides = overrides or {}
         self.config = dataclasses.replace(config, **self.overrides)
         self.roots = roots
-        self.stop = threading.Event()
+        self.stop = threading.Event()  # also cancels a running replay and any write not started
         self.triggers: queue.Queue[str] = queue.Queue()
-        self.last_event = 0.0
+        self.last_event = 0.0  # of an event that can change a target (dist/, package.json, above)
         self.observer = Observer()
         self.watches: dict[Path, tuple[object, int | None, bool]] = {}
         self.known: dict[Path, Known] = {}
         self.seen: dict[Path, None] = {}
+        self._real_packages: tuple[str, ...] = ()
+        self.reload_requested = False
 
     # ---- events and watches ------------------------------------------------------------
     def event(self, path: str) -> None:
+        """An event under a package dir matters only in dist/ or for package.json; one above it
+        (a package dir replaced, a staging dir) always does."""
+        for package in self._real_packages:
+            if path.startswith(package + os.sep):
+                rel = path[len(package) + 1:]
+                if rel != "package.json" and rel != "dist" and not rel.startswith("dist" + os.sep):
+                    return
+                break
         self.last_event = time.monotonic()
         self.triggers.put(f"event {path}")
 
@@ -182,6 +157,7 @@ class Watcher:
     def rearm(self) -> None:
         """Watch what exists now; a directory that was replaced (new inode) is watched anew."""
         wanted = self._wanted_watches()
+        self._real_packages = tuple(os.path.realpath(p) for p in self.watched_packages())
         for path in list(self.watches):
             handle, inode, recursive = self.watches[path]
             if path not in wanted or _inode(path) != inode or wanted[path] != recursive:
@@ -212,25 +188,35 @@ class Watcher:
         return (str(package_dir), present, version, staging,
                 tuple(_file_stat(f) for f in known.files)), busy
 
-    def settle(self) -> bool:
-        """Wait until no events for quiet_period and every install looks the same twice."""
-        deadline = time.monotonic() + self.config.settle_timeout
-        previous = None
+    def settle(self, rescan_at: float) -> bool:
+        """Wait until every install looks the same twice and either no relevant event came for
+        quiet_period, or package.json and the targets held still for STABLE_PERIODS of them
+        while other files under dist/ kept changing. Gives up at settle_timeout, and returns at
+        `rescan_at` so that a rescan is never postponed."""
+        deadline = min(time.monotonic() + self.config.settle_timeout, rescan_at)
+        previous, stable_since = None, time.monotonic()
         while not self.stop.is_set():
             self.installs()
             self.rearm()
             states = [self._package_state(d) for d in self.watched_packages()]
             current = [fingerprint for fingerprint, _ in states]
             busy = any(flag for _, flag in states)
-            quiet_for = time.monotonic() - self.last_event
-            if quiet_for >= self.config.quiet_period and current == previous and not busy:
+            now = time.monotonic()
+            quiet_for = now - self.last_event
+            if current != previous or busy:
+                stable_since = now
+            stable = current == previous and not busy
+            if stable and (quiet_for >= self.config.quiet_period
+                           or now - stable_since >= STABLE_PERIODS * self.config.quiet_period):
                 return True
             previous = current
-            if time.monotonic() > deadline:
+            if now >= rescan_at:
+                return False
+            if now > deadline:
                 log.warning("installs did not settle within %gs; will retry on the next trigger",
                             self.config.settle_timeout)
                 return False
-            self.stop.wait(max(0.05, self.config.quiet_period - quiet_for))
+            self.stop.wait(max(0.05, min(self.config.quiet_period - quiet_for, rescan_at - now)))
         return False
 
     # ---- reconcile ---------------------------------------------------------------------
@@ -238,8 +224,11 @@ class Watcher:
         return (str(inst.real_dir), inst.version, _file_stat(inst.package_dir / "package.json"),
                 tuple((str(f), _file_stat(f)) for f in files))
 
-    def reload_config(self) -> None:
-        """Pick up a changed config file, so the watcher never undoes an `apply` made with it."""
+    def reload_config(self, force: bool = False) -> None:
+        """Pick up a changed config file, so the watcher never undoes an `apply` made with it;
+        `force` (SIGHUP) also forgets what it knew, so every install is looked at again."""
+        if force:
+            self.known.clear()
         try:
             fresh = config_mod.load()
             self.patch.check_tags(fresh.tags)
@@ -278,8 +267,13 @@ class Watcher:
             return
         if self._backed_off(inst):
             return
+        log.info("reconcile started install=%s (%s)", inst.package_dir, trigger.split(" ", 1)[0])
         with self.store.lock():
-            outcome = Reconciler(self.patch, self.config, self.store).reconcile(inst)
+            reconciler = Reconciler(self.patch, self.config, self.store, cancel=self.stop)
+            outcome = reconciler.reconcile(inst, on_drift=self.config.on_drift)
+        if self.stop.is_set() and not outcome.ok:
+            log.info("install=%s stopped: %s", inst.package_dir, outcome.detail)
+            return
         log.info("trigger=%s install=%s version=%s before=%s after=%s ok=%s ms=%d%s",
                  trigger.split(" ", 1)[0], inst.package_dir, inst.version, outcome.before,
                  outcome.after, outcome.ok, outcome.millis,
@@ -302,48 +296,67 @@ class Watcher:
             return
         log.error("install=%s version=%s could not be patched: %s (not retried until it changes "
                   "or `senpi-guard apply` is run)", inst.package_dir, inst.version, outcome.detail)
-        notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {outcome.detail[:200]}")
+        kept = f"a copy of the hand-edited file is at {outcome.backups[0]}; " if outcome.backups else ""
+        notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {kept}{outcome.detail[:200]}")
         self.store.update_install(inst.package_dir, backoff={
             "version": inst.version, "sha256": failed[1], "target": target,
             "error": outcome.detail[:500], "time": time.time()})
         self.known[key] = Known(outcome.files, ())
 
     # ---- main loop ---------------------------------------------------------------------
-    def run(self) -> int:
-        self.store.write_pid(self.roots)
-        self.observer.start()
-        try:
-            self.reconcile_all("startup")
-            next_rescan = time.monotonic() + self.config.rescan_interval
-            while not self.stop.is_set():
-                try:
-                    trigger = self.triggers.get(timeout=max(0.0, next_rescan - time.monotonic()))
-                except queue.Empty:
-                    trigger = "rescan"
-                if self.stop.is_set():
-                    break
-                if trigger == "rescan":
-                    next_rescan = time.monotonic() + self.config.rescan_interval
-                elif not self.settle():
-                    continue
-                while not self.triggers.empty():
-                    self.triggers.get_nowait()
-                try:
-                    self.reconcile_all(trigger)
-                except FatalError as exc:
-                    log.error("reconcile failed: %s", exc)
-        finally:
-            self.observer.stop()
-            self.observer.join(timeout=2)
-            self.store.clear_pid()
+    def run(self, logfile: Path | None = None) -> int:
+        with self.store.watcher_lock():
+            log.info("watching (rescan every %gs, quiet period %gs, log %s)",
+                     self.config.rescan_interval, self.config.quiet_period, logfile)
+            self.store.write_pid(self.roots)
+            self.observer.start()
+            try:
+                self._loop()
+            finally:
+                self.observer.stop()
+                self.observer.join(timeout=2)
+                self.store.clear_pid()
         log.info("stopped")
         return 0
 
+    def _loop(self) -> None:
+        self.reconcile_all("startup")
+        next_rescan = time.monotonic() + self.config.rescan_interval
+        while not self.stop.is_set():
+            try:
+                trigger = self.triggers.get(timeout=max(0.0, next_rescan - time.monotonic()))
+            except queue.Empty:
+                trigger = "rescan"
+            if self.stop.is_set():
+                break
+            if self.reload_requested:
+                self.reload_requested = False
+                self.reload_config(force=True)
+                trigger = "sighup"
+            elif time.monotonic() >= next_rescan:
+                trigger = "rescan"  # due: no stream of events may postpone it
+            elif not self.settle(next_rescan) and time.monotonic() < next_rescan:
+                continue
+            if trigger == "rescan" or time.monotonic() >= next_rescan:
+                next_rescan = time.monotonic() + self.config.rescan_interval
+            while not self.triggers.empty():
+                self.triggers.get_nowait()
+            try:
+                self.reconcile_all(trigger)
+            except FatalError as exc:
+                log.error("reconcile failed: %s", exc)
+
     def install_signal_handlers(self) -> None:
-        def handle(signum, _frame) -> None:
+        def stop(signum, _frame) -> None:
             log.info("received %s, stopping", signal.Signals(signum).name)
             self.stop.set()
             self.triggers.put("stop")
 
-        signal.signal(signal.SIGTERM, handle)
-        signal.signal(signal.SIGINT, handle)
+        def reload(_signum, _frame) -> None:
+            log.info("received SIGHUP: reloading the config and looking at every install again")
+            self.reload_requested = True
+            self.triggers.put("sighup")
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGHUP, reload)

@@ -20,10 +20,12 @@ def analyze(unit: Path, runtime: Path) -> subprocess.CompletedProcess[str]:
 
 def test_systemd_unit_is_valid_and_runs_this_senpi_guard(tmp_path):
     text = service.systemd_unit(service.spec())
-    exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
-    program = exec_line.split("=", 1)[1].split()[0]
+    argv, env = service.read_systemd_unit(text)
+    program = argv[0]
     assert Path(program).is_absolute() and Path(program).exists()
-    assert "watch" in exec_line and "Restart=on-failure" in text and "WantedBy=default.target" in text
+    assert argv[-2:] == ["watch", "--quiet"] and "Restart=on-failure" in text and "WantedBy=default.target" in text
+    assert Path(env["SENPI_GUARD_RECORDED_NODE"]).is_absolute()
+    assert str(Path(env["SENPI_GUARD_RECORDED_NODE"]).parent) in env["PATH"].split(":")
     unit = tmp_path / "senpi-guard.service"
     unit.write_text(text)
     result = analyze(unit, tmp_path / "run")

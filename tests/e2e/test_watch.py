@@ -5,84 +5,18 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, add_path, run_cli, sha, tool
+from conftest import SHAPE_REL, add_path, node_check, npm_update, patched, run_cli, sha, tool, wait_for
 
 from senpi_guard import sample
 from senpi_guard.patch import apply as edit
 
 V1, V2 = "2026.7.30", "2026.8.1"
-
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-def patched(path: Path) -> bool:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return False
-    header = edit.read_header(data)
-    return header is not None and b"// senpi-guard: end directive-dedupe" in data
-
-
-class WatchProcess:
-    def __init__(self, *args: str | Path, log: Path):
-        self.log = log
-        self.handle = log.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "senpi_guard", "watch", "--quiet-period", "0.4", *map(str, args)],
-            stdout=self.handle, stderr=subprocess.STDOUT, env=dict(os.environ))
-
-    def text(self) -> str:
-        return self.log.read_text()
-
-    def stop(self) -> float:
-        started = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=10)
-        self.handle.close()
-        return time.monotonic() - started
-
-
-@pytest.fixture
-def watch(tmp_path):
-    running: list[WatchProcess] = []
-
-    def start(*args: str | Path) -> WatchProcess:
-        process = WatchProcess(*args, log=tmp_path / f"watch{len(running)}.log")
-        running.append(process)
-        return process
-
-    yield start
-    for process in running:
-        if process.proc.poll() is None:
-            process.proc.kill()
-            process.proc.wait()
-
-
-def npm_update(tarball: Path, prefix: Path) -> None:
-    """What `senpi update` runs for npm installs."""
-    subprocess.run(["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund",
-                    "--prefix", str(prefix), str(tarball)], check=True, capture_output=True)
-
-
-def node_check(path: Path) -> None:
-    subprocess.run(["node", "--check", str(path)], check=True, capture_output=True)
 
 
 def test_update_to_another_shape_is_repatched(npm_install, tarballs, tmp_path, watch, capsys):
@@ -148,21 +82,22 @@ def test_update_lands_while_reconciling(npm_install, tarballs, tmp_path, watch):
     node_check(pkg / SHAPE_REL[2])
 
 
-def test_two_watchers_and_a_hand_apply_never_collide(npm_install, tarballs, tmp_path, watch, capsys):
+def test_a_watcher_and_a_hand_apply_never_collide(npm_install, tarballs, tmp_path, watch, capsys):
     prefix = tmp_path / "prefix"
     pkg = npm_install(1, prefix=prefix)
-    first, second = watch("--root", pkg), watch("--root", pkg)
+    watcher = watch("--root", pkg)
     wait_for(lambda: patched(pkg / SHAPE_REL[1]), what="v1 patched")
     npm_update(tarballs[2], prefix)
-    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # races the two watchers
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # races the watcher
     target = pkg / SHAPE_REL[2]
     wait_for(lambda: patched(target), what="v2 patched")
-    time.sleep(1.5)  # let both watchers finish whatever they started
+    wait_for(lambda: watcher.text().count("reconcile started") == watcher.text().count("ok="),
+             what="the watcher to finish what it started")
     data = target.read_bytes()
     assert data.count(b"// senpi-guard: directive-dedupe v") == 1
     assert not list(target.parent.glob(".*.senpi-guard"))
     node_check(target)
-    assert "FAILED" not in first.text() + second.text()
+    assert "FAILED" not in watcher.text()
 
 
 def test_package_dir_deleted_and_recreated(npm_install, tarballs, tmp_path, watch):
@@ -197,28 +132,57 @@ def test_target_rewritten_slowly_is_not_patched_half_written(npm_install, tmp_pa
     assert watcher.text().count("before=unpatched after=patched") == 2
 
 
+def _kill_trial(pkg: Path, log: Path, delay_after_start: float) -> None:
+    """Start a watcher, wait for its own "reconcile started" line, then kill -9 after a delay."""
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],
+                                stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: "reconcile started" in log.read_text(), timeout=60,
+                     what="the watcher's reconcile to start")
+            time.sleep(delay_after_start)
+        finally:
+            proc.kill()
+            proc.wait()
+
+
 def test_kill_9_never_leaves_a_broken_target(npm_install, tmp_path):
+    """Kills land at random points of a reconcile, timed from the watcher's own log line (not from
+    a fixed delay), so that a slow, busy machine still sees kills before and after the write."""
     pkg = npm_install(2)
     target = pkg / SHAPE_REL[2]
     original = target.read_bytes()
     assert run_cli_subprocess("apply", "--root", pkg) == 0
     full = target.read_bytes()
-    seen = {"original": 0, "patched": 0}
-    rng = random.Random(1234)
-    for _trial in range(50):
+
+    def restore() -> None:
         scratch = target.with_name(".restore")
         scratch.write_bytes(original)
         os.replace(scratch, target)
-        proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg),
-                                 "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.2, 1.4))
+
+    # calibrate: how long does one reconcile take here, from its log line to the write?
+    restore()
+    log = tmp_path / "calibrate.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],
+                                stdout=out, stderr=subprocess.STDOUT)
+        wait_for(lambda: "reconcile started" in log.read_text(), timeout=60, what="reconcile start")
+        started = time.monotonic()
+        wait_for(lambda: target.read_bytes() == full, timeout=60, what="the calibration write")
+        span = time.monotonic() - started
         proc.kill()
         proc.wait()
+    seen = {"original": 0, "patched": 0}
+    rng = random.Random(1234)
+    for trial in range(30):
+        restore()
+        _kill_trial(pkg, tmp_path / f"trial{trial}.log", rng.uniform(0, 2 * span))
         data = target.read_bytes()
         assert data in (original, full)
         seen["original" if data == original else "patched"] += 1
         node_check(target)
-    assert seen["original"] and seen["patched"], seen  # kills landed before and after the write
+    assert not list(target.parent.glob(".*.senpi-guard"))
+    assert seen["original"] and seen["patched"], (seen, span)  # kills landed before and after the write
 
 
 def run_cli_subprocess(*args) -> int:
@@ -235,7 +199,7 @@ def test_backoff_attempts_once_logs_once_notifies_once(custom_package, tmp_path,
     fake.chmod(0o755)
     add_path(monkeypatch, fake.parent)
     pkg = custom_package("export function buildPromptBlocks(c) {\n    return [;\n}", version="2026.9.9")
-    watcher = watch("--root", pkg, "--rescan-interval", "0.5")
+    watcher = watch("--root", pkg, "--rescan-interval", "1")
     wait_for(lambda: "could not be patched" in watcher.text(), what="the failure")
     for n in range(4):  # more triggers: events and rescans
         (pkg / "dist" / f"touched{n}.txt").write_text("x")

@@ -26,6 +26,8 @@ def run(args) -> int:
         for install in found:
             ui.progress(f"senpi {install.version} ({install.manager}): locating, patching and "
                         "replaying the fixtures with node…")
+            if not args.dry_run:  # an apply by hand lifts the hold a revert left
+                reconciler.store.clear_hold(install.package_dir)
             outcomes.append(reconciler.reconcile(install, dry_run=args.dry_run))
             record = reconciler.store.install_record(install.package_dir)
             if not args.dry_run and record.get("backoff"):  # a hand-run apply lifts the watcher's back-off

@@ -11,7 +11,7 @@ from senpi_guard import config as config_mod
 from senpi_guard import discover, ui
 from senpi_guard.errors import FatalError
 from senpi_guard.patch import definition
-from senpi_guard.patch.classify import SETTLED
+from senpi_guard.patch.classify import SETTLED, State
 from senpi_guard.reconcile import Outcome
 
 
@@ -60,6 +60,7 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         "would_write": outcome.would_write,
         "backups": outcome.backups,
         "upstream_dedupe": outcome.upstream_present,
+        "held": outcome.after == State.HELD,
         "detail": outcome.detail,
         "verification": None if report is None else {
             "ok": report.ok, "checks": report.checks_run, "node": report.node_version,

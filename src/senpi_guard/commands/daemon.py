@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import plistlib
 import shlex
 import shutil
 import sys
 
-from senpi_guard import service, store
+from senpi_guard import nodes, service, store
 from senpi_guard.errors import FatalError
 from senpi_guard.write import write_private
 
@@ -29,8 +30,23 @@ def configure(parser) -> None:
 
 
 def _manual(reason: str) -> FatalError:
-    command = " ".join(shlex.quote(a) for a in service.spec().argv)
-    return FatalError(f"{reason}; run the watcher under your own supervisor instead: {command}")
+    return FatalError(f"{reason}; run the watcher under your own supervisor instead: "
+                      f"{service.manual_command(service.spec())}")
+
+
+def _print_environment(argv: list[str], env: dict[str, str]) -> None:
+    """What the service runs, and the environment it runs with (node, PATH, where things live)."""
+    print(f"runs      {' '.join(shlex.quote(a) for a in argv) if argv else '(no command recorded)'}")
+    node = env.get(nodes.RECORDED)
+    print(f"node      {node or 'none recorded: the service finds node on its PATH only'}")
+    for key, value in env.items():
+        if key != nodes.RECORDED:
+            print(f"  {key}={value}")
+
+
+def _show_recorded(spec: service.ServiceSpec) -> None:
+    print(f"recorded  node {spec.environment.get(nodes.RECORDED, 'not found on PATH')}; PATH "
+          f"{spec.environment['PATH']}")
 
 
 def _linux(action: str) -> int:
@@ -40,8 +56,10 @@ def _linux(action: str) -> int:
     why = service.systemd_available()
     if action == "install":
         unit.parent.mkdir(parents=True, exist_ok=True)
-        write_private(unit, service.systemd_unit(service.spec()).encode())
+        spec = service.spec(service.SYSTEMD_PATH)
+        write_private(unit, service.systemd_unit(spec).encode())
         print(f"wrote {unit}")
+        _show_recorded(spec)
         if why:
             raise _manual(f"the unit is written but {why}")
         for argv in (["systemctl", "--user", "daemon-reload"],
@@ -73,6 +91,8 @@ def _status_linux(unit) -> int:
     print(f"enabled   {enabled}" + (f" ({why})" if why else ""))
     print(f"active    {active}")
     print("watcher   " + (f"running, pid {running['pid']}" if running else "not running"))
+    if installed:
+        _print_environment(*service.read_systemd_unit(unit.read_text("utf-8")))
     return 0 if installed and (running or active == "active") else 1
 
 
@@ -82,7 +102,9 @@ def _macos(action: str) -> int:
         raise _manual("launchctl is not available")
     if action == "install":
         plist.parent.mkdir(parents=True, exist_ok=True)
-        write_private(plist, service.launchd_plist(service.spec(), store.log_dir()))
+        spec = service.spec(service.LAUNCHD_PATH)
+        write_private(plist, service.launchd_plist(spec, store.log_dir()))
+        _show_recorded(spec)
         result = service.run(["launchctl", "load", "-w", str(plist)])
         if result.returncode != 0:
             raise FatalError(f"launchctl load {plist} failed: {result.stderr.strip()[-300:]}")
@@ -97,6 +119,9 @@ def _macos(action: str) -> int:
     listed = service.run(["launchctl", "list", service.LABEL]).returncode == 0
     print(f"agent     {plist} ({'installed' if plist.exists() else 'not installed'})")
     print(f"loaded    {'yes' if listed else 'no'}")
+    if plist.exists():
+        data = plistlib.loads(plist.read_bytes())
+        _print_environment(data.get("ProgramArguments", []), data.get("EnvironmentVariables", {}))
     return 0 if listed else 1
 
 

@@ -6,8 +6,9 @@ import json
 import time
 from typing import Any
 
-from senpi_guard import ui
+from senpi_guard import nodes, ui
 from senpi_guard.commands import common
+from senpi_guard.errors import FatalError
 from senpi_guard.patch.classify import SETTLED
 from senpi_guard.reconcile import Reconciler
 
@@ -42,10 +43,22 @@ def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
             "upstream_dedupe": insp.upstream_present,
             "detail": insp.detail,
             "next": None if insp.state in SETTLED else ui.NEXT_STEPS.get(insp.state),
+            "node": _node(install),
             "last_verify": record.get("last_verify"),
             "last_reconcile": record.get("last_reconcile"),
         })
     return rows, reconciler
+
+
+def _node(install) -> dict[str, str]:
+    """The node that verifies this install (the one that runs it, where that can be told)."""
+    if install.unsupported:
+        return {}
+    try:
+        found = nodes.node_for(install.package_dir)
+    except FatalError as exc:
+        return {"error": str(exc)}
+    return {"path": found.path, "version": found.version, "source": found.source}
 
 
 def _print_row(row: dict[str, Any]) -> None:
@@ -56,6 +69,10 @@ def _print_row(row: dict[str, Any]) -> None:
     if row["shape"]:
         upstream = ", with upstream's keep-last dedupe" if row["upstream_dedupe"] else ""
         print(f"  shape     senpi {row['shape']}{upstream}")
+    node = row["node"]
+    if node:
+        print(f"  node      {node['version']} ({node['source']}: {node['path']})" if "path" in node
+              else f"  node      {ui.paint('error:', 'bad')} {node['error']}")
     last = row["last_verify"]
     verdict = "never verified" if not last else (
         f"{'passed' if last.get('ok') else ui.paint('FAILED', 'bad')} {last.get('checks', 0)} checks at "

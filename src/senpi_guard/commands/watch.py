@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from senpi_guard import config as config_mod
 from senpi_guard.commands import common
+from senpi_guard.errors import UsageError
 
 SUMMARY = "keep every install patched across `senpi update` (foreground; the daemon runs this)"
 EXAMPLE = "senpi-guard watch --rescan-interval 30"
-EXITS = "0 stopped by SIGTERM/SIGINT; 1 a bad config or setting"
+EXITS = ("0 stopped by SIGTERM/SIGINT (SIGHUP reloads the config); 1 a bad config, or another "
+         "watcher already runs for this state dir")
 
 
 def configure(parser) -> None:
@@ -21,15 +24,17 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from senpi_guard import watcher  # watchdog is loaded only by the command that watches
+    from senpi_guard import notify, watcher  # watchdog is loaded only by the command that watches
 
-    patch, config = common.load()
     overrides = {k: v for k, v in (("rescan_interval", args.rescan_interval),
                                    ("quiet_period", args.quiet_period)) if v is not None}
+    for key, value in overrides.items():  # the config file's ranges: no busy loop on 0, no nan
+        problem = config_mod.number_problem(key, value)
+        if problem:
+            raise UsageError(problem.replace(f"'{key}'", f"--{key.replace('_', '-')}"))
+    patch, config = common.load()
     roots = [Path(r).absolute() for r in args.root]
-    logfile = watcher.setup_logging(verbose=not args.quiet)
+    logfile = notify.setup_logging(verbose=not args.quiet)
     guard = watcher.Watcher(patch, config, roots, overrides)
-    watcher.log.info("watching (rescan every %gs, quiet period %gs, log %s)",
-                     guard.config.rescan_interval, guard.config.quiet_period, logfile)
     guard.install_signal_handlers()
-    return guard.run()
+    return guard.run(logfile)

@@ -1,0 +1,75 @@
+"""Which `node` verifies an install: the one that runs that senpi, where it can be told.
+
+Order: $SENPI_GUARD_NODE (an explicit choice wins), then the node of the install's own prefix
+(`<prefix>/bin/node` for npm, nvm, fnm, volta and asdf layouts), then the node `daemon install`
+recorded ($SENPI_GUARD_RECORDED_NODE, set in the service's environment), then `node` on PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import NamedTuple
+
+from senpi_guard.errors import FatalError
+
+MIN_NODE = 18
+RECORDED = "SENPI_GUARD_RECORDED_NODE"
+
+
+class Node(NamedTuple):
+    path: str
+    version: str
+    source: str
+
+
+def own_node(package_dir: Path) -> Path | None:
+    """`<prefix>/bin/node` when the package sits in `<prefix>/lib/node_modules/…`."""
+    real = Path(os.path.realpath(package_dir))
+    for parent in real.parents:
+        if parent.name == "node_modules" and parent.parent.name == "lib":
+            candidate = parent.parent.parent / "bin" / "node"
+            return candidate if os.access(candidate, os.X_OK) and candidate.is_file() else None
+    return None
+
+
+@cache
+def version_of(node: str) -> str:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30,
+                             check=False, stdin=subprocess.DEVNULL).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise FatalError(f"cannot run node at {node} ({exc}); reinstall Node.js or point "
+                         "SENPI_GUARD_NODE at a working node") from exc
+    return out
+
+
+def _checked(node: str, source: str) -> Node:
+    version = version_of(node)
+    match = re.match(r"v(\d+)\.", version)
+    if match is None or int(match[1]) < MIN_NODE:
+        raise FatalError(f"node at {node} ({source}) is {version or 'not a working node'}; senpi-guard "
+                         f"needs node >= {MIN_NODE}: upgrade that node, or set SENPI_GUARD_NODE")
+    return Node(node, version, source)
+
+
+def node_for(package_dir: Path | None) -> Node:
+    explicit = os.environ.get("SENPI_GUARD_NODE")
+    if explicit:
+        return _checked(explicit, "$SENPI_GUARD_NODE")
+    own = own_node(package_dir) if package_dir is not None else None
+    if own is not None:
+        return _checked(str(own), "the install's own prefix")
+    recorded = os.environ.get(RECORDED)
+    if recorded and os.access(recorded, os.X_OK):
+        return _checked(recorded, "recorded by `daemon install`")
+    found = shutil.which("node")
+    if found is None:
+        raise FatalError("node was not found on PATH; senpi-guard verifies every patch with the "
+                         f"real node (>= {MIN_NODE}): install Node.js, put it on PATH, or set "
+                         "SENPI_GUARD_NODE")
+    return _checked(found, "PATH")

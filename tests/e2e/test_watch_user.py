@@ -1,0 +1,191 @@
+"""The watcher on a real machine: busy directories, the user's own actions, signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SHAPE_REL, add_path, node_check, patched, run_cli, sha, wait_for
+
+
+@pytest.fixture
+def reverted_by_hand(npm_install):
+    """An install, patched once, whose target the test can put back to the original bytes."""
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    original = target.read_bytes()
+
+    def revert_target() -> None:
+        scratch = target.with_name(".restore")
+        scratch.write_bytes(original)
+        os.replace(scratch, target)
+
+    return pkg, target, original, revert_target
+
+
+class Writer:
+    """Touches one file every 0.1 s, as an editor, a log or a build would."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.stop = threading.Event()
+        self.count = 0
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while not self.stop.wait(0.1):
+            self.path.write_text(str(self.count))
+            self.count += 1
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+
+
+@pytest.mark.parametrize("busy", ["notes.log", "dist/cache/build.tmp"])
+def test_steady_writes_do_not_starve_the_watcher(reverted_by_hand, watch, busy):
+    pkg, target, _original, revert_target = reverted_by_hand
+    rescan = 5.0
+    watcher = watch("--root", pkg, "--rescan-interval", str(rescan))
+    wait_for(lambda: patched(target), what="patched at start-up")
+    writer = Writer(pkg / busy)
+    try:
+        time.sleep(1.0)
+        latencies = []
+        for _ in range(2):
+            revert_target()
+            reverted = time.monotonic()
+            wait_for(lambda: patched(target), timeout=rescan + 5, what=f"re-patch while {busy} is busy")
+            latencies.append(time.monotonic() - reverted)
+            time.sleep(0.5)
+        assert writer.count > 10  # the writer really was busy throughout
+    finally:
+        writer.close()
+    node_check(target)
+    print(f"starvation ({busy}): re-patched after {', '.join(f'{x:.2f}' for x in latencies)} s")
+    assert watcher.stop() < 2.0
+
+
+def test_revert_holds_the_install_until_apply(reverted_by_hand, watch, capsys):
+    pkg, target, original, _ = reverted_by_hand
+    watcher = watch("--root", pkg, "--rescan-interval", "1")
+    wait_for(lambda: patched(target), what="patched at start-up")
+    code, out, _ = run_cli(capsys, "revert", "--root", pkg, "--json")
+    (row,) = json.loads(out)["installs"]
+    assert code == 0 and row["held"] is True and row["state"] == "held"
+    assert target.read_bytes() == original
+    wait_for(lambda: watcher.text().count("after=held") >= 1, what="the watcher to see the hold")
+    seen = watcher.text().count("after=held")
+    time.sleep(2.5)  # two more rescans: still held
+    assert target.read_bytes() == original
+    code, out, _ = run_cli(capsys, "status", "--root", pkg)
+    assert code == 1 and "state     held" in out and "senpi-guard apply" in out
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # lifts the hold
+    assert patched(target)
+    time.sleep(1.5)
+    assert patched(target) and watcher.text().count("after=held") >= seen
+    assert watcher.stop() < 2.0
+
+
+def test_a_hand_edit_is_kept_and_reported_not_thrown_away(npm_install, watch, tmp_path, monkeypatch, capsys,
+                                                          isolated_dirs):
+    calls = tmp_path / "notifications"  # a stand-in notify-send records what the user is told
+    fake = tmp_path / "bin" / "notify-send"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n")
+    fake.chmod(0o755)
+    add_path(monkeypatch, fake.parent)
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    watcher = watch("--root", pkg, "--rescan-interval", "1")
+    wait_for(lambda: "reconcile" in watcher.text() or "watching" in watcher.text(), what="watcher start")
+    edited = target.read_bytes().replace(b'"ultrawork-mode"', b'"ultrawork-mode","my-own-tag"', 1)
+    scratch = target.with_name(".edit")
+    scratch.write_bytes(edited)
+    os.replace(scratch, target)
+    wait_for(lambda: "could not be patched" in watcher.text(), what="the drift to be reported")
+    time.sleep(1.5)
+    assert target.read_bytes() == edited  # not rebuilt: on_drift = "report"
+    copies = list((isolated_dirs / "xdg_data_home").rglob("*.drifted"))
+    assert len(copies) == 1 and copies[0].read_bytes() == edited
+    assert str(copies[0]) in watcher.text() and str(copies[0]) in calls.read_text()
+    code, _out, _ = run_cli(capsys, "apply", "--root", pkg)  # by hand: rebuilt, the copy stays
+    assert code == 0 and patched(target) and target.read_bytes() != edited and copies[0].exists()
+    assert watcher.stop() < 2.0
+
+
+def test_a_second_watcher_is_refused_with_the_first_ones_pid(npm_install, watch):
+    pkg = npm_install(2)
+    first = watch("--root", pkg)
+    wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="first watcher patched")
+    second = subprocess.run([sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],
+                            capture_output=True, text=True, timeout=60)
+    assert second.returncode == 1
+    assert len(second.stderr.strip().splitlines()) == 1
+    assert f"pid {first.proc.pid}" in second.stderr and "already running" in second.stderr
+    assert first.proc.poll() is None
+    assert first.stop() < 2.0
+
+
+def test_sighup_reloads_the_config_and_reconciles(npm_install, watch, isolated_dirs, capsys):
+    pkg = npm_install(2)
+    target = pkg / SHAPE_REL[2]
+    watcher = watch("--root", pkg, "--rescan-interval", "300")
+    wait_for(lambda: patched(target), what="patched at start-up")
+    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('tags = ["ultrawork-mode", "sighup-tag"]\n')
+    watcher.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: b'"sighup-tag"' in target.read_bytes(), what="re-patched with the new config")
+    assert watcher.proc.poll() is None and "received SIGHUP" in watcher.text()
+    _code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    assert json.loads(out)["watcher"]["pid"] == watcher.proc.pid  # the pid file is still right
+    assert watcher.stop() < 2.0
+
+
+SLOW = """\
+export function buildPromptBlocks(context) {
+    const until = Date.now() + 30000;
+    while (Date.now() < until) {
+        // a replay that takes far longer than a stop may wait
+    }
+    return context.messages.map((m) => ({ type: "text", text: JSON.stringify(m) }));
+}
+//# sourceMappingURL=prompt-bridge.js.map"""
+
+
+def _harness_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"harness.mjs" in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def test_sigterm_during_a_slow_replay_stops_within_2s_and_writes_nothing(custom_package, watch):
+    pkg = custom_package(SLOW, version="2026.9.1")
+    target = pkg / SHAPE_REL[2]
+    before = sha(target)
+    watcher = watch("--root", pkg)
+    wait_for(lambda: "reconcile started" in watcher.text(), what="the reconcile to start")
+    wait_for(_harness_processes, what="node to be replaying")
+    took = watcher.stop()
+    assert took < 2.0, f"stopped after {took:.2f}s"
+    assert sha(target) == before
+    assert not list(target.parent.glob(".*.senpi-guard"))
+    wait_for(lambda: not _harness_processes(), timeout=3, what="the replay to be killed")
