@@ -54,8 +54,9 @@ def _pairs(reconciler: Reconciler, install: Install) -> dict[str, verify.ModuleP
 
 
 @contextmanager
-def serializer(installs: list[Install], patch: Patch, config: Config) -> Iterator[Serializer]:
-    reconciler = Reconciler(patch, config)
+def serializer(installs: list[Install], patch: Patch, config: Config,
+               allow_foreign_root: bool = False) -> Iterator[Serializer]:
+    reconciler = Reconciler(patch, config, allow_foreign_root=allow_foreign_root)
     with ExitStack() as stack:
         chosen = next((i for i in installs if not i.unsupported), None)
         pairs = None
@@ -72,7 +73,8 @@ def serializer(installs: list[Install], patch: Patch, config: Config) -> Iterato
             sample.write_sample_package(folder / "pkg", 2, fillers=0)
             chosen = describe(folder / "pkg", "sample")
             pairs = _pairs(reconciler, chosen)
-        proc = stack.enter_context(verify.serve(chosen.package_dir, pairs, patch, config))
+        sandbox = reconciler.sandbox(chosen, pairs)
+        proc = stack.enter_context(verify.serve(chosen.package_dir, pairs, patch, config, sandbox))
         yield Serializer(label, proc)
 
 

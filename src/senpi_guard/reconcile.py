@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from senpi_guard import locate, verify, write
+from senpi_guard import locate, mirror, verify, write
 from senpi_guard.config import Config
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
@@ -106,11 +106,12 @@ class Reconciler:
     """`cancel`, when set, stops a running replay and any write that has not started."""
 
     def __init__(self, patch: Patch, config: Config, store: Store | None = None,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None, allow_foreign_root: bool = False) -> None:
         self.patch = patch
         self.config = config
         self.store = store or Store()
         self.cancel = cancel or threading.Event()
+        self.allow_foreign_root = allow_foreign_root
 
     # ---- looking -----------------------------------------------------------------------
     def inspect(self, install: Install) -> Inspection:
@@ -196,9 +197,16 @@ class Reconciler:
             pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
         return pairs
 
+    def sandbox(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.Sandbox:
+        """Where and as whom node replays this install's code (never another user's as root)."""
+        work_dir = self.store.state_dir / "verify"
+        mirror.sweep(work_dir)
+        files = [pair.real_path for pair in pairs.values()]
+        return verify.Sandbox(work_dir, mirror.code_owner(install.package_dir, files, self.allow_foreign_root))
+
     def replay(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.VerifyReport:
         return verify.replay(install.package_dir, pairs["prompt"], pairs.get("upstream"),
-                             self.patch, self.config, self.cancel)
+                             self.patch, self.config, self.sandbox(install, pairs), self.cancel)
 
     def _write(self, snapshot: write.Snapshot, data: bytes) -> None:
         if self.cancel.is_set():

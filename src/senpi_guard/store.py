@@ -146,10 +146,10 @@ class Store:
     def save_drifted(self, package_dir: Path, version: str, rel: str, found: bytes) -> Path:
         """Keep a hand-edited patched file before anything replaces it."""
         sha = hashlib.sha256(found).hexdigest()
-        copy = self.backup_dir(package_dir, version) / f"{sha}.drifted"
+        copy = self.backup_dir(package_dir, version) / "drifted" / f"{sha}.drifted"
         if not copy.exists():
             write_private(copy, found)
-            write_private(copy.with_suffix(".drifted.json"), json.dumps({
+            write_private(copy.with_name(f"{sha}.about.json"), json.dumps({
                 "package_dir": str(package_dir), "version": version, "file": rel, "sha256": sha,
                 "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2).encode())
         return copy

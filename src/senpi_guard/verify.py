@@ -14,16 +14,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from senpi_guard import nodes
 from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
+from senpi_guard.mirror import Mirror, mirror
 from senpi_guard.patch.definition import Patch
-
-ORIGINAL_SUFFIX = ".senpi-guard-original.js"
 
 
 class Cancelled(FatalError):
@@ -57,44 +55,6 @@ class ModulePair:
     export: str
     original: bytes
     candidate: bytes | None
-
-
-def harness_path() -> Path:
-    return Path(str(resources.files("senpi_guard").joinpath("js", "harness.mjs")))
-
-
-@contextmanager
-def mirror(package_dir: Path, modules: list[ModulePair]) -> Iterator[dict[Path, tuple[Path, Path]]]:
-    """A temp copy of the package made of symlinks to the real entries, except the directories on
-    the way to each module, which are real and hold the candidate (under the real name) and the
-    original (under ORIGINAL_SUFFIX). Yields real path -> (original path, candidate path)."""
-    package_dir = package_dir.resolve()
-    with tempfile.TemporaryDirectory(prefix="senpi-guard-verify-") as tmp:
-        root = Path(tmp) / "pkg"
-        real_dirs: set[Path] = set()
-        for module in modules:
-            rel = module.real_path.resolve().relative_to(package_dir)
-            for depth in range(len(rel.parts)):
-                real_dirs.add(Path(*rel.parts[:depth]) if depth else Path("."))
-        for rel_dir in sorted(real_dirs, key=lambda p: len(p.parts)):
-            (root / rel_dir).mkdir(parents=True, exist_ok=True)
-            for entry in (package_dir / rel_dir).iterdir():
-                link = root / rel_dir / entry.name
-                rel_entry = (rel_dir / entry.name) if rel_dir != Path(".") else Path(entry.name)
-                if rel_entry in real_dirs or link.exists():
-                    continue
-                link.symlink_to(entry)
-        placed = {}
-        for module in modules:
-            rel = module.real_path.resolve().relative_to(package_dir)
-            candidate = root / rel
-            if candidate.is_symlink():
-                candidate.unlink()
-            candidate.write_bytes(module.candidate if module.candidate is not None else module.original)
-            original = candidate.with_name(candidate.stem + ORIGINAL_SUFFIX)
-            original.write_bytes(module.original)
-            placed[module.real_path] = (original, candidate)
-        yield placed
 
 
 def start_node_check(node: str, path: Path) -> subprocess.Popen[str]:
@@ -136,14 +96,14 @@ def _communicate(proc: subprocess.Popen[str], timeout: float,
                                  "loop forever, or raise verify_timeout in the config") from exc
 
 
-def run_harness(node: str, job: dict[str, Any], timeout: float,
+def run_harness(node: str, place: Mirror, job: dict[str, Any], timeout: float,
                 cancel: threading.Event | None = None) -> dict[str, Any]:
     # the job goes in through a file: communicate() in slices cannot resume writing a pipe
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as job_file:
+    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=place.root) as job_file:
         json.dump(job, job_file)
         job_file.seek(0)
-        proc = subprocess.Popen([node, str(harness_path())], stdin=job_file, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([node, str(place.harness)], stdin=job_file, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, **place.popen_kwargs())
         stdout, stderr = _communicate(proc, timeout, cancel)
     try:
         report = json.loads(stdout)
@@ -155,38 +115,45 @@ def run_harness(node: str, job: dict[str, Any], timeout: float,
     return report
 
 
-def harness_job(mode: str, patch: Patch, config: Config,
-                placed: dict[Path, tuple[Path, Path]], prompt: ModulePair,
+def harness_job(mode: str, patch: Patch, config: Config, place: Mirror, prompt: ModulePair,
                 upstream: ModulePair | None) -> dict[str, Any]:
     """The first line the harness reads: what to load, which checks, which settings."""
 
     def spec(module: ModulePair | None) -> dict[str, Any] | None:
         if module is None:
             return None
-        original, candidate = placed[module.real_path]
+        original, candidate = place.placed[module.real_path]
         return {"original": str(original), "export": module.export,
                 "candidate": str(candidate) if module.candidate is not None else None}
 
     return {"mode": mode, "call": patch.call, "tags": list(config.tags),
             "marker": patch.marker_template, "maxMarkerBytes": patch.max_marker_bytes,
-            "checks": str(patch.checks_path), "prompt": spec(prompt), "upstream": spec(upstream)}
+            "checks": str(place.checks), "prompt": spec(prompt), "upstream": spec(upstream)}
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """Where node runs: the folder for mirrors, and whom node runs as (None: as we are)."""
+
+    work_dir: Path
+    owner: tuple[int, int] | None = None
 
 
 def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, patch: Patch,
-           config: Config, cancel: threading.Event | None = None) -> VerifyReport:
+           config: Config, sandbox: Sandbox, cancel: threading.Event | None = None) -> VerifyReport:
     """Run the harness once over all fixtures; `node --check` must pass on every candidate too."""
     node, version = nodes.node_for(package_dir)[:2]
     modules = [prompt] + ([upstream] if upstream is not None else [])
     timeout = config.verify_timeout
-    with mirror(package_dir, modules) as placed:
+    with mirror(package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner) as place:
         # node --check runs beside the replay (node starts slowly); both must pass before any write
-        checks = [(module, start_node_check(node, placed[module.real_path][1]))
+        checks = [(module, start_node_check(node, place.placed[module.real_path][1]))
                   for module in modules if module.candidate is not None]
-        job = harness_job("verify", patch, config, placed, prompt, upstream)
+        job = harness_job("verify", patch, config, place, prompt, upstream)
         job["fixtures"] = patch.fixtures()
         failure: FatalError | None = None
         try:
-            report = run_harness(node, job, timeout, cancel)
+            report = run_harness(node, place, job, timeout, cancel)
         except Cancelled:
             for _, proc in checks:
                 proc.kill()
@@ -205,14 +172,15 @@ def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, p
 
 
 @contextmanager
-def serve(package_dir: Path, pairs: dict[str, ModulePair], patch: Patch,
-          config: Config) -> Iterator[subprocess.Popen[str]]:
+def serve(package_dir: Path, pairs: dict[str, ModulePair], patch: Patch, config: Config,
+          sandbox: Sandbox) -> Iterator[subprocess.Popen[str]]:
     """A node harness in "serve" mode over the install's modules, ready for requests."""
     node = nodes.node_for(package_dir).path
-    with mirror(package_dir, list(pairs.values())) as placed:
-        job = harness_job("serve", patch, config, placed, pairs["prompt"], pairs.get("upstream"))
-        proc = subprocess.Popen([node, str(harness_path())], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    modules = list(pairs.values())
+    with mirror(package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner) as place:
+        job = harness_job("serve", patch, config, place, pairs["prompt"], pairs.get("upstream"))
+        proc = subprocess.Popen([node, str(place.harness)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, **place.popen_kwargs())
         try:
             proc.stdin.write(json.dumps(job) + "\n")
             proc.stdin.flush()

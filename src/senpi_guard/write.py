@@ -1,17 +1,30 @@
-"""The only module that writes into a package's dist/: confined, atomic, mode- and owner-keeping;
-and the atomic writer of senpi-guard's own files."""
+"""The only module that writes into a package's dist/, and the atomic writer of senpi-guard's own
+files.
+
+A target is read through directory file descriptors opened one component at a time with
+O_NOFOLLOW from the package dir, and written back the same way: the temp file, the re-check and
+the rename all happen relative to a directory whose device and inode are the ones seen at read
+time. A directory swapped for a symlink or another directory in between is refused, so a write
+can never land outside the folder that was read. Mode and owner are kept, or nothing is written.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
+import secrets
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
+
+TEMP_SUFFIX = ".senpi-guard"
 
 
 class Snapshot(NamedTuple):
@@ -22,104 +35,180 @@ class Snapshot(NamedTuple):
     uid: int
     gid: int
     nlink: int
+    package_dir: Path  # as resolved when read: every write walks down from here again
+    parts: tuple[str, ...]  # the folders from package_dir down to the file, then its name
+    dir_id: tuple[int, int]  # (st_dev, st_ino) of the file's folder at read time
+    dir_uid: int
 
 
-def confined(path: Path, package_dir: Path) -> Path:
+def os_error(exc: OSError, what: str, where: Path | str, next_step: str) -> FatalError:
+    """One line for an OS failure: what, where, why, and what to do."""
+    why = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is used up",
+           errno.EROFS: "the file system is read-only", errno.ELOOP: "a symbolic link is in the way",
+           errno.EACCES: "permission denied", errno.EPERM: "not permitted"}.get(exc.errno, exc.strerror)
+    return FatalError(f"cannot {what} {where}: {why}; {next_step}")
+
+
+@contextmanager
+def _folder(package_dir: Path, folders: tuple[str, ...]) -> Iterator[int]:
+    """An fd of package_dir/folders…, opened one component at a time without following links."""
+    fd = os.open(package_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in folders:
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _refuse_link(path: Path, package_dir: Path, exc: OSError) -> FatalError:
     real = Path(os.path.realpath(path))
-    root = Path(os.path.realpath(package_dir))
-    if not real.is_relative_to(root):
-        raise FatalError(f"{path} resolves to {real}, outside the package {root}; senpi-guard "
-                         "will not follow it: reinstall senpi so the file is a plain file")
-    return real
+    if not real.is_relative_to(package_dir):
+        return FatalError(f"{path} resolves to {real}, outside the package {package_dir}; senpi-guard "
+                          "will not follow it: reinstall senpi so the file is a plain file")
+    return FatalError(f"{path} or a folder above it is not a plain file or folder ({exc.strerror}); "
+                      "senpi-guard will not follow it: reinstall senpi")
 
 
 def read(path: Path, package_dir: Path) -> Snapshot:
-    confined(path, package_dir)
+    root = Path(os.path.realpath(package_dir))
+    parts = Path(path).relative_to(package_dir).parts
     try:
-        st = path.lstat()
+        with _folder(root, parts[:-1]) as dir_fd:
+            dir_st = os.fstat(dir_fd)
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+            with os.fdopen(fd, "rb") as handle:
+                st = os.fstat(handle.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    raise FatalError(f"{path} is not a regular file; reinstall senpi")
+                if not st.st_mode & 0o444:  # root could read it; its owner says hands off
+                    raise FatalError(f"{path} is unreadable (mode {stat.S_IMODE(st.st_mode):04o}); "
+                                     "make it readable (chmod a+r) and retry")
+                data = handle.read()
+    except (NotADirectoryError, FileNotFoundError) as exc:
+        raise _refuse_link(path, root, exc) from exc
+    except PermissionError as exc:
+        raise FatalError(f"{path} is unreadable ({exc.strerror}); make it readable (chmod a+r) "
+                         "and retry") from exc
     except OSError as exc:
-        raise FatalError(f"cannot stat {path}: {exc.strerror}") from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise FatalError(f"{path} is not a regular file; reinstall senpi")
-    if not st.st_mode & 0o444:
-        raise FatalError(f"{path} is unreadable (mode {stat.S_IMODE(st.st_mode):04o}); "
-                         "make it readable (chmod a+r) and retry")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FatalError(f"cannot read {path}: {exc.strerror}; fix its permissions") from exc
-    return Snapshot(path, data, hashlib.sha256(data).hexdigest(), stat.S_IMODE(st.st_mode),
-                    st.st_uid, st.st_gid, st.st_nlink)
+        if exc.errno == errno.ELOOP:
+            raise _refuse_link(path, root, exc) from exc
+        raise os_error(exc, "read", path, "check the file and retry") from exc
+    return Snapshot(Path(path), data, hashlib.sha256(data).hexdigest(), stat.S_IMODE(st.st_mode),
+                    st.st_uid, st.st_gid, st.st_nlink, root, parts, (dir_st.st_dev, dir_st.st_ino),
+                    dir_st.st_uid)
 
 
-def check_writable(path: Path) -> None:
-    """Respect read-only modes even as root: a dir without write bits is the user's 'hands off'."""
-    parent = path.parent
-    st = parent.stat()
-    if not st.st_mode & 0o222 or not os.access(parent, os.W_OK):
-        raise FatalError(f"{parent} is read-only (mode {stat.S_IMODE(st.st_mode):04o}); nothing "
-                         "was changed: make it writable or run senpi-guard as the owner of senpi")
+def _check_owner(snapshot: Snapshot) -> None:
+    """The new file gets the old one's owner, or nothing is written."""
+    euid = os.geteuid()
+    if snapshot.uid == euid:
+        return
+    if euid != 0:
+        raise FatalError(f"{snapshot.path} belongs to uid {snapshot.uid}, not to you (uid {euid}); "
+                         "nothing was changed: run senpi-guard as the owner of senpi")
+    if snapshot.uid != snapshot.dir_uid:
+        raise FatalError(f"{snapshot.path} belongs to uid {snapshot.uid} but its folder to uid "
+                         f"{snapshot.dir_uid}; senpi-guard will not give a file to another owner: "
+                         "reinstall senpi, then retry")
 
 
 def replace(snapshot: Snapshot, data: bytes) -> None:
-    """Write `data` over snapshot.path atomically, unless the file changed since it was read.
+    """Write `data` over the snapshot's file atomically, unless it changed since it was read.
 
     A temp file beside the target is renamed over it, so a hard link into a pnpm or bun store is
     broken rather than edited, and readers only ever see the old or the new bytes."""
+    _check_owner(snapshot)
     path = snapshot.path
-    check_writable(path)
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".senpi-guard", dir=path.parent)
+        with _folder(snapshot.package_dir, snapshot.parts[:-1]) as dir_fd:
+            _same_folder(snapshot, dir_fd)
+            _replace_in(snapshot, data, dir_fd)
+    except (NotADirectoryError, FileNotFoundError) as exc:
+        raise FatalError(f"a folder above {path} was moved or replaced while senpi-guard worked "
+                         "(a senpi update in progress?); nothing was written: run the command again") from exc
     except OSError as exc:
-        raise FatalError(f"cannot create a temp file in {path.parent}: {exc.strerror}; nothing "
-                         "was changed") from exc
-    tmp = Path(tmp_name)
+        if exc.errno == errno.ELOOP:
+            raise _refuse_link(path, snapshot.package_dir, exc) from exc
+        raise os_error(exc, "write", path.parent, "nothing was changed: fix that, then retry") from exc
+
+
+def _same_folder(snapshot: Snapshot, dir_fd: int) -> None:
+    st = os.fstat(dir_fd)
+    if (st.st_dev, st.st_ino) != snapshot.dir_id:
+        raise FatalError(f"{snapshot.path.parent} is another folder than the one senpi-guard read "
+                         "(it was replaced meanwhile); nothing was written: run the command again")
+    # respect read-only modes even as root: a folder without write bits is the user's "hands off"
+    if not st.st_mode & 0o222 or not os.access(".", os.W_OK, dir_fd=dir_fd):
+        raise FatalError(f"{snapshot.path.parent} is read-only (mode {stat.S_IMODE(st.st_mode):04o}); "
+                         "nothing was changed: make it writable or run senpi-guard as the owner of senpi")
+
+
+def _replace_in(snapshot: Snapshot, data: bytes, dir_fd: int) -> None:
+    name = snapshot.parts[-1]
+    tmp = f".{name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        try:
+            os.fchown(fd, snapshot.uid, snapshot.gid)
+        except PermissionError as exc:
+            raise FatalError(f"{snapshot.path} belongs to {snapshot.uid}:{snapshot.gid}, which "
+                             "senpi-guard cannot keep; nothing was changed: run it as the owner") from exc
+        with os.fdopen(fd, "wb", closefd=False) as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, snapshot.mode)
-        if hasattr(os, "chown"):
-            with contextlib.suppress(PermissionError):
-                os.chown(tmp, snapshot.uid, snapshot.gid)
-        try:
-            now = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            now = "missing"
-        if now != snapshot.sha256:
-            raise FatalError(f"{path} changed while senpi-guard was working on it (a senpi update "
-                             "in progress?); nothing was written: run the command again")
-        os.replace(tmp, path)
+        os.fchmod(fd, snapshot.mode)
+        if _current_sha(name, dir_fd) != snapshot.sha256:
+            raise FatalError(f"{snapshot.path} changed while senpi-guard was working on it (a senpi "
+                             "update in progress?); nothing was written: run the command again")
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
+    finally:
+        os.close(fd)
     with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        os.fsync(dir_fd)
+
+
+def _current_sha(name: str, dir_fd: int) -> str:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return "missing"
+    with os.fdopen(fd, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
 
 
 def remove_stale_temps(targets: list[Path]) -> None:
     """Temp files left by a writer that was killed (callers hold the write lock, so none is live)."""
     for target in targets:
-        for leftover in target.parent.glob(f".{target.name}.*.senpi-guard"):
+        for leftover in target.parent.glob(f".{target.name}.*{TEMP_SUFFIX}"):
             with contextlib.suppress(OSError):
-                leftover.unlink()
+                if leftover.is_file() and not leftover.is_symlink():
+                    leftover.unlink()
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Atomic write for senpi-guard's own files (state, backups)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Atomic write for senpi-guard's own files (state, backups); an OS failure is one line."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise os_error(exc, "write", path, "free space or fix that folder's permissions, then retry") from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)
+    except OSError as exc:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise os_error(exc, "write", path, "free space or fix that folder's permissions, then retry") from exc
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise

@@ -75,7 +75,7 @@ def test_revert_restores_exact_bytes_from_backup(npm_install, capsys):
     backup_line = next(line for line in out.splitlines() if line.strip().startswith("backup"))
     assert "backups" in backup_line and ".orig" in backup_line  # the path, shown with -v only
     assert tree_digest(pkg) == before
-    assert status_json(capsys, pkg)[1]["state"] == "unpatched"
+    assert status_json(capsys, pkg)[1]["state"] == "held"  # unpatched, and left so until apply
 
 
 def test_revert_without_backup_removes_the_edit(npm_install, capsys, isolated_dirs):

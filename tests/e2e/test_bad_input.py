@@ -150,17 +150,16 @@ def test_verification_timeout(custom_package, capsys, isolated_dirs):
     assert time.monotonic() - started < 30
 
 
-def test_file_changed_between_read_and_write(npm_install, tmp_path):
+def test_file_changed_between_read_and_write(npm_install, isolated_dirs):
     """A real race: the target is rewritten while apply is verifying the candidate."""
     pkg = npm_install(2)
     target = pkg / REL
-    scratch = tmp_path / "tmpdir"
-    scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch)}
+    scratch = isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify"  # where mirrors live
+    env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 30
-    while not list(scratch.glob("senpi-guard-verify-*")):
+    while not (scratch.is_dir() and list(scratch.glob("senpi-guard-verify-*"))):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.002)
     changed = target.read_bytes().replace(b"USER:\\n", b"HUMAN:\\n")

@@ -14,13 +14,14 @@ EXITS = "0 every install ended patched (or left to upstream by config); 1 anythi
 
 def configure(parser) -> None:
     common.add_install_options(parser)
+    common.add_foreign_root(parser)
     parser.add_argument("--dry-run", action="store_true", help="verify and show the diff; write nothing")
 
 
 def run(args) -> int:
     patch, config = common.load()
     found = common.installs(args)
-    reconciler = Reconciler(patch, config)
+    reconciler = Reconciler(patch, config, allow_foreign_root=args.allow_foreign_root)
     outcomes = []
     with reconciler.store.lock():
         for install in found:

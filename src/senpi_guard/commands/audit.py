@@ -24,6 +24,7 @@ def configure(parser) -> None:
     parser.add_argument("--all", action="store_true", help="every session")
     parser.add_argument("--plot", metavar="FILE", help="draw bytes per turn to a .png or .svg")
     common.add_install_options(parser)
+    common.add_foreign_root(parser)
 
 
 def _sessions(args) -> list[Path]:
@@ -139,7 +140,7 @@ def run(args) -> int:
     found = discover.explicit(args.root) if args.root else discover.discover()
     stream = JsonStream(len(files) > 1) if args.json else None
     last = None
-    with audit.serializer(found.installs, patch, config) as server:
+    with audit.serializer(found.installs, patch, config, args.allow_foreign_root) as server:
         for path in files:
             if stream:
                 stream.start(path, server.label)

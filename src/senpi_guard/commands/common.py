@@ -24,6 +24,11 @@ def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
+def add_foreign_root(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-foreign-root", action="store_true",
+                        help="as root, run node over another user's senpi as root (default: as its owner)")
+
+
 def add_install_options(parser: argparse.ArgumentParser) -> None:
     """--root and --json: the options of every command that works on installs."""
     add_root(parser)

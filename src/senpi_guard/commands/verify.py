@@ -13,11 +13,12 @@ EXITS = "0 every install is patched and passes every check; 1 anything else"
 
 def configure(parser) -> None:
     common.add_install_options(parser)
+    common.add_foreign_root(parser)
 
 
 def run(args) -> int:
     patch, config = common.load()
-    reconciler = Reconciler(patch, config)
+    reconciler = Reconciler(patch, config, allow_foreign_root=args.allow_foreign_root)
     outcomes = []
     for install in common.installs(args):
         ui.progress(f"senpi {install.version} ({install.manager}): replaying the fixtures with node…")
