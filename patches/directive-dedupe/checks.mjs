@@ -205,7 +205,10 @@ export const checks = {
     "one-copy-per-directive": {
         run(r) {
             const counts = countSpans(r.job.tags, r.util.textsOf(r.candidate), true);
-            const extra = [...counts].filter(([, n]) => n !== 1);
+            const markerLength = new Map(r.markers.map(([tag, m]) => [tag, m.length]));
+            // a span no longer than its marker is never replaced: replacing it would not save
+            const worthIt = (span) => span.length > markerLength.get(span.slice(1, span.indexOf(">")));
+            const extra = [...counts].filter(([span, n]) => n !== 1 && worthIt(span));
             return [extra.length === 0, `${extra.length} directives appear more than once (e.g. ${extra[0]?.[1]} copies of a ${extra[0]?.[0].length}-byte span)`];
         },
     },

@@ -98,8 +98,11 @@ function __senpiGuardDedupeText(text, tags, kept, markers) {
                 marker = __senpiGuardMarker(span.tag);
                 markers.set(span.tag, marker);
             }
-            out += text.slice(last, span.start) + marker;
-            last = span.end;
+            // only where it saves something: a short repeated span stays as it is
+            if (marker.length < body.length) {
+                out += text.slice(last, span.start) + marker;
+                last = span.end;
+            }
         }
         else {
             seen.add(body);

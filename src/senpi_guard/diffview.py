@@ -21,11 +21,20 @@ def _first_difference(a: str, b: str) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
+# Control characters would drive the reader's terminal (colours, cursor moves, a cleared screen).
+_VISIBLE = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f]}
+_VISIBLE.update({c: f"\\u{c:04x}" for c in range(0x80, 0xa0)})
+
+
+def visible(text: str) -> str:
+    return text.translate(_VISIBLE)
+
+
 def window_diff(label: str, old: bytes, new: bytes) -> str:
     old_lines = old.decode("utf-8", "replace").splitlines()
     new_lines = new.decode("utf-8", "replace").splitlines()
     diff = difflib.unified_diff(old_lines, new_lines, f"a/{label}", f"b/{label}", n=1, lineterm="")
-    return "".join(f"{line}\n" for line in _windowed(diff))
+    return "".join(f"{visible(line)}\n" for line in _windowed(diff))
 
 
 def _windowed(lines: Iterable[str]) -> Iterator[str]:

@@ -75,7 +75,7 @@ def _probe_dir() -> str:
 def read_manifest(package_dir: Path) -> dict | None:
     try:
         data = json.loads((package_dir / "package.json").read_text("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: absurdly deep JSON
         return None
     return data if isinstance(data, dict) else None
 

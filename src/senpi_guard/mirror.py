@@ -98,8 +98,8 @@ def _link_tree(root: Path, package_dir: Path, real_dirs: set[Path]) -> None:
 @contextmanager
 def mirror(package_dir: Path, modules: list, checks: Path, work_dir: Path,
            owner: tuple[int, int] | None) -> Iterator[Mirror]:
-    """`modules` are verify.ModulePair; yields the Mirror with every module placed."""
-    package_dir = package_dir.resolve()
+    """`modules` are verify.ModulePair (their real_path lies lexically under package_dir); yields
+    the Mirror with every module placed."""
     base = Path(tempfile.gettempdir()) if owner else work_dir
     try:
         base.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -118,17 +118,18 @@ def _fill(folder: Path, package_dir: Path, modules: list, checks: Path,
           owner: tuple[int, int] | None) -> Mirror:
     root = folder / "pkg"
     real_dirs: set[Path] = set()
-    for module in modules:
-        rel = module.real_path.resolve().relative_to(package_dir)
+    # lexical paths: a folder swapped for a link since the read must not move the mirror elsewhere
+    rels = {module.real_path: Path(module.real_path).relative_to(package_dir) for module in modules}
+    for rel in rels.values():
         real_dirs.update(Path(*rel.parts[:depth]) if depth else Path(".") for depth in range(len(rel.parts)))
-    _link_tree(root, package_dir, real_dirs)
+    _link_tree(root, package_dir.resolve(), real_dirs)
     harness = folder / "harness.mjs"
     shutil.copyfile(Path(str(resources.files("senpi_guard").joinpath("js", "harness.mjs"))), harness)
     checks_copy = folder / "checks.mjs"
     shutil.copyfile(checks, checks_copy)
     placed = {}
     for module in modules:
-        candidate = root / module.real_path.resolve().relative_to(package_dir)
+        candidate = root / rels[module.real_path]
         if candidate.is_symlink():
             candidate.unlink()
         candidate.write_bytes(module.candidate if module.candidate is not None else module.original)

@@ -10,17 +10,21 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from senpi_guard import store
+from senpi_guard.write import os_error
 
 log = logging.getLogger("senpi-guard.watch")
 
 
 def setup_logging(verbose: bool = True) -> Path:
     folder = store.log_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     logfile = folder / "watch.log"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handler = RotatingFileHandler(logfile, maxBytes=1 << 20, backupCount=3, encoding="utf-8")
+    except OSError as exc:
+        raise os_error(exc, "open the log", logfile, "fix that folder (or set XDG_STATE_HOME), then retry") from exc
     log.setLevel(logging.INFO)
     log.handlers.clear()
-    handler = RotatingFileHandler(logfile, maxBytes=1 << 20, backupCount=3, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     log.addHandler(handler)
     if verbose:

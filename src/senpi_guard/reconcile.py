@@ -168,12 +168,9 @@ class Reconciler:
         if c.base is not None:
             return c.base
         if c.state == State.DRIFTED and c.header is not None:
-            backup = self.store.find_backup(install.package_dir, install.version, tf.rel,
-                                            c.header.original_sha256)
+            backup = self._fitting_backup(install, tf)
             if backup is not None:
-                base = reverse.recover(backup.data, self.patch).base
-                if base is not None:
-                    return base
+                return reverse.recover(backup.data, self.patch).base
         label = f"senpi {install.version} at {install.package_dir}: {tf.rel}"
         if c.state == State.HAND_PATCHED:
             raise FatalError(f"{label} carries a hand-applied {self.patch.hand_fix_function} that "
@@ -181,6 +178,22 @@ class Reconciler:
                              f"(npm install -g {install_spec(install)}) and run apply again")
         raise FatalError(f"{label} was changed after senpi-guard patched it ({c.detail}); reinstall "
                          f"senpi (npm install -g {install_spec(install)}) and run apply again")
+
+    def _fitting_backup(self, install: Install, tf: TargetFile):
+        """The backup of this file, only if it fits: what it reduces to hashes to the original
+        our header names, and (when the edit can be removed) equals what removing it gives."""
+        header = tf.classified.header
+        backup = self.store.find_backup(install.package_dir, install.version, tf.rel,
+                                        header.original_sha256)
+        if backup is None:
+            return None
+        base = reverse.recover(backup.data, self.patch).base
+        if base is None or apply.sha256(base) != header.original_sha256 or \
+                (tf.classified.base is not None and tf.classified.base != base):
+            raise FatalError(f"the backup {backup.path} does not fit {tf.rel} (it is not the original "
+                             "the patch was made from); nothing was changed: delete that backup, or "
+                             "revert with --from-edit")
+        return backup
 
     def module_pairs(self, insp: Inspection, roles: tuple[str, ...] | None = None
                      ) -> dict[str, verify.ModulePair]:
@@ -215,8 +228,8 @@ class Reconciler:
 
     # ---- records -----------------------------------------------------------------------
     def _verified_before(self, install: Install, shas: dict[str, str]) -> bool:
-        last = self.store.install_record(install.package_dir).get("last_verify") or {}
-        return bool(last.get("ok")) and last.get("shas") == shas \
+        last = self.store.install_record(install.package_dir).get("last_verify")
+        return isinstance(last, dict) and bool(last.get("ok")) and last.get("shas") == shas \
             and last.get("patch") == self.patch.patch_id(self.config)
 
     def record_verification(self, install: Install, report: verify.VerifyReport,
@@ -249,6 +262,9 @@ class Reconciler:
                 result = self._patch(insp, start, dry_run)
         except FatalError as exc:
             result = replace(start, ok=False, after=start.before, detail=str(exc))
+        except OSError as exc:  # the disk or a folder failed us: one line, and the next install goes on
+            result = replace(start, ok=False, after=start.before, detail=str(write.os_error(
+                exc, "work on", exc.filename or install.package_dir, "fix that, then run apply again")))
         result.millis = int((time.monotonic() - started) * 1000)
         return result
 
@@ -288,11 +304,18 @@ class Reconciler:
                            detail="dry run: verified, nothing written")
         changed, backups = [], []
         for tf in sorted(to_write, key=lambda t: t.target.role != "upstream"):
-            if tf.classified.state not in (State.PATCHED, State.STALE, State.DRIFTED):
-                backups.append(str(self.store.save_backup(
-                    install.package_dir, install.version, tf.rel, tf.snapshot.data,
-                    apply.sha256(pairs[tf.target.role].original))))
-            self._write(tf.snapshot, wanted[tf.target.role])
+            try:
+                if tf.classified.state not in (State.PATCHED, State.STALE, State.DRIFTED):
+                    backups.append(str(self.store.save_backup(
+                        install.package_dir, install.version, tf.rel, tf.snapshot.data,
+                        apply.sha256(pairs[tf.target.role].original))))
+                self._write(tf.snapshot, wanted[tf.target.role])
+            except (FatalError, OSError) as exc:
+                if not changed:
+                    raise
+                return replace(start, after=State.PARTIAL, changed=changed, backups=backups,
+                               detail=f"wrote {', '.join(changed)}, then stopped: {exc}; run apply "
+                                      "again to complete it")
             changed.append(tf.rel)
         detail = f"verified: {report.checks_run} checks passed (node {report.node_version})"
         if kept:
@@ -301,6 +324,12 @@ class Reconciler:
                        backups=backups + kept, detail=detail)
 
     def _defer(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+        hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
+        if hand:
+            return replace(start, detail=f"upstream_dedupe = \"defer\", but {', '.join(hand)} carries "
+                           f"the hand-applied {self.patch.hand_fix_function}, which would run before "
+                           "upstream's dedupe; nothing was changed: reinstall senpi to remove it, or "
+                           "use upstream_dedupe = \"replace\"")
         ours = [tf for tf in insp.files if tf.classified.header is not None]
         plans = [(tf, self.base_of(insp.install, tf)) for tf in ours]
         for tf, base in plans if not dry_run else []:
@@ -322,7 +351,7 @@ class Reconciler:
         began = time.monotonic()
         try:
             report = self.replay(install, self.module_pairs(insp))
-        except FatalError as exc:
+        except (FatalError, OSError) as exc:
             return replace(start, detail=str(exc))
         installed = insp.state == State.PATCHED
         if installed:
@@ -348,7 +377,7 @@ class Reconciler:
             return start
         try:
             plans, how, backups = self._revert_plans(insp, from_edit)
-        except FatalError as exc:
+        except (FatalError, OSError) as exc:
             return replace(start, detail=str(exc))
         changed = []
         for tf, data in sorted(plans, key=lambda p: p[0].target.role != "prompt"):
@@ -362,9 +391,7 @@ class Reconciler:
         install = insp.install
         plans, how, backups = [], [], []
         for tf in (tf for tf in insp.files if tf.classified.header is not None):
-            header = tf.classified.header
-            backup = None if from_edit else self.store.find_backup(
-                install.package_dir, install.version, tf.rel, header.original_sha256)
+            backup = None if from_edit else self._fitting_backup(install, tf)
             if backup is not None:
                 plans.append((tf, backup.data))
                 how.append(f"{tf.path.name}: restored from the backup")

@@ -132,7 +132,7 @@ def index(path: Path) -> SessionIndex:
 def _parse(raw: bytes) -> Any:
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly deep JSON
         return None
 
 

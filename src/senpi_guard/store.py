@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from typing import Any, NamedTuple
 import platformdirs
 
 from senpi_guard.errors import FatalError
-from senpi_guard.write import write_private
+from senpi_guard.write import os_error, write_private
 
 APP = "senpi-guard"
 RECORDS_VERSION = 2  # 1 had the same layout without the field
@@ -54,12 +55,43 @@ def safe_version(version: str) -> str:
     return safe if safe.strip(".") else f"_{len(version)}"
 
 
+def trusted(folder: Path) -> Path:
+    """`folder` if it may hold what senpi-guard trusts: not a symlink, owned by us, writable by no
+    one else. A missing folder is fine (it will be made by us)."""
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return folder
+    except OSError as exc:
+        raise FatalError(f"cannot look at {folder}: {exc.strerror}; fix it, then retry") from exc
+    if stat.S_ISLNK(st.st_mode):
+        problem = "is a symbolic link"
+    elif not stat.S_ISDIR(st.st_mode):
+        problem = "is not a folder"
+    elif st.st_uid != os.geteuid():
+        problem = f"belongs to uid {st.st_uid}, not to you (uid {os.geteuid()})"
+    elif st.st_mode & 0o022:
+        problem = f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    else:
+        return folder
+    raise FatalError(f"senpi-guard's folder {folder} {problem}; senpi-guard will not trust what is "
+                     "in it: remove it or make it yours (chown, chmod go-w), then retry")
+
+
 class Store:
-    """Owns the data dir (backups) and the state dir (records, pid file, write lock)."""
+    """Owns the data dir (backups) and the state dir (records, pid file, write lock). Every
+    folder on the way to what it reads or writes is checked with `trusted`."""
 
     def __init__(self, data_dir: Path | None = None, state_dir: Path | None = None) -> None:
         self.data_dir = data_dir or Path(platformdirs.user_data_dir(APP))
         self.state_dir = state_dir or Path(platformdirs.user_state_dir(APP))
+
+    def _trusted_chain(self, top: Path, folder: Path) -> Path:
+        """Check `top` and every folder below it down to `folder`."""
+        current = trusted(top)
+        for part in folder.relative_to(top).parts:
+            current = trusted(current / part)
+        return folder
 
     @property
     def backups_dir(self) -> Path:
@@ -73,6 +105,17 @@ class Store:
     def lock_file(self) -> Path:
         return self.state_dir / "write.lock"
 
+    def _lock_path(self, path: Path) -> str:
+        self._trusted_chain(self.state_dir, self.state_dir)
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise os_error(exc, "make", self.state_dir, "fix that folder, then retry") from exc
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise FatalError(f"{path} is not a plain file (a symbolic link?); senpi-guard will not "
+                             "lock through it: remove it, then retry")
+        return str(path)
+
     @property
     def pid_file(self) -> Path:
         return self.state_dir / "watcher.json"
@@ -83,9 +126,8 @@ class Store:
         """One writer at a time across apply, revert, demo and the watcher; says when it waits."""
         import filelock  # only the commands that write pay for it
 
-        self.lock_file.parent.mkdir(parents=True, exist_ok=True)
         timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
-        lock = filelock.FileLock(str(self.lock_file))
+        lock = filelock.FileLock(self._lock_path(self.lock_file))
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
@@ -103,7 +145,8 @@ class Store:
 
     # ---- backups -------------------------------------------------------------------------
     def backup_dir(self, package_dir: Path, version: str) -> Path:
-        return self.backups_dir / install_key(package_dir) / safe_version(version)
+        folder = self.backups_dir / install_key(package_dir) / safe_version(version)
+        return self._trusted_chain(self.data_dir, folder)
 
     def save_backup(self, package_dir: Path, version: str, rel: str, found: bytes,
                     base_sha: str) -> Path:
@@ -156,7 +199,8 @@ class Store:
 
     # ---- holds: `revert` asks the watcher to leave an install alone until `apply` -----------
     def hold_file(self, package_dir: Path) -> Path:
-        return self.backups_dir / install_key(package_dir) / "hold.json"
+        folder = self._trusted_chain(self.data_dir, self.backups_dir / install_key(package_dir))
+        return folder / "hold.json"
 
     def hold(self, package_dir: Path) -> dict[str, Any] | None:
         try:
@@ -180,7 +224,7 @@ class Store:
 
     # ---- records (last verification, last reconcile, back-off) ------------------------------
     def load_records(self) -> dict[str, Any]:
-        path = self.records_file
+        path = self._trusted_chain(self.state_dir, self.state_dir) / "state.json"
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
@@ -228,8 +272,7 @@ class Store:
         """Held for a watcher's lifetime: a second watcher is refused with the first one's pid."""
         import filelock
 
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(str(self.state_dir / "watcher.lock"))
+        lock = filelock.FileLock(self._lock_path(self.state_dir / "watcher.lock"))
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:

@@ -253,7 +253,7 @@ class Watcher:
 
     def _backed_off(self, inst: discover.Install) -> bool:
         backoff = self.store.install_record(inst.package_dir).get("backoff")
-        return bool(backoff) and backoff.get("version") == inst.version and \
+        return isinstance(backoff, dict) and backoff.get("version") == inst.version and \
             _content_key(inst, backoff.get("target")) == backoff.get("sha256")
 
     def reconcile_one(self, inst: discover.Install, trigger: str) -> None:

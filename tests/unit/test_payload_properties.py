@@ -77,8 +77,9 @@ def oracle(blocks: list[dict]) -> list[dict]:
             body = text[start:end]
             seen = kept.setdefault(tag, set())
             if body in seen:
-                pieces += [text[last:start], marker(tag)]
-                last = end
+                if len(marker(tag)) < len(body):  # the marker never makes a text longer
+                    pieces += [text[last:start], marker(tag)]
+                    last = end
             else:
                 seen.add(body)
         out.append({**block, "text": "".join(pieces) + text[last:]} if last else block)
@@ -135,11 +136,22 @@ def test_markers_are_short_and_tag_free():
 
 
 def test_keeps_first_drops_identical_keeps_variants(node_dedupe):
-    a, b = "<ultrawork-mode>A</ultrawork-mode>", "<ultrawork-mode>B</ultrawork-mode>"
+    a, b = ("<ultrawork-mode>" + body * 80 + "</ultrawork-mode>" for body in "AB")
     case = [{"type": "text", "text": t} for t in (a, b, a, b, a + " " + a)]
     (out,) = node_dedupe([case])
     m = marker("ultrawork-mode")
     assert [x["text"] for x in out] == [a, b, m, m, m + " " + m]
+
+
+def test_a_marker_never_makes_the_prompt_longer(node_dedupe):
+    short = "<system-reminder>ok</system-reminder>"  # 36 characters, shorter than its marker
+    case = [{"type": "text", "text": short * 3}, {"type": "text", "text": short}]
+    (out,) = node_dedupe([case])
+    assert out == case
+    edge = "<system-reminder>" + "x" * (len(marker("system-reminder")) - 34) + "</system-reminder>"
+    assert len(edge) == len(marker("system-reminder")) + 1
+    (out,) = node_dedupe([[{"type": "text", "text": edge + edge}]])
+    assert out[0]["text"] == edge + marker("system-reminder")  # one byte shorter: replaced
 
 
 def test_many_copies_collapse_to_one_copy_and_markers(node_dedupe):

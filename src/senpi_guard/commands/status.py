@@ -21,8 +21,12 @@ def configure(parser) -> None:
     common.add_install_options(parser)
 
 
-def _when(stamp: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "never"
+def _when(stamp: Any) -> str:
+    if not stamp:
+        return "never"
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+        return "at an unknown time"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 
 
 def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
@@ -44,10 +48,15 @@ def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
             "detail": insp.detail,
             "next": None if insp.state in SETTLED else ui.NEXT_STEPS.get(insp.state),
             "node": _node(install),
-            "last_verify": record.get("last_verify"),
-            "last_reconcile": record.get("last_reconcile"),
+            "last_verify": _dict(record.get("last_verify")),
+            "last_reconcile": _dict(record.get("last_reconcile")),
         })
     return rows, reconciler
+
+
+def _dict(value: Any) -> dict[str, Any] | None:
+    """A record field as written by senpi-guard, or None (a hand-edited state file may hold anything)."""
+    return value if isinstance(value, dict) else None
 
 
 def _node(install) -> dict[str, str]:
