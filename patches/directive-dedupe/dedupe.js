@@ -78,6 +78,69 @@ function __senpiGuardOutermost(found) {
     }
     return outer;
 }
+// V8 hashes a string longer than 16,383 characters by its length alone, so a Set of long spans
+// compares every same-length span in full: quadratic when a plugin stamps a counter into each copy.
+// Spans are filed under a short key (length and three slices) and compared exactly within it.
+function __senpiGuardKey(body) {
+    const n = body.length;
+    if (n <= 512) {
+        return body;
+    }
+    const mid = n >> 1;
+    return `${n}:${body.slice(0, 128)}${body.slice(mid - 64, mid + 64)}${body.slice(n - 128)}`;
+}
+// FNV-1a over the UTF-16 units: the whole text, for buckets the short key cannot split.
+function __senpiGuardHash(text) {
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) {
+        hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+    }
+    return hash >>> 0;
+}
+// True when `body` was seen before under this tag; else files it and returns false. A key holds
+// one text, then a short list, then (past 8 texts that share length and slices) a map by full hash.
+function __senpiGuardSeen(seen, body) {
+    const key = __senpiGuardKey(body);
+    let filed = seen.get(key);
+    if (filed === undefined) {
+        seen.set(key, body);
+        return false;
+    }
+    if (typeof filed === "string") {
+        if (filed === body) {
+            return true;
+        }
+        seen.set(key, [filed, body]);
+        return false;
+    }
+    if (Array.isArray(filed)) {
+        if (filed.includes(body)) {
+            return true;
+        }
+        if (filed.length < 8) {
+            filed.push(body);
+            return false;
+        }
+        const byHash = new Map();
+        for (const text of filed) {
+            const hash = __senpiGuardHash(text);
+            byHash.set(hash, [...(byHash.get(hash) ?? []), text]);
+        }
+        seen.set(key, byHash);
+        filed = byHash;
+    }
+    const hash = __senpiGuardHash(body);
+    const same = filed.get(hash);
+    if (same === undefined) {
+        filed.set(hash, [body]);
+        return false;
+    }
+    if (same.includes(body)) {
+        return true;
+    }
+    same.push(body);
+    return false;
+}
 function __senpiGuardDedupeText(text, tags, kept, markers) {
     const spans = __senpiGuardSpans(text, tags);
     if (spans.length === 0) {
@@ -89,10 +152,10 @@ function __senpiGuardDedupeText(text, tags, kept, markers) {
         const body = text.slice(span.start, span.end);
         let seen = kept.get(span.tag);
         if (seen === undefined) {
-            seen = new Set();
+            seen = new Map();
             kept.set(span.tag, seen);
         }
-        if (seen.has(body)) {
+        if (__senpiGuardSeen(seen, body)) {
             let marker = markers.get(span.tag);
             if (marker === undefined) {
                 marker = __senpiGuardMarker(span.tag);
@@ -103,9 +166,6 @@ function __senpiGuardDedupeText(text, tags, kept, markers) {
                 out += text.slice(last, span.start) + marker;
                 last = span.end;
             }
-        }
-        else {
-            seen.add(body);
         }
     }
     return last === 0 ? text : out + text.slice(last);

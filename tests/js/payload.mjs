@@ -25,7 +25,10 @@ for await (const line of lines) {
     let reply;
     try {
         const request = JSON.parse(line);
-        reply = { outputs: request.cases.map((blocks) => api.dedupe(freeze(blocks))) };
+        const cases = request.cases.map(freeze);
+        const started = process.hrtime.bigint();
+        const outputs = cases.map((blocks) => api.dedupe(blocks));
+        reply = { outputs, elapsedMs: Number(process.hrtime.bigint() - started) / 1e6 };
     }
     catch (error) {
         reply = { error: String(error && error.stack ? error.stack : error) };

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from senpi_guard import config
@@ -40,3 +43,18 @@ def test_bad_values_are_one_line_errors(tmp_path, text, phrase):
     with pytest.raises(FatalError) as info:
         load(tmp_path, text)
     assert phrase in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_named_config_that_is_missing_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("SENPI_GUARD_CONFIG", str(tmp_path / "nope.toml"))
+    with pytest.raises(FatalError, match="does not exist"):
+        config.load()
+
+
+def test_a_fifo_or_a_device_is_refused_without_reading_it(tmp_path, monkeypatch):
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)  # reading it would block forever: no writer ever comes
+    for target in (fifo, Path("/dev/zero")):
+        monkeypatch.setenv("SENPI_GUARD_CONFIG", str(target))
+        with pytest.raises(FatalError, match="not a regular file"):
+            config.load()

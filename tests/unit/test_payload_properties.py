@@ -32,6 +32,7 @@ def node_dedupe(tmp_path_factory):
         proc.stdin.flush()
         reply = json.loads(proc.stdout.readline())
         assert "error" not in reply, reply.get("error")
+        run.elapsed_ms = reply["elapsedMs"]
         return reply["outputs"]
 
     yield run
@@ -160,3 +161,24 @@ def test_many_copies_collapse_to_one_copy_and_markers(node_dedupe):
     for copies in (10, 100):
         (out,) = node_dedupe([[{"type": "text", "text": span}] * copies])
         assert sum(len(b["text"]) for b in out) == len(span) + (copies - 1) * len(marker("ultrawork-mode"))
+
+
+@pytest.mark.parametrize("where", ["start", "middle", "end", "quarter"])
+def test_many_distinct_same_length_spans_stay_linear(node_dedupe, where):
+    """A plugin that stamps a counter into each 25 KB copy makes 1,000 distinct spans of one
+    length. Keyed by whole text, V8 would compare them all pairwise (~1.6 s); the bound is generous
+    for a busy machine and far below that. `quarter` differs outside the sampled slices: the
+    worst case for the short key, where whole-text hashes take over."""
+    size, copies = 25_000, 1_000
+    at = {"start": 20, "middle": size // 2, "end": size - 60, "quarter": size // 4}[where]
+
+    def span(n: int) -> str:
+        body = "r" * (size - 40)
+        stamp = f"{n:06d}"
+        body = body[:at] + stamp + body[at + len(stamp):]
+        return f"<ultrawork-mode>{body}</ultrawork-mode>"
+
+    blocks = [{"type": "text", "text": span(n % 900)} for n in range(copies)]  # 100 repeats
+    (out,) = node_dedupe([blocks])
+    assert out == oracle(blocks)
+    assert node_dedupe.elapsed_ms < 300, f"{node_dedupe.elapsed_ms:.0f} ms for {copies} spans"
