@@ -198,6 +198,21 @@ def node_check(path: Path) -> None:
     subprocess.run(["node", "--check", str(path)], check=True, capture_output=True)
 
 
+def harness_processes(parent: int) -> list[int]:
+    """The node replays that `parent` started (by /proc: their parent pid and command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if b"harness.mjs" in cmdline and ppid == parent:
+                found.append(int(entry.name))
+    return found
+
+
 # A hand-applied hot-fix like the one in the bug report (our own text), for hand-patched files.
 HAND_FIX = """
 function dedupeRepeatedDirectiveBlocks(blocks) {

@@ -104,7 +104,12 @@ def run_harness(node: str, place: Mirror, job: dict[str, Any], timeout: float,
         job_file.seek(0)
         proc = subprocess.Popen([node, str(place.harness)], stdin=job_file, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, **place.popen_kwargs())
-        stdout, stderr = _communicate(proc, timeout, cancel)
+        try:
+            stdout, stderr = _communicate(proc, timeout, cancel)
+        except BaseException:  # ^C included: node must not outlive the replay it was started for
+            proc.kill()
+            proc.wait()
+            raise
     try:
         report = json.loads(stdout)
     except json.JSONDecodeError as exc:

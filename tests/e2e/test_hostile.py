@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, hand_patched, run_cli, tree_digest, wait_for
+from conftest import SHAPE_REL, hand_patched, harness_processes, run_cli, tree_digest, wait_for
 
 from senpi_guard import sample
 
@@ -380,8 +380,11 @@ def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, i
     proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for(lambda: verify_dir.is_dir() and any(verify_dir.iterdir()), what="the mirror")
+    replays = wait_for(lambda: harness_processes(proc.pid), what="node to be replaying")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    for orphan in replays:  # its node child outlives it (the slow replay would run 30 s more)
+        os.kill(orphan, signal.SIGKILL)
     assert any(verify_dir.iterdir())  # a kill -9 cannot clean up…
     other = custom_package(sample.prompt_bridge_source(2), version="2026.9.3")
     assert run_cli(capsys, "verify", "--root", other)[0] == 1  # (unpatched: verify says so)

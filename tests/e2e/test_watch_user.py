@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, add_path, node_check, patched, run_cli, sha, wait_for
+from conftest import SHAPE_REL, add_path, harness_processes, node_check, patched, run_cli, sha, wait_for
 
 
 @pytest.fixture
@@ -164,28 +164,17 @@ export function buildPromptBlocks(context) {
 //# sourceMappingURL=prompt-bridge.js.map"""
 
 
-def _harness_processes() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"harness.mjs" in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
 def test_sigterm_during_a_slow_replay_stops_within_2s_and_writes_nothing(custom_package, watch):
     pkg = custom_package(SLOW, version="2026.9.1")
     target = pkg / SHAPE_REL[2]
     before = sha(target)
     watcher = watch("--root", pkg)
     wait_for(lambda: "reconcile started" in watcher.text(), what="the reconcile to start")
-    wait_for(_harness_processes, what="node to be replaying")
+    pid = watcher.proc.pid
+    replays = wait_for(lambda: harness_processes(pid), what="node to be replaying")
     took = watcher.stop()
     assert took < 2.0, f"stopped after {took:.2f}s"
     assert sha(target) == before
     assert not list(target.parent.glob(".*.senpi-guard"))
-    wait_for(lambda: not _harness_processes(), timeout=3, what="the replay to be killed")
+    wait_for(lambda: not any(Path(f"/proc/{r}").exists() for r in replays), timeout=3,
+             what="the replay to be killed")
