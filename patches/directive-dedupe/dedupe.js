@@ -191,7 +191,21 @@ function __senpiGuardDedupe(blocks) {
             out[index] = { ...block, text };
         }
     }
-    return out === null ? blocks : out;
+    const result = out === null ? blocks : out;
+    __senpiGuardOutputs().set(result, result.map((block) => [block, block && block.text]));
+    return result;
+}
+// What __senpiGuardDedupe returned, shared by every patched module of this process (the prompt
+// bridge and upstream's dedupe are separate modules), so upstream's wrapper need not dedupe again.
+function __senpiGuardOutputs() {
+    const key = Symbol.for("senpi-guard.dedupe-outputs");
+    return globalThis[key] ?? (globalThis[key] = new WeakMap());
+}
+// True when `blocks` is an output of __senpiGuardDedupe, unchanged since (same blocks, same texts).
+function __senpiGuardIsOurs(blocks) {
+    const seen = __senpiGuardOutputs().get(blocks);
+    return seen !== undefined && seen.length === blocks.length
+        && seen.every(([block, text], index) => blocks[index] === block && (block && block.text) === text);
 }
 function __senpiGuardCollapsed(blocks) {
     const collapsed = [];
@@ -213,7 +227,7 @@ function __senpiGuardUpstream(result, input) {
     if (!__senpiGuardConfig().tags.includes("ultrawork-mode") || !Array.isArray(input)) {
         return result;
     }
-    const blocks = __senpiGuardDedupe(input);
+    const blocks = __senpiGuardIsOurs(input) ? input : __senpiGuardDedupe(input);
     if (Array.isArray(result)) {
         return blocks;
     }

@@ -182,3 +182,26 @@ def test_many_distinct_same_length_spans_stay_linear(node_dedupe, where):
     (out,) = node_dedupe([blocks])
     assert out == oracle(blocks)
     assert node_dedupe.elapsed_ms < 300, f"{node_dedupe.elapsed_ms:.0f} ms for {copies} spans"
+
+
+UPSTREAM_ONCE = """
+const api = new Function(require("fs").readFileSync(process.argv[1], "utf8")
+    + "\\nreturn { dedupe: __senpiGuardDedupe, upstream: __senpiGuardUpstream };")();
+const a = "<ultrawork-mode>" + "x".repeat(200) + "</ultrawork-mode>";
+const ours = api.dedupe([{ type: "text", text: a }, { type: "text", text: a }]);
+const first = api.upstream({ blocks: [], collapsedDirectives: 0 }, ours);
+const reused = first.blocks === ours;
+ours.push({ type: "text", text: a });  // changed after our dedupe: it must run again
+const second = api.upstream({ blocks: [], collapsedDirectives: 0 }, ours);
+console.log(JSON.stringify({ reused, collapsed: first.collapsedDirectives,
+    again: second.blocks !== ours, last: second.blocks[2].text, collapsedAgain: second.collapsedDirectives }));
+"""
+
+
+def test_upstreams_wrapper_reuses_our_output_unless_it_changed(tmp_path):
+    payload = tmp_path / "payload.js"
+    payload.write_text(PATCH.render_payload(CONFIG))
+    out = subprocess.run(["node", "-e", UPSTREAM_ONCE, str(payload)], capture_output=True, text=True,
+                         check=True).stdout
+    assert json.loads(out) == {"reused": True, "collapsed": 1, "again": True,
+                               "last": marker("ultrawork-mode"), "collapsedAgain": 2}
