@@ -127,6 +127,14 @@ def env(monkeypatch, tmp_path):
     return tmp_path
 
 
+def write_user_config(isolated_dirs: Path, text: str) -> Path:
+    """The user's config.toml, where senpi-guard looks for it (XDG_CONFIG_HOME of isolated_dirs)."""
+    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text)
+    return config
+
+
 def add_path(monkeypatch, *dirs: Path | str) -> None:
     monkeypatch.setenv("PATH", os.pathsep.join([*map(str, dirs), os.environ["PATH"]]))
 

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import SHAPE_REL, UPSTREAM_REL, hand_patched, run_cli, sha, tree_digest
+from conftest import SHAPE_REL, UPSTREAM_REL, hand_patched, run_cli, sha, tree_digest, write_user_config
 
 from senpi_guard import sample
 from senpi_guard.patch import apply as edit
@@ -94,9 +94,7 @@ def test_tag_config_change_repatches_from_original(npm_install, capsys, isolated
     target = pkg / SHAPE_REL[2]
     original = target.read_bytes()
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
-    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text('tags = ["ultrawork-mode", "my-directive"]\n')
+    write_user_config(isolated_dirs, 'tags = ["ultrawork-mode", "my-directive"]\n')
     assert status_json(capsys, pkg)[1]["state"] == "stale"
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     patched = target.read_bytes()
@@ -182,9 +180,7 @@ def test_defer_leaves_shape3_to_upstream_and_removes_our_patch(npm_install, caps
     pkg = npm_install(3)
     before = tree_digest(pkg)
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
-    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text('upstream_dedupe = "defer"\n')
+    write_user_config(isolated_dirs, 'upstream_dedupe = "defer"\n')
     code, out, _ = run_cli(capsys, "apply", "--root", pkg, "--json")
     assert code == 0 and json.loads(out)["installs"][0]["state"] == "upstream"
     assert tree_digest(pkg) == before

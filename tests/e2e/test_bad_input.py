@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, run_cli, tree_digest
+from conftest import SHAPE_REL, run_cli, tree_digest, write_user_config
 
 from senpi_guard import sample
 
@@ -114,9 +114,7 @@ def test_corrupt_state_file(npm_install, capsys, isolated_dirs):
 ])
 def test_bad_config(npm_install, capsys, isolated_dirs, config, phrase):
     pkg = npm_install(2)
-    path = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(config)
+    write_user_config(isolated_dirs, config)
     assert_refused(capsys, pkg, phrase)
 
 
@@ -142,9 +140,7 @@ def test_verification_timeout(custom_package, capsys, isolated_dirs):
     source = sample.prompt_bridge_source(2).replace(
         "    const messages = context.messages;", "    for (;;) { }\n    const messages = context.messages;")
     pkg = custom_package(source)
-    path = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
-    path.parent.mkdir(parents=True)
-    path.write_text("verify_timeout = 3\n")
+    write_user_config(isolated_dirs, "verify_timeout = 3\n")
     started = time.monotonic()
     assert_refused(capsys, pkg, "timed out after 3s")
     assert time.monotonic() - started < 30

@@ -11,7 +11,18 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, add_path, node_check, npm_update, patched, run_cli, sha, tool, wait_for
+from conftest import (
+    SHAPE_REL,
+    add_path,
+    node_check,
+    npm_update,
+    patched,
+    run_cli,
+    sha,
+    tool,
+    wait_for,
+    write_user_config,
+)
 
 from senpi_guard import sample
 from senpi_guard.patch import apply as edit
@@ -236,9 +247,7 @@ def test_watcher_follows_a_config_change_instead_of_undoing_apply(npm_install, w
     target = pkg / SHAPE_REL[2]
     watcher = watch("--root", pkg, "--rescan-interval", "1")
     wait_for(lambda: patched(target), what="patched at start-up")
-    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text('tags = ["ultrawork-mode", "my-directive"]\n')
+    write_user_config(isolated_dirs, 'tags = ["ultrawork-mode", "my-directive"]\n')
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     wanted = target.read_bytes()
     assert b'"my-directive"' in wanted

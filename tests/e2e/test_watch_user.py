@@ -12,7 +12,17 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, add_path, harness_processes, node_check, patched, run_cli, sha, wait_for
+from conftest import (
+    SHAPE_REL,
+    add_path,
+    harness_processes,
+    node_check,
+    patched,
+    run_cli,
+    sha,
+    wait_for,
+    write_user_config,
+)
 
 
 @pytest.fixture
@@ -142,9 +152,7 @@ def test_sighup_reloads_the_config_and_reconciles(npm_install, watch, isolated_d
     target = pkg / SHAPE_REL[2]
     watcher = watch("--root", pkg, "--rescan-interval", "300")
     wait_for(lambda: patched(target), what="patched at start-up")
-    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text('tags = ["ultrawork-mode", "sighup-tag"]\n')
+    write_user_config(isolated_dirs, 'tags = ["ultrawork-mode", "sighup-tag"]\n')
     watcher.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: b'"sighup-tag"' in target.read_bytes(), what="re-patched with the new config")
     assert watcher.proc.poll() is None and "received SIGHUP" in watcher.text()
