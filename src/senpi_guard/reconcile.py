@@ -173,7 +173,7 @@ class Reconciler:
                 result = start
             elif insp.state == State.HELD:
                 result = replace(start, ok=True)
-            elif insp.state == State.DRIFTED and (on_drift != "rebuild" or dry_run):
+            elif insp.state == State.DRIFTED and on_drift != "rebuild":
                 result = self._report_drift(insp, start, dry_run)
             elif insp.upstream_present and self.config.upstream_dedupe == "defer":
                 result = self._defer(insp, start, dry_run)
