@@ -14,6 +14,7 @@ from types import ModuleType
 from senpi_guard import __version__, store, ui
 from senpi_guard.commands import apply, audit, daemon, demo, paths, revert, status, verify, watch
 from senpi_guard.errors import FatalError, UsageError
+from senpi_guard.write import private_dirs
 
 # The subcommands, in the order `--help` lists them. Each module has SUMMARY, EXAMPLE, EXITS,
 # configure(parser) and run(args) -> int.
@@ -70,7 +71,7 @@ def _crash_log(exc: BaseException) -> str:
     """Write the traceback of an unexpected error where the user can find it; return the path."""
     folder = store.log_dir()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dirs(folder)
         path = folder / "crash.log"
         with path.open("a", encoding="utf-8") as out:
             out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} senpi-guard {__version__} "

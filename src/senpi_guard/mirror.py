@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.errors import FatalError
+from senpi_guard.write import private_dirs
 
 ORIGINAL_SUFFIX = ".senpi-guard-original.js"
 PREFIX = "senpi-guard-verify-"
@@ -102,7 +103,7 @@ def mirror(package_dir: Path, modules: list, checks: Path, work_dir: Path,
     the Mirror with every module placed."""
     base = Path(tempfile.gettempdir()) if owner else work_dir
     try:
-        base.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(base)
         folder = base / f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         folder.mkdir(mode=0o700)
     except OSError as exc:

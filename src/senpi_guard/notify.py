@@ -10,7 +10,7 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from senpi_guard import store
-from senpi_guard.write import os_error
+from senpi_guard.write import os_error, private_dirs
 
 log = logging.getLogger("senpi-guard.watch")
 
@@ -19,7 +19,7 @@ def setup_logging(verbose: bool = True) -> Path:
     folder = store.log_dir()
     logfile = folder / "watch.log"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dirs(folder)
         handler = RotatingFileHandler(logfile, maxBytes=1 << 20, backupCount=3, encoding="utf-8")
     except OSError as exc:
         raise os_error(exc, "open the log", logfile, "fix that folder (or set XDG_STATE_HOME), then retry") from exc

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import platformdirs
 
 from senpi_guard.errors import FatalError
-from senpi_guard.write import os_error, write_private
+from senpi_guard.write import os_error, private_dirs, write_private
 
 APP = "senpi-guard"
 RECORDS_VERSION = 2  # 1 had the same layout without the field
@@ -108,7 +108,7 @@ class Store:
     def _lock_path(self, path: Path) -> str:
         self._trusted_chain(self.state_dir, self.state_dir)
         try:
-            self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dirs(self.state_dir)
         except OSError as exc:
             raise os_error(exc, "make", self.state_dir, "fix that folder, then retry") from exc
         if path.is_symlink() or (path.exists() and not path.is_file()):

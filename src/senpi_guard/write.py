@@ -193,10 +193,24 @@ def remove_stale_temps(targets: list[Path]) -> None:
                     leftover.unlink()
 
 
+def private_dirs(folder: Path) -> None:
+    """Make `folder` and its missing parents 0700 whatever the umask (a umask of 002, usual for
+    users with a private group, would leave them group-writable, and senpi-guard distrusts that)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for each in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            each.mkdir(mode=0o700)
+
+
 def write_private(path: Path, data: bytes) -> None:
     """Atomic write for senpi-guard's own files (state, backups); an OS failure is one line."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     except OSError as exc:
         raise os_error(exc, "write", path, "free space or fix that folder's permissions, then retry") from exc

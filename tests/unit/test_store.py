@@ -96,3 +96,21 @@ def test_the_lock_says_when_it_waits(store):
         logging.getLogger("senpi-guard").removeHandler(handler)
         release.set()
         holder.join(10)
+
+
+def test_a_group_friendly_umask_still_makes_private_folders(tmp_path):
+    """Users with a private group often have umask 002: our folders must still be 0700, or the next
+    run would refuse them as writable by others."""
+    import stat as st
+    old = os.umask(0o002)
+    try:
+        store = Store(tmp_path / "data", tmp_path / "state")
+        store.save_backup(tmp_path, "1.0", "dist/a.js", b"x", "b" * 64)
+        store.update_install(tmp_path, last_verify={"ok": True})
+        with store.lock():
+            pass
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "data", store.backups_dir, store.backup_dir(tmp_path, "1.0"), tmp_path / "state"):
+        assert st.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    assert store.find_backup(tmp_path, "1.0", "dist/a.js", "b" * 64).data == b"x"  # trusted again
