@@ -140,14 +140,18 @@ def audit_session(path: Path, server: Serializer,
     found = session.index(path)
     summary = Summary()
     sent: set[str] = set()
+    silent: set[str] = set()
     with path.open("rb") as handle:
         for turn in session.turns(found):
             for entry_id in turn.path:
-                if entry_id not in sent:
+                if entry_id not in sent and entry_id not in silent:
                     message = session.to_message(session.read_entry(handle, found.entries[entry_id]))
-                    server.put(entry_id, message)
+                    if message is None:  # e.g. a `!!cmd` or an empty branch summary: senpi sends nothing
+                        silent.add(entry_id)
+                    else:
+                        server.put(entry_id, message)
             sent = set(turn.path)
-            result = server.measure(turn.path)
+            result = server.measure([entry_id for entry_id in turn.path if entry_id not in silent])
             usage = session.usage_of(session.read_entry(handle, found.entries[turn.entry_id]))
             row = {
                 "index": turn.index, "entry_id": turn.entry_id,

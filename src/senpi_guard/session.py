@@ -23,8 +23,9 @@ KNOWN_TYPES = CONTEXT_TYPES | {"custom", "model_change", "thinking_level_change"
                                "session_info"}
 COMPACTION_TEXT = ("The conversation history before this point was compacted into the following "
                    "summary:\n\n<summary>\n{summary}\n</summary>")
+# (senpi closes a branch summary with no newline before </summary>, unlike a compaction's)
 BRANCH_TEXT = ("The following is a summary of a branch that this conversation came back from:"
-               "\n\n<summary>\n{summary}\n</summary>")
+               "\n\n<summary>\n{summary}</summary>")
 
 
 @dataclass(frozen=True)
@@ -189,18 +190,37 @@ def to_message(raw: dict[str, Any]) -> dict[str, Any] | None:
     """The message an entry contributes to the context, as buildPromptBlocks reads it."""
     kind = raw.get("type")
     if kind == "message":
-        return raw["message"]
+        message = raw["message"]
+        return bash_execution_text(message) if message.get("role") == "bashExecution" else message
     if kind == "compaction":
         return {"role": "user", "content": [{"type": "text", "text": COMPACTION_TEXT.format(
             summary=raw.get("summary", ""))}]}
     if kind == "branch_summary":
-        return {"role": "user", "content": [{"type": "text", "text": BRANCH_TEXT.format(
-            summary=raw.get("summary", ""))}]}
+        summary = raw.get("summary")
+        if not isinstance(summary, str) or not summary:  # senpi adds no empty branch summary
+            return None
+        return {"role": "user", "content": [{"type": "text", "text": BRANCH_TEXT.format(summary=summary)}]}
     if kind == "custom_message":
         content = raw.get("content", "")
         parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
         return {"role": "user", "content": parts}
     return None
+
+
+def bash_execution_text(message: dict[str, Any]) -> dict[str, Any] | None:
+    """A user's `!cmd` as senpi sends it: user text; `!!cmd` (excludeFromContext) sends nothing."""
+    if message.get("excludeFromContext"):
+        return None
+    output = message.get("output")
+    text = f"Ran `{message.get('command', '')}`\n"
+    text += f"```\n{output}\n```" if output else "(no output)"
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif message.get("exitCode") not in (None, 0):
+        text += f"\n\nCommand exited with code {message.get('exitCode')}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
 def usage_of(raw: dict[str, Any]) -> dict[str, Any] | None:

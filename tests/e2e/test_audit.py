@@ -89,7 +89,7 @@ def test_context_rules_compaction_branch_summary_custom_message(npm_install, tmp
              "summary:\n\n<summary>\nthey asked twice\n</summary>"),
         entries[5]["message"],
         user("The following is a summary of a branch that this conversation came back from:"
-             "\n\n<summary>\nan abandoned branch\n</summary>"),
+             "\n\n<summary>\nan abandoned branch</summary>"),  # no newline before the tag
     ]
     assert report["turns"][0]["unpatched_bytes"] == node_bytes(bridge, first)
     assert report["turns"][1]["unpatched_bytes"] == node_bytes(bridge, second)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from senpi_guard import sample, session
 
 
@@ -30,3 +32,43 @@ def test_entry_to_message():
     assert session.to_message({"type": "custom_message", "content": "hi"}) == {
         "role": "user", "content": [{"type": "text", "text": "hi"}]}
     assert session.to_message({"type": "label"}) is None
+
+
+def test_a_bash_execution_becomes_user_text_as_senpi_sends_it():
+    def run(**fields):
+        return session.to_message({"type": "message", "message": {"role": "bashExecution", **fields}})
+
+    assert run(command="ls", output="a\nb", exitCode=0)["content"][0]["text"] == "Ran `ls`\n```\na\nb\n```"
+    assert run(command="false", output="", exitCode=1)["content"][0]["text"] == \
+        "Ran `false`\n(no output)\n\nCommand exited with code 1"
+    assert run(command="sleep 9", output="", cancelled=True, exitCode=None)["content"][0]["text"] == \
+        "Ran `sleep 9`\n(no output)\n\n(command cancelled)"
+    assert run(command="cat big", output="x", exitCode=0, truncated=True, fullOutputPath="/tmp/o")[
+        "content"][0]["text"] == "Ran `cat big`\n```\nx\n```\n\n[Output truncated. Full output: /tmp/o]"
+    assert run(command="secret", output="x", excludeFromContext=True) is None
+
+
+def test_branch_summaries_as_senpi_sends_them():
+    text = session.to_message({"type": "branch_summary", "summary": "tried X"})["content"][0]["text"]
+    assert text.endswith("<summary>\ntried X</summary>")
+    assert session.to_message({"type": "branch_summary", "summary": ""}) is None
+
+
+def test_a_session_with_bash_executions_audits(tmp_path, capsys):
+    from conftest import run_cli
+    path = sample.write_sample_session(tmp_path / "s.jsonl", turns=2, directive_bytes=300, extras=False)
+    lines = path.read_text().splitlines()
+    last = json.loads(lines[-1])["id"]
+    extra = [{"type": "message", "id": "bash1", "parentId": last, "timestamp": "t",
+              "message": {"role": "bashExecution", "command": "ls", "output": "x", "exitCode": 0}},
+             {"type": "message", "id": "bash2", "parentId": "bash1", "timestamp": "t",
+              "message": {"role": "bashExecution", "command": "env", "output": "SECRET",
+                          "excludeFromContext": True}},
+             {"type": "branch_summary", "id": "empty", "parentId": "bash2", "timestamp": "t", "summary": ""},
+             {"type": "message", "id": "ask", "parentId": "empty", "timestamp": "t",
+              "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}}]
+    path.write_text("\n".join(lines + [json.dumps(e) for e in extra]) + "\n")
+    code, out, err = run_cli(capsys, "audit", "--json", path)
+    assert code == 0, err
+    rows = json.loads(out)["turns"]
+    assert rows[-1]["entry_id"] == "ask" and len(rows) == 5
