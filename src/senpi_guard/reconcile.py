@@ -3,6 +3,7 @@ through a `Reconciler`, which binds the patch, the config and the store once."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import replace
@@ -50,8 +51,7 @@ class Reconciler:
 
     def _inspect(self, install: Install) -> Inspection:
         dist = install.package_dir / "dist"
-        files = locate.js_files(dist)
-        hits = locate.find_exported_functions(files, [t.function for t in self.patch.targets])
+        hits, searched = self._locate(install, dist)
         found: list[TargetFile] = []
         for target in self.patch.targets:
             located = hits[target.function]
@@ -64,13 +64,36 @@ class Reconciler:
                 if target.required:
                     raise FatalError(f"senpi {install.version} at {install.package_dir}: no file "
                                      f"under dist/ defines and exports {target.function} (searched "
-                                     f"{len(files)} .js files); this version is not supported yet")
+                                     f"{searched} .js files); this version is not supported yet")
                 continue
             found.append(self._target_file(install, target, located[0].path))
         prompt = next((f for f in found if f.target.role == "prompt"), None)
         shape = prompt and self.patch.shape_of(prompt.path, any(f.target.role == "upstream" for f in found))
         return Inspection(install, overall_state(found, self.config), tuple(found),
                           overall_detail(found, self.config), shape)
+
+    def _locate(self, install: Install, dist: Path) -> tuple[dict, int]:
+        """Where each target function is defined: where it was last time, when package.json and
+        dist/ look as they did then and the remembered files still define it; else one walk."""
+        names = [t.function for t in self.patch.targets]
+        remembered = self.store.install_record(install.package_dir).get("located")
+        stamp = _stamp(install.package_dir)
+        if stamp is not None and isinstance(remembered, dict) and remembered.get("stamp") == stamp \
+                and isinstance(remembered.get("targets"), dict) and set(remembered["targets"]) == set(names):
+            rels = remembered["targets"]
+            paths = [install.package_dir / rel for rel in rels.values() if isinstance(rel, str)]
+            hits = locate.find_exported_functions([p for p in paths if p.is_file()], names)
+            if all([h.path for h in hits[name]] == ([install.package_dir / rels[name]] if rels[name] else [])
+                   for name in names):
+                return hits, len(paths)
+        files = locate.js_files(dist)
+        return locate.find_exported_functions(files, names), len(files)
+
+    def remember_location(self, insp: Inspection) -> dict:
+        """What `_locate` trusts next time (kept with the install's records)."""
+        targets = {t.function: next((f.rel for f in insp.files if f.target == t), None)
+                   for t in self.patch.targets}
+        return {"stamp": _stamp(insp.install.package_dir), "targets": targets}
 
     def _target_file(self, install: Install, target: Target, path: Path) -> TargetFile:
         snapshot = write.read(path, install.package_dir)
@@ -151,10 +174,13 @@ class Reconciler:
         return isinstance(last, dict) and bool(last.get("ok")) and last.get("shas") == shas \
             and last.get("patch") == self.patch.patch_id(self.config)
 
-    def record_verification(self, install: Install, report: verify.VerifyReport,
+    def record_verification(self, insp: Inspection, report: verify.VerifyReport,
                             shas: dict[str, str]) -> None:
-        """What `status` shows as the last verification, and what lets `apply` skip a re-run."""
-        self.store.update_install(install.package_dir, version=install.version, last_verify={
+        """What `status` shows as the last verification, what lets `apply` skip a re-run, and where
+        the targets are."""
+        install = insp.install
+        self.store.update_install(install.package_dir, version=install.version,
+                                  located=self.remember_location(insp), last_verify={
             "ok": report.ok, "time": time.time(), "checks": report.checks_run, "shas": shas,
             "node": report.node_version, "failures": [str(f) for f in report.failures[:5]],
             "patch": self.patch.patch_id(self.config)})
@@ -209,7 +235,7 @@ class Reconciler:
             return replace(start, ok=True, after=State.PATCHED, detail="already patched and verified")
         report = self.replay(install, pairs)
         if not dry_run:
-            self.record_verification(install, report, shas)
+            self.record_verification(insp, report, shas)
         if not report.ok:
             first = report.failures[0] if report.failures else "no checks ran"
             raise FatalError(f"verification failed, nothing was changed: {first} "
@@ -274,7 +300,7 @@ class Reconciler:
             return replace(start, detail=str(exc))
         installed = insp.state == State.PATCHED
         if installed:
-            self.record_verification(install, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
+            self.record_verification(insp, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
         what = "the installed patch" if installed else "the patch apply would write (not installed)"
         if report.ok:
             detail = f"{what}: {report.checks_run} checks passed (node {report.node_version})"
@@ -324,3 +350,12 @@ class Reconciler:
                                  f"cannot be reverted ({tf.classified.detail}) and no backup "
                                  f"exists; reinstall senpi (npm install -g {install_spec(install)})")
         return plans, how, backups
+
+
+def _stamp(package_dir: Path) -> list[int] | None:
+    """package.json's and dist/'s identity and change times: an update changes both."""
+    try:
+        manifest, dist = os.stat(package_dir / "package.json"), os.stat(package_dir / "dist")
+    except OSError:
+        return None
+    return [manifest.st_ino, manifest.st_size, manifest.st_mtime_ns, dist.st_ino, dist.st_mtime_ns]

@@ -210,3 +210,17 @@ def test_status_imports_neither_watchdog_nor_filelock(pkg):
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code, str(pkg)], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
+
+
+def test_status_looks_where_the_target_was_and_walks_again_after_an_update(capsys, pkg, monkeypatch):
+    from senpi_guard import locate
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    walks = []
+    real_walk = locate.js_files
+    monkeypatch.setattr(locate, "js_files", lambda dist: walks.append(dist) or real_walk(dist))
+    assert run_cli(capsys, "status", "--root", pkg)[0] == 0
+    assert walks == []  # the remembered file was read, dist/ was not walked
+    manifest = pkg / "package.json"
+    manifest.write_text(manifest.read_text() + "\n")  # what an update does to package.json
+    assert run_cli(capsys, "status", "--root", pkg)[0] == 0
+    assert len(walks) == 1
