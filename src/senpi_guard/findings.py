@@ -56,6 +56,7 @@ class Outcome:
     upstream_present: bool = False
     millis: int = 0
     files: list[Path] = field(default_factory=list)
+    final_shas: dict[str, str] = field(default_factory=dict)  # each target's bytes as left behind
     would_write: list[str] = field(default_factory=list)  # dry run: what apply would write
     backups: list[str] = field(default_factory=list)  # backups written or restored from
 
@@ -64,7 +65,8 @@ class Outcome:
         """An outcome that starts where the inspection found the install."""
         return cls(insp.install, insp.state, insp.state, False, insp.detail,
                    target=insp.prompt.rel if insp.prompt else "",
-                   upstream_present=insp.upstream_present, files=[f.path for f in insp.files])
+                   upstream_present=insp.upstream_present, files=[f.path for f in insp.files],
+                   final_shas={str(f.path): f.snapshot.sha256 for f in insp.files})
 
 
 def install_spec(install: Install) -> str:

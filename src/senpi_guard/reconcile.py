@@ -247,7 +247,7 @@ class Reconciler:
             return replace(start, ok=True, report=report, diff=diff,
                            would_write=[tf.rel for tf in to_write],
                            detail="dry run: verified, nothing written")
-        changed, backups = [], []
+        changed, backups, final = [], [], start.final_shas
         for tf in sorted(to_write, key=lambda t: t.target.role != "upstream"):
             try:
                 if tf.classified.state not in (State.PATCHED, State.STALE, State.DRIFTED):
@@ -259,14 +259,15 @@ class Reconciler:
                 if not changed:
                     raise
                 return replace(start, after=State.PARTIAL, changed=changed, backups=backups,
-                               detail=f"wrote {', '.join(changed)}, then stopped: {exc}; run apply "
-                                      "again to complete it")
+                               final_shas=final, detail=f"wrote {', '.join(changed)}, then stopped: "
+                                                        f"{exc}; run apply again to complete it")
             changed.append(tf.rel)
+            final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
         detail = f"verified: {report.checks_run} checks passed (node {report.node_version})"
         if kept:
             detail += f"; the hand-edited file was kept at {', '.join(kept)}"
         return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed,
-                       backups=backups + kept, detail=detail)
+                       backups=backups + kept, detail=detail, final_shas=final)
 
     def _defer(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
         hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
@@ -285,7 +286,8 @@ class Reconciler:
                            "and leave the install to upstream's dedupe (upstream_dedupe = \"defer\")")
         detail = ("upstream_dedupe = \"defer\": removed the patch, upstream's dedupe is in charge"
                   if ours else "upstream_dedupe = \"defer\": left to upstream's dedupe")
-        return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail)
+        final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
+        return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)
 
     def verify(self, install: Install) -> Outcome:
         """Replay the fixtures through the installed patch (or the one apply would write)."""
@@ -329,7 +331,9 @@ class Reconciler:
             self._write(tf.snapshot, data)
             changed.append(tf.rel)
         self.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
+        final = {**start.final_shas, **{str(tf.path): apply.sha256(data) for tf, data in plans}}
         return replace(start, ok=True, after=self.inspect(install).state, changed=changed, backups=backups,
+                       final_shas=final,
                        detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert")
 
     def _revert_plans(self, insp: Inspection, from_edit: bool) -> tuple[list, list[str], list[str]]:

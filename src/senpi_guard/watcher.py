@@ -281,6 +281,11 @@ class Watcher:
         result = {"time": time.time(), "trigger": trigger[:200], "before": outcome.before,
                   "after": outcome.after, "ok": outcome.ok, "millis": outcome.millis,
                   "detail": outcome.detail[:500]}
+        if outcome.ok and any(_sha(Path(path)) != sha for path, sha in outcome.final_shas.items()):
+            # changed after it was read (and we did not write it): what we would remember is stale
+            log.info("install=%s changed while reconciling; will look again", inst.package_dir)
+            self.triggers.put("retry changed-during-reconcile")
+            return
         if outcome.ok:
             self.known[key] = Known(outcome.files, self._fingerprint(inst, outcome.files))
             self.store.update_install(inst.package_dir, last_reconcile=result, backoff=None)
