@@ -19,6 +19,7 @@ class TargetFile:
     snapshot: write.Snapshot
     rel: str
     classified: Classified
+    wanted: bytes | None  # what apply writes, rendered from classified.base (None without a base)
 
     @property
     def path(self) -> Path:

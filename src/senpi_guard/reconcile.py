@@ -102,7 +102,7 @@ class Reconciler:
             self.patch, self.config, target, recovered.base, str(path))
         classified = classify(snapshot.data, recovered, wanted, self.patch.version,
                               self.patch.config_digest(self.config))
-        return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified)
+        return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified, wanted)
 
     def base_of(self, install: Install, tf: TargetFile) -> bytes:
         """The unpatched bytes of a target: recovered from the file, else from a backup."""
@@ -139,15 +139,14 @@ class Reconciler:
 
     def module_pairs(self, insp: Inspection, roles: tuple[str, ...] | None = None
                      ) -> dict[str, verify.ModulePair]:
-        """Each target's unpatched bytes beside what `apply` makes of them. A `patched` file already
-        is that (classify checked it byte for byte), so it is not rendered again."""
+        """Each target's unpatched bytes beside what `apply` makes of them. Inspection rendered that
+        already wherever the file gave its base; only a base from a backup is rendered here."""
         pairs = {}
         for tf in insp.files:
             if roles is not None and tf.target.role not in roles:
                 continue
             base = self.base_of(insp.install, tf)
-            patched = tf.classified.state == State.PATCHED
-            candidate = tf.snapshot.data if patched else apply.render(
+            candidate = tf.wanted if tf.wanted is not None else apply.render(
                 self.patch, self.config, tf.target, base, str(tf.path))
             pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
         return pairs

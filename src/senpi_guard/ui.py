@@ -7,9 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from senpi_guard.patch.classify import State
+from senpi_guard.patch.classify import SETTLED, State
 
-GOOD = frozenset({State.PATCHED, State.UPSTREAM})
 BAD = frozenset({State.ERROR, State.DRIFTED, State.UNSUPPORTED})
 _CODES = {"good": "32", "warn": "33", "bad": "31", "dim": "2"}
 
@@ -60,7 +59,7 @@ def paint(text: str, kind: str, stream=None) -> str:
 
 
 def state_text(state: str) -> str:
-    kind = "good" if state in GOOD else "bad" if state in BAD else "warn"
+    kind = "good" if state in SETTLED else "bad" if state in BAD else "warn"
     return paint(str(state), kind)
 
 
