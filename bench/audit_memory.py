@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from senpi_guard import sample
+from senpi_guard import sample, sample_session
 
 NAIVE = """import json, sys
 rows = []
@@ -77,7 +77,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="senpi-guard-bench-") as tmp:
         path = Path(tmp) / "big.jsonl"
         steps = int(args.size_mb * 1024 * 1024 / 27_000)
-        sample.write_sample_session(path, turns=steps, directive_bytes=25_000, compact_every=12)
+        sample_session.write_sample_session(path, turns=steps, directive_bytes=25_000, compact_every=12)
         size = path.stat().st_size / (1024 * 1024)
         pkg = Path(tmp) / "pkg"
         sample.write_sample_package(pkg, 2, fillers=0)

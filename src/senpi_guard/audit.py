@@ -1,136 +1,161 @@
-"""Replay a session the way the Claude provider serialises it: per assistant turn, the prompt bytes
-with and without the patch, through senpi's own buildPromptBlocks (one node process per session)."""
+"""Replay a session the way senpi sent it: per assistant turn, which lane the call took (senpi's own
+continuity record), the bytes that lane sent with and without the patch, what a prompt cache had to
+write anew, and senpi's own recorded payload size beside ours. One node process serves all sessions;
+requests are pipelined (a reader thread collects the replies in order)."""
 
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import tempfile
-from array import array
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import sample, session, verify
+from senpi_guard import locate, sample, session, verify
+from senpi_guard.audit_summary import Summary
 from senpi_guard.config import Config
 from senpi_guard.discover import Install, describe
 from senpi_guard.errors import FatalError
+from senpi_guard.mirror import mirror
 from senpi_guard.patch.classify import State
 from senpi_guard.patch.definition import Patch
 from senpi_guard.reconcile import Reconciler
 
+SESSION_FUNCTIONS = ("buildDeltaPromptBlocks", "buildSessionContext", "convertToLlm")
+FULL_KINDS = {"bootstrap", "flatten", "disabled"}
+DELTA_KINDS = {"delta", "fork"}
+IN_FLIGHT = 64
+
 
 @dataclass
 class Serializer:
-    """Where the serialisation comes from, and the live node process that runs it."""
+    """The live node process, where its serialisation comes from, and how contexts are rebuilt."""
 
     label: str
     proc: subprocess.Popen[str]
+    reconstruction: str  # "senpi" (its own buildSessionContext + convertToLlm) or "python"
+    resident_lane: bool  # the install has a delta lane (2026.7.31-2 and later)
 
-    def put(self, entry_id: str, message: dict[str, Any]) -> None:
-        self.proc.stdin.write(json.dumps({"op": "put", "id": entry_id, "message": message}) + "\n")
+    def __post_init__(self) -> None:
+        self.replies: queue.Queue[str] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
-    def measure(self, ids: list[str]) -> dict[str, Any]:
-        self.proc.stdin.write(json.dumps({"op": "measure", "ids": ids}) + "\n")
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.replies.put(line)
+        self.replies.put("")
+
+    def send(self, request: dict[str, Any]) -> None:
+        self.proc.stdin.write(json.dumps(request) + "\n")
+
+    def reply(self) -> dict[str, Any]:
         self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+        line = self.replies.get()
         if not line:
-            raise FatalError("the audit's node process ended early: "
-                             + (self.proc.stderr.read().strip().splitlines() or ["no output"])[-1])
-        reply = json.loads(line)
-        if "error" in reply:
-            raise FatalError(f"senpi's buildPromptBlocks failed on a session context: {reply['error']}")
-        return reply
+            tail = (self.proc.stderr.read().strip().splitlines() or ["no output"])[-1]
+            raise FatalError(f"the audit's node process ended early: {tail}")
+        return json.loads(line)
 
 
 def _pairs(reconciler: Reconciler, install: Install) -> dict[str, verify.ModulePair]:
     insp = reconciler.inspect(install)
     if insp.state in (State.ERROR, State.UNSUPPORTED):
         raise FatalError(insp.detail)
-    roles = ("prompt",) if reconciler.config.upstream_dedupe == "defer" else None
-    return reconciler.module_pairs(insp, roles=roles)
+    return reconciler.module_pairs(insp)
+
+
+def _session_functions(install: Install) -> dict[str, Path]:
+    """senpi's own delta serialiser and session functions, found by what the files export; a name
+    defined in more than one place is left out (never guessed)."""
+    found = locate.find_exported_functions(locate.js_files(install.package_dir / "dist"), SESSION_FUNCTIONS)
+    return {name: hits[0].path for name, hits in found.items() if len({h.path for h in hits}) == 1}
+
+
+def _job(patch: Patch, config: Config, place, install: Install, pairs: dict[str, verify.ModulePair],
+         functions: dict[str, Path], exact: bool) -> dict[str, Any]:
+    job = verify.harness_job("serve", patch, config, place, pairs["prompt"], pairs.get("upstream"))
+
+    def spec(name: str) -> dict[str, Any] | None:
+        path = functions.get(name)
+        return {"original": str(place.in_package(install.package_dir, path)), "export": name} if path else None
+
+    job["delta"] = spec("buildDeltaPromptBlocks")
+    if exact and spec("buildSessionContext") and spec("convertToLlm"):
+        job["session"] = {"context": spec("buildSessionContext"), "convert": spec("convertToLlm")}
+    return job
 
 
 @contextmanager
-def serializer(installs: list[Install], patch: Patch, config: Config,
-               allow_foreign_root: bool = False) -> Iterator[Serializer]:
+def serializer(installs: list[Install], patch: Patch, config: Config, allow_foreign_root: bool = False,
+               reconstruction: str = "auto") -> Iterator[Serializer]:
     reconciler = Reconciler(patch, config, allow_foreign_root=allow_foreign_root)
     with ExitStack() as stack:
         chosen = next((i for i in installs if not i.unsupported), None)
-        pairs = None
+        pairs, own = None, True
         if chosen is not None:
             try:
                 pairs = _pairs(reconciler, chosen)
-                label = f"senpi {chosen.version}'s own buildPromptBlocks ({chosen.package_dir})"
+                label = f"senpi {chosen.version} as installed ({chosen.package_dir})"
             except FatalError as exc:
-                label = f"the sample shape-2 serialisation (senpi {chosen.version} unusable: {exc})"
+                label = f"the sample shape-2 senpi (senpi {chosen.version} unusable: {exc})"
         if pairs is None:
             if chosen is None:
-                label = "the sample shape-2 serialisation (no senpi install found)"
+                label = "the sample shape-2 senpi (no senpi install found)"
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="senpi-guard-audit-")))
             sample.write_sample_package(folder / "pkg", 2, fillers=0)
-            chosen = describe(folder / "pkg", "sample")
+            chosen, own = describe(folder / "pkg", "sample"), False
             pairs = _pairs(reconciler, chosen)
+        functions = _session_functions(chosen)
+        exact = reconstruction == "senpi" or (reconstruction == "auto" and own)
         sandbox = reconciler.sandbox(chosen, pairs)
-        proc = stack.enter_context(verify.serve(chosen.package_dir, pairs, patch, config, sandbox))
-        yield Serializer(label, proc)
+        place = stack.enter_context(mirror(chosen.package_dir, list(pairs.values()), patch.checks_path,
+                                           sandbox.work_dir, sandbox.owner))
+        job = _job(patch, config, place, chosen, pairs, functions, exact)
+        proc = stack.enter_context(_node(chosen.package_dir, place, job))
+        ready = json.loads(proc.stdout.readline() or "{}")
+        if reconstruction == "senpi" and not ready.get("exact"):
+            raise FatalError(f"senpi {chosen.version}'s own buildSessionContext/convertToLlm "
+                             "could not be used (not found, or they did not import under node); "
+                             "run without --reconstruction senpi to use senpi-guard's own")
+        yield Serializer(label, proc, "senpi" if ready.get("exact") else "python",
+                         "buildDeltaPromptBlocks" in functions)
 
 
-class Summary:
-    """Accumulates the session summary turn by turn (nothing per turn is kept but two integers,
-    for the plot)."""
+@contextmanager
+def _node(package_dir: Path, place, job: dict[str, Any]) -> Iterator[subprocess.Popen[str]]:
+    from senpi_guard import nodes
+    proc = subprocess.Popen([nodes.node_for(package_dir).path, str(place.root / "audit.mjs")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **place.popen_kwargs())
+    try:
+        proc.stdin.write(json.dumps(job) + "\n")
+        proc.stdin.flush()
+        yield proc  # the caller reads the ready line
+    finally:
+        if proc.stdin and not proc.stdin.closed:
+            with suppress(BrokenPipeError):
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
-    def __init__(self) -> None:
-        self.unpatched_series: array[int] = array("q")
-        self.patched_series: array[int] = array("q")
-        self.largest: dict[str, Any] | None = None
-        self.window: int | None = None
-        self.first_over: dict[str, Any] | None = None
-        self.patched_over: int | None = None
-        self.collapsed: dict[str, int] = {}
-        self.losing = {"unpatched": 0, "patched": 0}
-        self.most_lost = {"unpatched": 0, "patched": 0}
 
-    def add(self, row: dict[str, Any]) -> None:
-        for side in ("unpatched", "patched"):
-            lost = row["directives"]["distinct"] - row["directives"][f"kept_{side}"]
-            self.losing[side] += lost > 0
-            self.most_lost[side] = max(self.most_lost[side], lost)
-        self.unpatched_series.append(row["unpatched_bytes"])
-        self.patched_series.append(row["patched_bytes"])
-        if self.largest is None or row["unpatched_bytes"] > self.largest["unpatched_bytes"]:
-            self.largest = {k: row[k] for k in ("index", "unpatched_bytes", "patched_bytes")}
-        if self.window is None and row["model"]:
-            self.window = session.context_window(row["model"])
-        if self.window:
-            if self.first_over is None and row["est_tokens_unpatched"] > self.window:
-                self.first_over = {"index": row["index"],
-                                   "patched_over": row["est_tokens_patched"] > self.window}
-            if self.patched_over is None and row["est_tokens_patched"] > self.window:
-                self.patched_over = row["index"]
-        for tag, n in row["collapsed"].items():
-            self.collapsed[tag] = max(self.collapsed.get(tag, 0), n)
-
-    def result(self) -> dict[str, Any]:
-        unpatched, patched = sum(self.unpatched_series), sum(self.patched_series)
-        return {
-            "turns": len(self.unpatched_series),
-            "total_unpatched_bytes": unpatched,
-            "total_patched_bytes": patched,
-            "saved_bytes": unpatched - patched,
-            "saved_percent": round(100 * (unpatched - patched) / unpatched, 1) if unpatched else 0.0,
-            "largest_turn": self.largest,
-            "context_window_tokens": self.window,
-            "first_turn_over_window_unpatched": self.first_over and self.first_over["index"],
-            "that_turn_over_window_patched": self.first_over and self.first_over["patched_over"],
-            "first_turn_over_window_patched": self.patched_over,
-            "most_copies_collapsed_in_one_turn": self.collapsed,
-            "turns_losing_a_directive": self.losing,
-            "most_directives_lost_in_one_turn": self.most_lost,
-            "tokens_are": "estimates: UTF-8 bytes / 4",
-        }
+def lane_of(call: session.Call, resident_lane: bool) -> str:
+    """"full", "delta" or "unknown": how this call went out, from senpi's record when it has one."""
+    if call.continuity in FULL_KINDS:
+        return "full"
+    if call.continuity in DELTA_KINDS:
+        return "delta"
+    if call.provider is not None and call.provider != "claude-sdk-oauth":
+        return "full"  # every other provider, and the pre-2026.7.31-2 one, sends the whole history
+    return "unknown" if resident_lane else "full"
 
 
 def audit_session(path: Path, server: Serializer,
@@ -138,35 +163,69 @@ def audit_session(path: Path, server: Serializer,
     """Audit one session; each turn's row goes to `on_turn` as soon as it is measured. Returns the
     summary, the warnings and the per-turn byte series (not the rows)."""
     found = session.index(path)
-    summary = Summary()
+    summary = Summary(server.resident_lane)
+    tools = sorted(found.tools)
     sent: set[str] = set()
     silent: set[str] = set()
+    pending: list[dict[str, Any]] = []
+    server.send({"op": "reset"})
+
+    def settle(limit: int) -> None:
+        while len(pending) > limit:
+            _finish(pending.pop(0), server.reply(), summary, on_turn)
+
     with path.open("rb") as handle:
         for turn in session.turns(found):
-            for entry_id in turn.path:
-                if entry_id not in sent and entry_id not in silent:
-                    message = session.to_message(session.read_entry(handle, found.entries[entry_id]))
-                    if message is None:  # e.g. a `!!cmd` or an empty branch summary: senpi sends nothing
-                        silent.add(entry_id)
-                    else:
-                        server.put(entry_id, message)
-            sent = set(turn.path)
-            result = server.measure([entry_id for entry_id in turn.path if entry_id not in silent])
-            usage = session.usage_of(session.read_entry(handle, found.entries[turn.entry_id]))
-            row = {
-                "index": turn.index, "entry_id": turn.entry_id,
-                "unpatched_bytes": result["originalBytes"], "patched_bytes": result["patchedBytes"],
-                "collapsed": result["collapsed"],
-                "est_tokens_unpatched": result["originalBytes"] // 4,
-                "est_tokens_patched": result["patchedBytes"] // 4,
-                "usage": usage, "model": turn.model,
-                "directives": {"distinct": result["directives"],
-                               "kept_unpatched": result["keptUnpatched"],
-                               "kept_patched": result["keptPatched"]},
-            }
-            summary.add(row)
-            if on_turn is not None:
-                on_turn(row)
-    return {"session": str(path), "serializer": server.label, "summary": summary.result(),
-            "warnings": dict(found.warnings),
+            ids = turn.chain if server.reconstruction == "senpi" else turn.path
+            for entry_id in ids:
+                if entry_id in sent or entry_id in silent:
+                    continue
+                raw = session.read_entry(handle, found.entries[entry_id])
+                if server.reconstruction == "senpi":
+                    server.send({"op": "put", "id": entry_id, "entry": raw})
+                    continue
+                message = session.to_message(raw)
+                if message is None:  # e.g. a `!!cmd` or an empty branch summary: senpi sends nothing
+                    silent.add(entry_id)
+                else:
+                    server.send({"op": "put", "id": entry_id, "message": message})
+            sent = set(ids)
+            raw_turn = session.read_entry(handle, found.entries[turn.entry_id])
+            call = session.call_of(raw_turn)
+            lane = lane_of(call, server.resident_lane)
+            server.send({"op": "measure", "ids": [i for i in ids if i not in silent], "leaf": turn.leaf,
+                         "lane": lane, "delta": call.delta_messages, "tools": tools})
+            pending.append({"turn": turn, "call": call, "lane": lane, "usage": session.usage_of(raw_turn)})
+            settle(IN_FLIGHT)
+    server.send({"op": "flush"})
+    settle(0)
+    server.reply()  # the flush request's own reply
+    return {"session": str(path), "serializer": server.label, "reconstruction": server.reconstruction,
+            "summary": summary.result(), "warnings": dict(found.warnings),
             "series": (summary.unpatched_series, summary.patched_series)}
+
+
+def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary,
+            on_turn: Callable[[dict[str, Any]], None] | None) -> None:
+    turn, call = meta["turn"], meta["call"]
+    if "error" in result:
+        summary.skip(turn.index, result["error"])
+        return
+    full = meta["lane"] != "delta"
+    row = {
+        "index": turn.index, "entry_id": turn.entry_id,
+        "continuity": call.continuity, "sent": meta["lane"],
+        "unpatched_bytes": result["originalBytes"], "patched_bytes": result["patchedBytes"],
+        "recorded_payload_bytes": call.payload_bytes,
+        "cache_write_unpatched": result.get("cacheWriteOriginal") if full else None,
+        "cache_write_patched": result.get("cacheWritePatched") if full else None,
+        "collapsed": result["collapsed"],
+        "est_tokens_unpatched": result["originalBytes"] // 4,
+        "est_tokens_patched": result["patchedBytes"] // 4,
+        "usage": meta["usage"], "model": turn.model,
+        "directives": {"distinct": result["directives"], "kept_unpatched": result["keptUnpatched"],
+                       "kept_patched": result["keptPatched"]},
+    }
+    summary.add(row)
+    if on_turn is not None:
+        on_turn(row)

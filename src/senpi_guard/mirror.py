@@ -35,6 +35,10 @@ class Mirror:
     placed: dict[Path, tuple[Path, Path]] = field(default_factory=dict)  # real -> (original, candidate)
     owner: tuple[int, int] | None = None
 
+    def in_package(self, package_dir: Path, path: Path) -> Path:
+        """Where a file of the install appears in the mirror (a link, unless it was placed)."""
+        return self.root / "pkg" / Path(path).relative_to(package_dir)
+
     def popen_kwargs(self) -> dict[str, Any]:
         """Run node as the package's owner when root replays someone else's code."""
         if self.owner is None:
@@ -125,7 +129,8 @@ def _fill(folder: Path, package_dir: Path, modules: list, checks: Path,
         real_dirs.update(Path(*rel.parts[:depth]) if depth else Path(".") for depth in range(len(rel.parts)))
     _link_tree(root, package_dir.resolve(), real_dirs)
     harness = folder / "harness.mjs"
-    shutil.copyfile(Path(str(resources.files("senpi_guard").joinpath("js", "harness.mjs"))), harness)
+    for script in ("harness.mjs", "audit.mjs"):
+        shutil.copyfile(Path(str(resources.files("senpi_guard").joinpath("js", script))), folder / script)
     checks_copy = folder / "checks.mjs"
     shutil.copyfile(checks, checks_copy)
     placed = {}

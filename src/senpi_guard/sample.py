@@ -73,6 +73,10 @@ def write_sample_package(dest: Path, shape: int, version: str | None = None,
               ts_note)
     _write_js(provider / "tools.js", sample_source("tools.js"))
     _write_js(provider / "stream.js", sample_source("stream-v3.js" if shape == 3 else "stream-v2.js"))
+    _write_js(dist / "core" / "session-manager.js", sample_source("session-manager.js"))
+    _write_js(dist / "core" / "messages.js", sample_source("messages.js"))
+    if shape > 1:  # the resident session's delta lane came with the claude-sdk-oauth provider
+        _write_js(provider / "session-sync.js", sample_source("session-sync.js"))
     if shape == 3:
         _write_js(provider / "prompt-directive-dedupe.js", sample_source("prompt-directive-dedupe.js"))
         session_stream = sample_source("stream-v3.js").replace("preparePrompt", "prepareSessionPrompt")
@@ -120,98 +124,3 @@ def npm_install_global(tarball: Path, prefix: Path) -> Path:
     if result.returncode != 0:
         raise FatalError(f"npm install -g {tarball} failed: {result.stderr.strip()[-300:]}")
     return prefix / "lib" / "node_modules" / "@code-yeongyu" / "senpi"
-
-
-class _SessionWriter:
-    """Writes senpi session entries (JSONL), each chained to the previous one by parentId."""
-
-    STAMP = "2026-11-20T10:00:00.000Z"
-
-    def __init__(self, out, model: str) -> None:
-        self.out = out
-        self.model = model
-        self.counter = iter(range(1, 10**9))
-        self.parent: str | None = None
-
-    def raw(self, line: str) -> None:
-        self.out.write(line)
-
-    def emit(self, entry: dict, chain: bool = True) -> str:
-        entry = {"type": entry["type"], "id": f"{next(self.counter):08x}", "parentId": self.parent,
-                 "timestamp": self.STAMP} | entry
-        self.out.write(json.dumps(entry, separators=(",", ":")) + "\n")
-        if chain:
-            self.parent = entry["id"]
-        return entry["id"]
-
-    def message(self, message: dict) -> str:
-        return self.emit({"type": "message", "message": message})
-
-    def assistant(self, content: list, usage: dict) -> str:
-        return self.message({"role": "assistant", "model": self.model, "content": content, "usage": usage})
-
-    def step(self, turn: int, user_text: str, tool_text: str) -> list[str]:
-        """One user message, a tool call, its result and the closing assistant message."""
-        call = f"toolu_{turn:04d}"
-        ids = [self.message({"role": "user", "content": [{"type": "text", "text": user_text}]})]
-        ids.append(self.assistant(
-            [{"type": "text", "text": f"Running the tests for step {turn}."},
-             {"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": "pytest -q"}}],
-            {"input": 900 + turn, "output": 120, "cacheRead": 6000 * turn, "cacheWrite": 7000,
-             "totalTokens": 7000 + 6000 * turn}))
-        ids.append(self.message({"role": "toolResult", "toolCallId": call, "toolName": "bash",
-                                 "content": [{"type": "text", "text": tool_text}], "isError": False}))
-        ids.append(self.assistant(
-            [{"type": "text", "text": f"Step {turn} is green."}],
-            {"input": 40, "output": 30, "cacheRead": 6000 * turn + 900, "cacheWrite": 300,
-             "totalTokens": 6000 * turn + 1300}))
-        return ids
-
-    def other_entries(self, about: str) -> None:
-        """A custom message, custom state, a label and a branch summary."""
-        self.emit({"type": "custom_message", "customType": "omo", "display": True,
-                   "content": "<omo-senpi-task>\nfinish the migration\n</omo-senpi-task>"})
-        self.emit({"type": "custom", "customType": "ui-state", "data": {"collapsed": True}})
-        self.emit({"type": "label", "targetId": about, "label": "checkpoint"})
-        self.emit({"type": "branch_summary", "fromId": about, "summary": "Tried a rewrite; reverted."})
-
-    def damage(self) -> None:
-        """What a real file can hold: a broken line, an unknown entry, an orphan, a cut last line."""
-        self.raw("{this line is not json}\n")
-        self.emit({"type": "future_entry_kind"})
-        self.emit({"type": "message", "parentId": "no-such-parent",
-                   "message": {"role": "assistant", "content": [{"type": "text", "text": "orphan"}]}})
-        self.raw('{"type":"message","id":"trunc')
-
-
-def write_sample_session(path: Path, turns: int = 30, directive_bytes: int = 25_000,
-                         compact_every: int = 0, model: str = "claude-opus-4-5",
-                         extras: bool = True) -> Path:
-    """A senpi-shaped session JSONL (version 3 header): an ultrawork directive re-injected into
-    every user message, tool calls and results, a variant now and then, optional compactions,
-    and (with extras) the entry types and damage a real file can hold."""
-    from senpi_guard.patch.fixtures import directive_text
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    directive = directive_text("ultrawork-mode", directive_bytes, "session")
-    variant = directive_text("ultrawork-mode", directive_bytes, "session-variant")
-    reminder = directive_text("system-reminder", 600, "todo")
-    with path.open("w", encoding="utf-8") as out:
-        writer = _SessionWriter(out, model)
-        writer.raw(json.dumps({"type": "session", "version": 3, "id": "s-0001",
-                               "timestamp": writer.STAMP, "cwd": "/work/app"}, separators=(",", ":")) + "\n")
-        writer.emit({"type": "model_change", "provider": "claude-sdk-oauth", "modelId": model})
-        since_compaction: list[str] = []
-        for turn in range(turns):
-            text = variant if turn and turn % 7 == 0 else directive
-            ids = writer.step(turn, f"{text}\n\nstep {turn}: continue the work", f"{reminder}\n{turn} passed")
-            since_compaction += ids
-            if extras and turn == 2:
-                writer.other_entries(ids[0])
-            if compact_every and turn and turn % compact_every == 0:
-                writer.emit({"type": "compaction", "summary": f"Steps up to {turn} are done.",
-                             "firstKeptEntryId": since_compaction[-4], "tokensBefore": 150000})
-                since_compaction = since_compaction[-4:]
-        if extras:
-            writer.damage()
-    return path

@@ -44,8 +44,20 @@ class Turn:
     index: int
     entry_id: str
     path: list[str]  # context entry ids, oldest first (compaction entry first when present)
-    usage: dict[str, Any] | None
+    chain: list[str]  # every entry from the first one the context needs to the leaf, in file order
+    leaf: str | None
     model: str | None
+
+
+@dataclass(frozen=True)
+class Call:
+    """What senpi recorded about how one assistant turn's request went out."""
+
+    continuity: str | None  # bootstrap, delta, fork, flatten, disabled; None when not recorded
+    reason: str | None
+    delta_messages: int | None
+    payload_bytes: int | None
+    provider: str | None
 
 
 @dataclass
@@ -56,6 +68,7 @@ class SessionIndex:
     order: list[str] = field(default_factory=list)
     warnings: Counter = field(default_factory=Counter)
     models: dict[str, str] = field(default_factory=dict)  # assistant id -> model id
+    tools: set[str] = field(default_factory=set)  # every tool name called or answered
 
 
 def agent_dir() -> Path:
@@ -123,11 +136,21 @@ def index(path: Path) -> SessionIndex:
                 role = message["role"]
                 if role == "assistant":
                     found.models[entry["id"]] = message.get("model") or model
+                _note_tools(found.tools, message)
             parent = entry.get("parentId")
             found.entries[entry["id"]] = Entry(entry["id"], parent if isinstance(parent, str) else None,
                                                kind, at, length, role, entry.get("firstKeptEntryId"))
             found.order.append(entry["id"])
     return found
+
+
+def _note_tools(tools: set[str], message: dict[str, Any]) -> None:
+    if message.get("role") == "toolResult" and isinstance(message.get("toolName"), str):
+        tools.add(message["toolName"])
+    content = message.get("content")
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, dict) and part.get("type") == "toolCall" and isinstance(part.get("name"), str):
+            tools.add(part["name"])
 
 
 def _parse(raw: bytes) -> Any:
@@ -144,21 +167,24 @@ def turns(found: SessionIndex) -> Iterator[Turn]:
         entry = found.entries[entry_id]
         if entry.kind != "message" or entry.role != "assistant":
             continue
-        ids = context_ids(found, entry.parent)
-        if ids is None:
+        walked = context_ids(found, entry.parent)
+        if walked is None:
             continue
-        yield Turn(number, entry_id, ids, None, found.models.get(entry_id))
+        yield Turn(number, entry_id, walked[0], walked[1], entry.parent, found.models.get(entry_id))
         number += 1
 
 
-def context_ids(found: SessionIndex, start: str | None) -> list[str] | None:
-    """The context's entry ids, oldest first, walking back from `start` only as far as needed:
-    the first compaction met is the latest, and nothing before its firstKeptEntryId is read.
-    None (counted) when a parent is missing."""
+def context_ids(found: SessionIndex, start: str | None) -> tuple[list[str], list[str]] | None:
+    """The context's entry ids, oldest first, and the chain of entries they came from, walking back
+    from `start` only as far as needed: the first compaction met is the latest, and nothing before
+    its firstKeptEntryId is read. Like senpi, other compactions are skipped when looking for that
+    entry (one that names an older compaction keeps nothing before itself). None (counted) when a
+    parent is missing."""
     walked: list[str] = []  # context entries, newest first
+    chain: list[str] = []
+    seen: set[str] = set()
     compaction: str | None = None
     after_compaction = 0
-    seen: set[str] = set()
     current = start
     while current is not None:
         entry = found.entries.get(current)
@@ -166,19 +192,23 @@ def context_ids(found: SessionIndex, start: str | None) -> list[str] | None:
             found.warnings["entry with a missing parent" if entry is None else "parent cycle"] += 1
             return None
         seen.add(current)
+        chain.append(current)
         if entry.kind == "compaction":
             if compaction is None:
                 compaction, after_compaction = current, len(walked)
         elif entry.kind in CONTEXT_TYPES:
             walked.append(current)
-        if compaction is not None and current == found.entries[compaction].first_kept:
-            break
+            if compaction is not None and current == found.entries[compaction].first_kept:
+                break
         current = entry.parent
     if compaction is not None and current is None:
-        found.warnings["compaction keeps an entry that is not on the path"] += 1
+        kept = found.entries.get(found.entries[compaction].first_kept or "")
+        if kept is None or kept.kind != "compaction":
+            found.warnings["compaction keeps an entry that is not on the path"] += 1
         walked = walked[:after_compaction]
     walked.reverse()
-    return walked if compaction is None else [compaction, *walked]
+    chain.reverse()
+    return (walked if compaction is None else [compaction, *walked]), chain
 
 
 def read_entry(handle: BinaryIO, entry: Entry) -> dict[str, Any]:
@@ -187,11 +217,17 @@ def read_entry(handle: BinaryIO, entry: Entry) -> dict[str, Any]:
 
 
 def to_message(raw: dict[str, Any]) -> dict[str, Any] | None:
-    """The message an entry contributes to the context, as buildPromptBlocks reads it."""
+    """The message an entry contributes to the context, as senpi's convertToLlm gives it to the
+    provider; None when it contributes nothing."""
     kind = raw.get("type")
     if kind == "message":
         message = raw["message"]
-        return bash_execution_text(message) if message.get("role") == "bashExecution" else message
+        role = message.get("role")
+        if role == "bashExecution":
+            return bash_execution_text(message)
+        if role not in ("user", "assistant", "toolResult"):
+            return None  # senpi drops a role it does not know
+        return message if message.get("content") is not None else {**message, "content": []}
     if kind == "compaction":
         return {"role": "user", "content": [{"type": "text", "text": COMPACTION_TEXT.format(
             summary=raw.get("summary", ""))}]}
@@ -201,10 +237,32 @@ def to_message(raw: dict[str, Any]) -> dict[str, Any] | None:
             return None
         return {"role": "user", "content": [{"type": "text", "text": BRANCH_TEXT.format(summary=summary)}]}
     if kind == "custom_message":
-        content = raw.get("content", "")
+        content = raw.get("content")
         parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        return {"role": "user", "content": parts}
+        return {"role": "user", "content": parts if parts is not None else []}
     return None
+
+
+CONTINUITY = "claude_sdk_oauth_session_continuity"
+
+
+def call_of(raw: dict[str, Any]) -> Call:
+    """The last continuity record of an assistant entry (the one that describes its call)."""
+    message = raw.get("message") if isinstance(raw.get("message"), dict) else {}
+    diagnostics = message.get("diagnostics") or raw.get("diagnostics") or []
+    details: dict[str, Any] = {}
+    for item in diagnostics if isinstance(diagnostics, list) else ():
+        if isinstance(item, dict) and item.get("type") == CONTINUITY and isinstance(item.get("details"), dict):
+            details = item["details"]
+    def number(key: str) -> int | None:
+        value = details.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    kind = details.get("kind")
+    provider = message.get("provider")
+    return Call(kind if isinstance(kind, str) else None,
+                details.get("reason") if isinstance(details.get("reason"), str) else None,
+                number("deltaMessages"), number("payloadBytes"),
+                provider if isinstance(provider, str) else None)
 
 
 def bash_execution_text(message: dict[str, Any]) -> dict[str, Any] | None:

@@ -5,19 +5,22 @@ from pathlib import Path
 import pytest
 from conftest import SHAPE_REL, run_cli
 
-from senpi_guard import sample
+from senpi_guard import sample, sample_session
 
 
 def audit_json(capsys, *args) -> dict:
     code, out, err = run_cli(capsys, "audit", *args, "--json")
     assert code == 0, err
-    return json.loads(out)
+    (report,) = json.loads(out)["sessions"]
+    return report
 
 
-def node_bytes(module: Path, messages: list[dict]) -> int:
-    """UTF-8 bytes of the text blocks that `module`'s buildPromptBlocks makes of `messages`."""
+def node_bytes(module: Path, messages: list[dict], names: dict[str, str] | None = None) -> int:
+    """UTF-8 bytes of the text blocks that `module`'s buildPromptBlocks makes of `messages` (with
+    `names` as the provider's custom tool name map)."""
     script = (f"import {{ buildPromptBlocks }} from {json.dumps(module.as_uri())};\n"
-              f"const blocks = buildPromptBlocks({{ messages: {json.dumps(messages)} }});\n"
+              f"const names = new Map(Object.entries({json.dumps(names or {})}));\n"
+              f"const blocks = buildPromptBlocks({{ messages: {json.dumps(messages)} }}, names);\n"
               "let n = 0; for (const b of blocks) if (b.type === 'text') n += Buffer.byteLength(b.text);\n"
               "console.log(n);")
     return int(subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True,
@@ -26,7 +29,7 @@ def node_bytes(module: Path, messages: list[dict]) -> int:
 
 def test_per_turn_report_through_the_installed_senpi(npm_install, tmp_path, capsys):
     pkg = npm_install(2)
-    path = sample.write_sample_session(tmp_path / "s.jsonl", turns=12, directive_bytes=8000)
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=12, directive_bytes=8000)
     report = audit_json(capsys, path, "--root", pkg)
     assert str(pkg) in report["serializer"]
     turns = report["turns"]
@@ -43,9 +46,13 @@ def test_per_turn_report_through_the_installed_senpi(npm_install, tmp_path, caps
     for t in turns:  # shape 2 has no dedupe of its own: nothing is lost either way
         d = t["directives"]
         assert d["distinct"] >= 1 and d["kept_unpatched"] == d["kept_patched"] == d["distinct"]
+    # no continuity records and a senpi with a resident lane: every call's lane is unknown
+    assert {(t["sent"], t["continuity"]) for t in turns} == {("unknown", None)}
     s = report["summary"]
-    assert s["total_unpatched_bytes"] == sum(t["unpatched_bytes"] for t in turns)
-    assert s["saved_bytes"] == s["total_unpatched_bytes"] - s["total_patched_bytes"] > 0
+    unknown = s["sent"]["unknown"]
+    assert unknown["unpatched_bytes"] == sum(t["unpatched_bytes"] for t in turns)
+    assert unknown["saved_bytes"] == unknown["unpatched_bytes"] - unknown["patched_bytes"] > 0
+    assert s["headline"]["turns"] == 0 and s["headline"]["saved_bytes"] == 0  # never counted as full
     assert report["warnings"] == {"malformed line": 1, "unknown entry type 'future_entry_kind'": 1,
                                   "entry with a missing parent": 1, "truncated last line": 1}
     # the first turn's bytes equal what senpi's own function makes of that context
@@ -100,7 +107,7 @@ def test_context_rules_compaction_branch_summary_custom_message(npm_install, tmp
 
 def test_window_overflow_is_reported(tmp_path, capsys, npm_install):
     pkg = npm_install(2)  # (on shape 3 upstream's keep-last already trims the unpatched prompt)
-    path = sample.write_sample_session(tmp_path / "big.jsonl", turns=40, directive_bytes=25_000,
+    path = sample_session.write_sample_session(tmp_path / "big.jsonl", turns=40, directive_bytes=25_000,
                                        extras=False)
     s = audit_json(capsys, path, "--root", pkg)["summary"]
     assert s["context_window_tokens"] == 200_000
@@ -110,8 +117,8 @@ def test_window_overflow_is_reported(tmp_path, capsys, npm_install):
 
 def test_fallback_without_senpi_and_latest(env, tmp_path, capsys, monkeypatch):
     agent = tmp_path / "agent"
-    older = sample.write_sample_session(agent / "sessions/--work-app--/2026-11-01_a.jsonl", turns=2)
-    newer = sample.write_sample_session(agent / "sessions/--work-app--/2026-11-02_b.jsonl", turns=3)
+    older = sample_session.write_sample_session(agent / "sessions/--work-app--/2026-11-01_a.jsonl", turns=2)
+    newer = sample_session.write_sample_session(agent / "sessions/--work-app--/2026-11-02_b.jsonl", turns=3)
     import os
     os.utime(older, (1, 1))
     monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(agent))
@@ -130,7 +137,7 @@ def test_not_a_session_is_a_clear_error(tmp_path, capsys):
 
 def test_plot_renders_png(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    path = sample.write_sample_session(tmp_path / "s.jsonl", turns=20, directive_bytes=10_000)
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=20, directive_bytes=10_000)
     image = tmp_path / "out" / "bytes.png"
     code, _, err = run_cli(capsys, "audit", path, "--plot", image, "--root", _sample_pkg(tmp_path))
     assert code == 0, err
@@ -146,7 +153,7 @@ def _sample_pkg(tmp_path: Path) -> Path:
 
 def test_upstream_keep_last_loses_directives_ours_does_not(npm_install, tmp_path, capsys):
     pkg = npm_install(3)
-    path = sample.write_sample_session(tmp_path / "s.jsonl", turns=16, directive_bytes=6000)
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=16, directive_bytes=6000)
     report = audit_json(capsys, path, "--root", pkg)
     s = report["summary"]
     assert s["turns_losing_a_directive"]["patched"] == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import SHAPE_REL, hand_patched, harness_processes, run_cli, tree_digest, wait_for
 
-from senpi_guard import sample
+from senpi_guard import sample, sample_session
 
 USER = "senpi-guard-test"
 REL = SHAPE_REL[2]
@@ -189,7 +189,7 @@ def test_odd_environments_are_one_line(npm_install, capsys, isolated_dirs, tmp_p
 
 
 def test_deeply_nested_session_lines_are_skipped(tmp_path, capsys):
-    path = sample.write_sample_session(tmp_path / "s.jsonl", turns=3, directive_bytes=300)
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=3, directive_bytes=300)
     with path.open("a") as out:
         out.write('{"type":"message","id":"deep","parentId":null,"message":' + "[" * 100_000 + "]" * 100_000 + "}\n")
         out.write('{"type":5,"id":7,"parentId":["x"],"message":{"role":"user","content":9}}\n')

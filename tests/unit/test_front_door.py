@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from senpi_guard import __version__, sample
+from senpi_guard import __version__, sample, sample_session
 
 ESC = "\033["
 
@@ -173,7 +173,7 @@ def test_paths_shows_effective_config_and_paths(capsys, isolated_dirs, monkeypat
 
 def test_output_into_a_closed_pipe_is_quiet(tmp_path):
     # far more rows than a pipe buffers, so writes really hit the closed pipe
-    session_file = sample.write_sample_session(tmp_path / "s.jsonl", turns=500, directive_bytes=200)
+    session_file = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=500, directive_bytes=200)
     shell = f"{sys.executable} -m senpi_guard audit {session_file} | head -n 3"
     proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
     assert len(proc.stdout.splitlines()) == 3
@@ -194,7 +194,7 @@ def test_unexpected_error_exits_3_with_a_log(capsys, pkg, monkeypatch, isolated_
 
 
 def test_audit_fits_100_columns_unless_verbose(capsys, tmp_path):
-    session_file = sample.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=2000)
+    session_file = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=2000)
     code, out, _ = run_cli(capsys, "audit", session_file)
     assert code == 0
     lines = [ln for ln in out.splitlines() if not ln.startswith("session ")]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from senpi_guard import sample, session
+from senpi_guard import sample_session, session
 
 
 def test_turns_follow_the_parent_chain_and_count_damage(tmp_path):
-    path = sample.write_sample_session(tmp_path / "s.jsonl", turns=4, directive_bytes=300)
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=4, directive_bytes=300)
     found = session.index(path)
     turns = list(session.turns(found))
     assert len(turns) == 8  # two assistant messages per step; the orphan is skipped
@@ -19,7 +19,7 @@ def test_turns_follow_the_parent_chain_and_count_damage(tmp_path):
 
 
 def test_compaction_keeps_only_what_it_names(tmp_path):
-    path = sample.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=300,
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=300,
                                        compact_every=3, extras=False)
     found = session.index(path)
     last = list(session.turns(found))[-1]
@@ -56,7 +56,7 @@ def test_branch_summaries_as_senpi_sends_them():
 
 def test_a_session_with_bash_executions_audits(tmp_path, capsys):
     from conftest import run_cli
-    path = sample.write_sample_session(tmp_path / "s.jsonl", turns=2, directive_bytes=300, extras=False)
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=2, directive_bytes=300, extras=False)
     lines = path.read_text().splitlines()
     last = json.loads(lines[-1])["id"]
     extra = [{"type": "message", "id": "bash1", "parentId": last, "timestamp": "t",
@@ -70,5 +70,35 @@ def test_a_session_with_bash_executions_audits(tmp_path, capsys):
     path.write_text("\n".join(lines + [json.dumps(e) for e in extra]) + "\n")
     code, out, err = run_cli(capsys, "audit", "--json", path)
     assert code == 0, err
-    rows = json.loads(out)["turns"]
+    rows = json.loads(out)["sessions"][0]["turns"]
     assert rows[-1]["entry_id"] == "ask" and len(rows) == 5
+
+
+def test_a_compaction_that_keeps_from_an_older_compaction_keeps_nothing_before_itself(tmp_path):
+    """senpi skips compaction entries when looking for firstKeptEntryId."""
+    rows = [("u1", None, "message"), ("k1", "u1", "compaction"), ("u2", "k1", "message"),
+            ("k2", "u2", "compaction"), ("u3", "k2", "message")]
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"})]
+    for entry_id, parent, kind in rows:
+        entry = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": "t"}
+        if kind == "message":
+            entry["message"] = {"role": "user", "content": entry_id}
+        else:
+            entry |= {"summary": entry_id, "firstKeptEntryId": "u1" if entry_id == "k1" else "k1"}
+        lines.append(json.dumps(entry))
+    path = tmp_path / "chain.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    found = session.index(path)
+    ids, chain = session.context_ids(found, "u3")
+    assert ids == ["k2", "u3"]  # not u2: k2 names k1, which is skipped, so nothing before k2 is kept
+    assert chain[-1] == "u3" and "k2" in chain
+    assert session.context_ids(found, "u2")[0] == ["k1", "u1", "u2"]
+    assert not found.warnings
+
+
+def test_what_senpi_does_not_send_is_not_sent():
+    def msg(message):
+        return session.to_message({"type": "message", "message": message})
+    assert msg({"role": "user", "content": None}) == {"role": "user", "content": []}
+    assert msg({"role": "someFutureRole", "content": "x"}) is None
+    assert session.to_message({"type": "custom_message", "customType": "x"}) == {"role": "user", "content": []}

@@ -8,7 +8,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from senpi_guard import audit, sample
+from senpi_guard import audit, sample, sample_session
 from senpi_guard.commands import common
 from senpi_guard.discover import Install, describe
 from senpi_guard.patch.classify import State
@@ -67,37 +67,54 @@ def _demo(work: Path) -> int:
     common.print_outcomes([outcome], False)
     if not outcome.ok or outcome.report is None:
         return 1
-    _say("4. prompt bytes for incident-shaped contexts (N identical ~25 KB <ultrawork-mode> "
-         "blocks + one variant):")
-    _say(f"   {'context':<14}{'unpatched':>12}{'patched':>11}{'saved':>8}"
-         f"{'upstream alone keeps':>24}")
+    _say("4. one full re-send of incident-shaped contexts (N identical ~25 KB <ultrawork-mode> "
+         "blocks + one variant); 'as installed' is senpi with its own keep-last dedupe:")
+    _say(f"   {'context':<14}{'as installed':>14}{'patched':>11}{'change':>9}{'directives kept':>26}")
     for name in ("incident-3", "incident-21", "incident-70"):
         s = outcome.report.stats.get(name, {})
-        if not s:
-            continue
-        saved = 100 * (1 - s["patchedBytes"] / s["originalBytes"])
-        upstream = s.get("upstreamOnly", {})
-        keeps = f"{upstream.get('surviving', '?')} of {s['distinctDirectives']} directives"
-        _say(f"   {name:<14}{s['originalBytes']:>12,}{s['patchedBytes']:>11,}{saved:>7.1f}%"
-             f"{keeps:>24}")
+        if s:
+            _say("   " + _incident_row(name, s))
     after = reconciler.inspect(install)
     _say(f"5. status: {after.state}")
-    session_file = sample.write_sample_session(work / "session.jsonl", turns=30)
+    session_file = sample_session.write_sample_session(work / "session.jsonl", turns=30, lanes=True,
+                                                       payload_from=work / "src")
     with audit.serializer([install], patch, config) as server:
         report = audit.audit_session(session_file, server)
-    s = report["summary"]
-    big = s["largest_turn"]
-    _say(f"6. audit of a sample 30-step session ({s['turns']} assistant turns, a 25 KB "
-         "<ultrawork-mode> in every user message):")
-    change = (f"{s['saved_percent']}% fewer" if s["saved_bytes"] >= 0 else
-              f"{-s['saved_percent']}% more")
-    _say(f"   re-sent in total {s['total_unpatched_bytes']:,} -> {s['total_patched_bytes']:,} bytes "
-         f"({change}); largest turn {big['unpatched_bytes']:,} -> {big['patched_bytes']:,} bytes")
-    losing = s["turns_losing_a_directive"]
-    _say(f"   turns whose prompt lost a distinct directive: {losing['unpatched']} without the patch "
-         f"(upstream's keep-last drops the earlier variant), {losing['patched']} with it")
+    _say("6. audit of a sample 30-step session (a 25 KB <ultrawork-mode> in every user message; "
+         "senpi's continuity record on every call):")
+    for line in _audit_lines(report["summary"]):
+        _say("   " + line)
     _say("7. revert restores the original bytes exactly:")
     with reconciler.store.lock():
         reverted = reconciler.revert(install)
     _say(f"   {reverted.before} -> {reverted.after}: {reverted.detail}")
     return 0 if after.state == State.PATCHED and reverted.ok else 1
+
+
+def _change(before: int, after: int) -> str:
+    if not before:
+        return "0%"
+    ratio = after / before - 1
+    return f"{ratio:+.1%}"
+
+
+def _incident_row(name: str, s: dict) -> str:
+    installed = s.get("upstreamOnly", {}).get("bytes") or s["originalBytes"]
+    patched = s.get("pipelineBytes") or s["patchedBytes"]
+    kept_installed = s.get("upstreamOnly", {}).get("surviving", s["distinctDirectives"])
+    kept = f"{kept_installed} -> {s['distinctDirectives']} of {s['distinctDirectives']}"
+    return f"{name:<14}{installed:>14,}{patched:>11,}{_change(installed, patched):>9}{kept:>26}"
+
+
+def _audit_lines(s: dict) -> list[str]:
+    head, delta, cache = s["headline"], s["sent"]["delta"], s["cache_write"]
+    losing, rec = s["turns_losing_a_directive"], s["recorded_payload"]
+    return [
+        f"{head['turns']} full re-sends: {head['unpatched_bytes']:,} bytes as installed -> "
+        f"{head['patched_bytes']:,} patched ({_change(head['unpatched_bytes'], head['patched_bytes'])})",
+        f"{delta['turns']} delta calls: {delta['unpatched_bytes']:,} bytes, unchanged by the dist patch",
+        f"prompt cache written anew on full re-sends: {cache['unpatched_bytes']:,} -> "
+        f"{cache['patched_bytes']:,} bytes ({_change(cache['unpatched_bytes'], cache['patched_bytes'])})",
+        f"calls that dropped a distinct directive: {losing['unpatched']} as installed, {losing['patched']} patched",
+        f"senpi's own payloadBytes matched the audit on {rec['matched']} of {rec['turns']} recorded calls",
+    ]

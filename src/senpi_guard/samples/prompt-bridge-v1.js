@@ -9,19 +9,19 @@ function pushParts(blocks, content) {
         }
     }
 }
-function assistantText(message) {
+function assistantText(message, customNames) {
     const lines = [];
     for (const part of partsOf(message.content)) {
         if (part.type === "text") {
             lines.push(part.text);
         }
         else if (part.type === "toolCall") {
-            lines.push(describeToolCall(part));
+            lines.push(describeToolCall(part, customNames));
         }
     }
     return lines.join("\n");
 }
-export function buildPromptBlocks(context) {
+export function buildPromptBlocks(context, customNames) {
     const blocks = [];
     for (const message of context.messages) {
         const lead = blocks.length === 0 ? "" : "\n\n";
@@ -30,10 +30,10 @@ export function buildPromptBlocks(context) {
             pushParts(blocks, message.content);
         }
         else if (message.role === "assistant") {
-            blocks.push({ type: "text", text: `${lead}ASSISTANT:\n${assistantText(message)}` });
+            blocks.push({ type: "text", text: `${lead}ASSISTANT:\n${assistantText(message, customNames)}` });
         }
         else if (message.role === "toolResult") {
-            blocks.push({ type: "text", text: `${lead}${toolResultLabel(message)}` });
+            blocks.push({ type: "text", text: `${lead}${toolResultLabel(message, customNames)}` });
             pushParts(blocks, message.content);
         }
     }

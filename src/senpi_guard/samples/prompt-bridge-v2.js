@@ -1,22 +1,22 @@
 import { describeToolCall, partsOf, toolResultLabel } from "./tools.js";
 const CONTINUE_INSTRUCTION = "The conversation so far is above. Continue it: answer the latest user message below, using the tools you are given.";
-function roleLabel(message) {
+function roleLabel(message, customNames) {
     if (message.role === "user") {
         return "USER:\n";
     }
     if (message.role === "assistant") {
         return "ASSISTANT:\n";
     }
-    return toolResultLabel(message);
+    return toolResultLabel(message, customNames);
 }
-function pushMessage(blocks, message, lead) {
-    blocks.push({ type: "text", text: `${lead}${roleLabel(message)}` });
+function pushMessage(blocks, message, lead, customNames) {
+    blocks.push({ type: "text", text: `${lead}${roleLabel(message, customNames)}` });
     for (const part of partsOf(message.content)) {
         if (part.type === "text") {
             blocks.push({ type: "text", text: part.text });
         }
         else if (part.type === "toolCall") {
-            blocks.push({ type: "text", text: describeToolCall(part) });
+            blocks.push({ type: "text", text: describeToolCall(part, customNames) });
         }
         else if (part.type === "image") {
             blocks.push({ type: "image", source: { type: "base64", media_type: part.mimeType, data: part.data } });
@@ -40,7 +40,7 @@ function orphanToolResults(messages) {
     }
     return orphans;
 }
-export function buildPromptBlocks(context) {
+export function buildPromptBlocks(context, customNames) {
     const messages = context.messages;
     const last = messages[messages.length - 1];
     const finalUser = last !== undefined && last.role === "user" ? last : undefined;
@@ -48,7 +48,7 @@ export function buildPromptBlocks(context) {
     const blocks = [];
     if (history.length > 0) {
         blocks.push({ type: "text", text: "<conversation_history>\n" });
-        history.forEach((message, index) => pushMessage(blocks, message, index === 0 ? "" : "\n\n"));
+        history.forEach((message, index) => pushMessage(blocks, message, index === 0 ? "" : "\n\n", customNames));
         blocks.push({ type: "text", text: "\n</conversation_history>" });
     }
     const orphans = orphanToolResults(history);
@@ -58,7 +58,7 @@ export function buildPromptBlocks(context) {
     }
     blocks.push({ type: "text", text: CONTINUE_INSTRUCTION });
     if (finalUser !== undefined) {
-        pushMessage(blocks, finalUser, "");
+        pushMessage(blocks, finalUser, "", customNames);
     }
     return blocks;
 }
