@@ -48,17 +48,21 @@ class Serializer:
 
     def _read(self) -> None:
         for line in self.proc.stdout:
-            self.replies.put(line)
+            self.replies.put(line.decode("utf-8", "replace"))
         self.replies.put("")
 
     def send(self, request: dict[str, Any]) -> None:
-        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.send_raw(json.dumps(request).encode())
+
+    def send_raw(self, line: bytes) -> None:
+        self.proc.stdin.write(line + b"\n")
 
     def reply(self) -> dict[str, Any]:
         self.proc.stdin.flush()
         line = self.replies.get()
         if not line:
-            tail = (self.proc.stderr.read().strip().splitlines() or ["no output"])[-1]
+            tail = (self.proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+                    or ["no output"])[-1]
             raise FatalError(f"the audit's node process ended early: {tail}")
         return json.loads(line)
 
@@ -118,7 +122,7 @@ def serializer(installs: list[Install], patch: Patch, config: Config, allow_fore
                                            sandbox.work_dir, sandbox.owner))
         job = _job(patch, config, place, chosen, pairs, functions, exact)
         proc = stack.enter_context(_node(chosen.package_dir, place, job))
-        ready = json.loads(proc.stdout.readline() or "{}")
+        ready = json.loads(proc.stdout.readline() or b"{}")
         if reconstruction == "senpi" and not ready.get("exact"):
             raise FatalError(f"senpi {chosen.version}'s own buildSessionContext/convertToLlm "
                              "could not be used (not found, or they did not import under node); "
@@ -132,9 +136,9 @@ def _node(package_dir: Path, place, job: dict[str, Any]) -> Iterator[subprocess.
     from senpi_guard import nodes
     proc = subprocess.Popen([nodes.node_for(package_dir).path, str(place.root / "audit.mjs")],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **place.popen_kwargs())
+                            bufsize=1 << 20, **place.popen_kwargs())
     try:
-        proc.stdin.write(json.dumps(job) + "\n")
+        proc.stdin.write(json.dumps(job).encode() + b"\n")
         proc.stdin.flush()
         yield proc  # the caller reads the ready line
     finally:
@@ -180,11 +184,12 @@ def audit_session(path: Path, server: Serializer,
             for entry_id in ids:
                 if entry_id in sent or entry_id in silent:
                     continue
-                raw = session.read_entry(handle, found.entries[entry_id])
-                if server.reconstruction == "senpi":
-                    server.send({"op": "put", "id": entry_id, "entry": raw})
+                entry = found.entries[entry_id]
+                if server.reconstruction == "senpi" or entry.plain:  # sent as stored: no parse, no encode
+                    server.send_raw(b'{"op":"put","id":' + json.dumps(entry_id).encode() + b',"entry":'
+                                    + session.read_raw(handle, entry) + b"}")
                     continue
-                message = session.to_message(raw)
+                message = session.to_message(session.read_entry(handle, found.entries[entry_id]))
                 if message is None:  # e.g. a `!!cmd` or an empty branch summary: senpi sends nothing
                     silent.add(entry_id)
                 else:

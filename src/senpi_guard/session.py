@@ -37,6 +37,7 @@ class Entry:
     length: int
     role: str | None = None
     first_kept: str | None = None
+    plain: bool = False  # a user/assistant/toolResult message with content: sent as it is stored
 
 
 @dataclass
@@ -138,8 +139,9 @@ def index(path: Path) -> SessionIndex:
                     found.models[entry["id"]] = message.get("model") or model
                 _note_tools(found.tools, message)
             parent = entry.get("parentId")
+            plain = role in ("user", "assistant", "toolResult") and entry["message"].get("content") is not None
             found.entries[entry["id"]] = Entry(entry["id"], parent if isinstance(parent, str) else None,
-                                               kind, at, length, role, entry.get("firstKeptEntryId"))
+                                               kind, at, length, role, entry.get("firstKeptEntryId"), plain)
             found.order.append(entry["id"])
     return found
 
@@ -183,8 +185,9 @@ def context_ids(found: SessionIndex, start: str | None) -> tuple[list[str], list
     walked: list[str] = []  # context entries, newest first
     chain: list[str] = []
     seen: set[str] = set()
-    compaction: str | None = None
+    compaction: Entry | None = None
     after_compaction = 0
+    met_kept = False
     current = start
     while current is not None:
         entry = found.entries.get(current)
@@ -195,20 +198,36 @@ def context_ids(found: SessionIndex, start: str | None) -> tuple[list[str], list
         chain.append(current)
         if entry.kind == "compaction":
             if compaction is None:
-                compaction, after_compaction = current, len(walked)
+                compaction, after_compaction = entry, len(walked)
+                if not _can_keep(found, entry.first_kept):
+                    break  # nothing before this compaction can be kept: stop walking here
         elif entry.kind in CONTEXT_TYPES:
             walked.append(current)
-            if compaction is not None and current == found.entries[compaction].first_kept:
+            if compaction is not None and current == compaction.first_kept:
+                met_kept = True
                 break
         current = entry.parent
-    if compaction is not None and current is None:
-        kept = found.entries.get(found.entries[compaction].first_kept or "")
+    if compaction is not None and not met_kept:
+        kept = found.entries.get(compaction.first_kept or "")
         if kept is None or kept.kind != "compaction":
             found.warnings["compaction keeps an entry that is not on the path"] += 1
         walked = walked[:after_compaction]
     walked.reverse()
     chain.reverse()
-    return (walked if compaction is None else [compaction, *walked]), chain
+    return (walked if compaction is None else [compaction.id, *walked]), chain
+
+
+def _can_keep(found: SessionIndex, first_kept: str | None) -> bool:
+    """Whether a compaction's firstKeptEntryId can be met walking back: senpi skips compactions
+    when looking for it, and an id that is in no entry is never met."""
+    kept = found.entries.get(first_kept or "")
+    return kept is not None and kept.kind != "compaction"
+
+
+def read_raw(handle: BinaryIO, entry: Entry) -> bytes:
+    """An entry's JSON text as it is in the file."""
+    handle.seek(entry.offset)
+    return handle.read(entry.length).strip()
 
 
 def read_entry(handle: BinaryIO, entry: Entry) -> dict[str, Any]:

@@ -25,7 +25,6 @@ async function load(spec, which = "original") {
 
 const isText = (b) => b !== null && typeof b === "object" && b.type === "text" && typeof b.text === "string";
 const blocksOf = (r) => (Array.isArray(r) ? r : r && Array.isArray(r.blocks) ? r.blocks : null);
-const textOf = (blocks) => blocks.filter(isText).map((b) => b.text).join("");
 const bytes = (text) => Buffer.byteLength(text, "utf8");
 
 function spansOf(text) {
@@ -45,7 +44,19 @@ function spansOf(text) {
     return found;
 }
 
+const spanCache = new WeakMap(); // message object -> its spans (the same object across calls)
 function messageSpans(message) {
+    if (message !== null && typeof message === "object" && spanCache.has(message)) {
+        return spanCache.get(message);
+    }
+    const spans = findMessageSpans(message);
+    if (message !== null && typeof message === "object") {
+        spanCache.set(message, spans);
+    }
+    return spans;
+}
+
+function findMessageSpans(message) {
     const parts = typeof message?.content === "string" ? [{ type: "text", text: message.content }] : Array.isArray(message?.content) ? message.content : [];
     const spans = new Set();
     for (const part of parts) {
@@ -58,24 +69,32 @@ function messageSpans(message) {
     return spans;
 }
 
-function countMarkers(text) {
+// Markers per tag, found by the text every marker shares (one scan per block, not one per tag).
+const MARKER_TAIL = job.marker.slice(job.marker.indexOf("{tag}") + "{tag}".length);
+const MARKER_HEAD = job.marker.slice(0, job.marker.indexOf("{tag}"));
+function countMarkers(texts) {
     const counts = {};
-    for (const tag of job.tags) {
-        const marker = job.marker.split("{tag}").join(tag);
-        let n = 0;
-        for (let at = text.indexOf(marker); at !== -1; at = text.indexOf(marker, at + marker.length)) {
-            n++;
-        }
-        if (n) {
-            counts[tag] = n;
+    for (const text of texts) {
+        for (let at = text.indexOf(MARKER_TAIL); at !== -1; at = text.indexOf(MARKER_TAIL, at + 1)) {
+            const start = text.lastIndexOf(MARKER_HEAD, at);
+            const tag = start === -1 ? "" : text.slice(start + MARKER_HEAD.length, at);
+            if (job.tags.includes(tag)) {
+                counts[tag] = (counts[tag] ?? 0) + 1;
+            }
         }
     }
     return counts;
 }
 
+// Length of the common prefix: whole chunks compared as strings (memcmp speed), then the last chunk
+// character by character.
 function commonPrefix(a, b) {
     const n = Math.min(a.length, b.length);
+    const CHUNK = 8192;
     let i = 0;
+    while (i + CHUNK <= n && a.slice(i, i + CHUNK) === b.slice(i, i + CHUNK)) {
+        i += CHUNK;
+    }
     while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) {
         i++;
     }
@@ -115,6 +134,7 @@ if (job.session) {
 
 const store = new Map(); // id -> {message | entry, spans}
 let previous = null; // the previous full re-send's texts: {original, patched}
+let seenIn = { original: new Map(), patched: new Map() }; // span -> the text it was last found in
 let previousSent = 0;
 
 function contextOf(request) {
@@ -148,24 +168,73 @@ function runUpstream(fn, blocks) {
     return fn ? blocksOf(fn(blocks)) : blocks;
 }
 
+// One side of a full re-send: its text blocks, their bytes, and the bytes past the longest common
+// prefix with the previous full re-send. Blocks are compared first as whole strings (the same
+// message text is the same string object from call to call, so that is a pointer compare), then
+// the first differing pair character by character.
+function side(blocks, before) {
+    const texts = blocks.filter(isText).map((b) => b.text);
+    const sizes = texts.map(bytes);
+    const total = sizes.reduce((n, x) => n + x, 0);
+    if (before === null) {
+        return { texts, total, fresh: total };
+    }
+    let i = 0;
+    while (i < texts.length && i < before.length && texts[i] === before[i]) {
+        i++;
+    }
+    let fresh = 0;
+    for (let k = i; k < texts.length; k++) {
+        fresh += sizes[k];
+    }
+    if (i < texts.length && i < before.length) {
+        fresh -= bytes(texts[i].slice(0, commonPrefix(texts[i], before[i])));
+    }
+    return { texts, total, fresh };
+}
+
+// Whether each distinct span is still in a side's text. The text a span was found in last call is
+// tried first: message texts are the same string objects from call to call, so that is usually
+// one pointer compare. Otherwise includes(), which a long span makes skip ahead quickly.
+// Spans are filed by a short key (length and two slices): V8 hashes long strings by length only.
+const spanKey = (span) => `${span.length}:${span.slice(0, 200)}:${span.slice(-200)}`;
+function keptOf(distinct, texts, lastSeen) {
+    let kept = 0;
+    for (const span of distinct) {
+        const key = spanKey(span);
+        const seen = lastSeen.get(key)?.find((hit) => hit.span === span);
+        if (seen && texts.includes(seen.text)) {
+            kept++;
+            continue;
+        }
+        const text = texts.find((t) => t.length >= span.length && t.includes(span));
+        if (text !== undefined) {
+            kept++;
+            const hits = lastSeen.get(key) ?? [];
+            lastSeen.set(key, hits);
+            if (seen) {
+                seen.text = text;
+            }
+            else {
+                hits.push({ span, text });
+            }
+        }
+    }
+    return kept;
+}
+
 function measureFull(messages, request, names) {
-    const context = { messages };
     const original = runUpstream(fns.upOriginal, blocksOf(fns.original({ messages: [...messages] }, names)));
     const patched = runUpstream(fns.upCandidate, blocksOf(fns.candidate({ messages: [...messages] }, names)));
-    const originalText = textOf(original);
-    const patchedText = textOf(patched);
-    const distinct = spansOfContext(context.messages, request);
-    const kept = (text) => [...distinct].filter((span) => text.includes(span)).length;
-    const cacheWrite = (now, before) => bytes(before === null ? now : now.slice(commonPrefix(now, before)));
-    const reply = {
-        originalBytes: bytes(originalText), patchedBytes: bytes(patchedText),
-        cacheWriteOriginal: cacheWrite(originalText, previous && previous.original),
-        cacheWritePatched: cacheWrite(patchedText, previous && previous.patched),
-        collapsed: countMarkers(patchedText), directives: distinct.size,
-        keptUnpatched: kept(originalText), keptPatched: kept(patchedText),
+    const a = side(original, previous && previous.original);
+    const b = side(patched, previous && previous.patched);
+    const distinct = spansOfContext(messages, request);
+    previous = { original: a.texts, patched: b.texts };
+    return {
+        originalBytes: a.total, patchedBytes: b.total, cacheWriteOriginal: a.fresh, cacheWritePatched: b.fresh,
+        collapsed: countMarkers(b.texts), directives: distinct.size,
+        keptUnpatched: keptOf(distinct, a.texts, seenIn.original), keptPatched: keptOf(distinct, b.texts, seenIn.patched),
     };
-    previous = { original: originalText, patched: patchedText };
-    return reply;
 }
 
 // What the resident lane counts as sent: user and tool-result messages, minus literally empty users.
@@ -175,7 +244,7 @@ function measureDelta(messages, request, names) {
     const sent = sentOf(messages);
     const count = Number.isInteger(request.delta) ? request.delta : Math.max(sent.length - previousSent, 0);
     const fresh = count > 0 ? sent.slice(-count) : [];
-    const text = textOf(fns.delta(fresh, names));
+    const text = blocksOf(fns.delta(fresh, names)).filter(isText).map((b) => b.text).join("");
     const distinct = new Set();
     for (const message of fresh) {
         for (const span of messageSpans(message)) {
@@ -209,11 +278,13 @@ for (let next = await lines.next(); !next.done; next = await lines.next()) {
     }
     const request = JSON.parse(next.value);
     if (request.op === "put") {
-        store.set(request.id, session ? { entry: request.entry } : { message: request.message, spans: messageSpans(request.message) });
+        const message = request.message ?? request.entry?.message;
+        store.set(request.id, session ? { entry: request.entry } : { message, spans: messageSpans(message) });
     }
     else if (request.op === "reset") {
         store.clear();
         previous = null;
+        seenIn = { original: new Map(), patched: new Map() };
         previousSent = 0;
     }
     else if (request.op === "flush") {
