@@ -4,6 +4,7 @@ clean line and an exit code (1 an error the user can act on, 2 usage, 3 unexpect
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -12,16 +13,25 @@ import traceback
 from types import ModuleType
 
 from senpi_guard import __version__, store, ui
-from senpi_guard.commands import apply, audit, daemon, demo, paths, revert, status, verify, watch
 from senpi_guard.errors import FatalError, UsageError
 from senpi_guard.write import private_dirs
 
-# The subcommands, in the order `--help` lists them. Each module has SUMMARY, EXAMPLE, EXITS,
-# configure(parser) and run(args) -> int.
-COMMANDS: dict[str, ModuleType] = {
-    "apply": apply, "status": status, "verify": verify, "revert": revert, "watch": watch,
-    "daemon": daemon, "audit": audit, "demo": demo, "paths": paths,
+# The subcommands, in the order `--help` lists them, and the module that implements each (it has
+# SUMMARY, EXAMPLE, EXITS, configure(parser) and run(args) -> int). Only the module of the command
+# being run is imported: `status` must not pay for what `audit` or `watch` need.
+COMMANDS: dict[str, str] = {
+    name: f"senpi_guard.commands.{name}"
+    for name in ("apply", "status", "verify", "revert", "watch", "daemon", "audit", "demo", "paths")
 }
+
+
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(COMMANDS[name])
+
+
+def _chosen(argv: list[str]) -> str | None:
+    """The subcommand named in argv (the top-level options take no values), if any."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 JSON_KEY = {"audit": "sessions"}  # the list key of a command's --json output; default "installs"
 
 
@@ -46,7 +56,8 @@ def _verbosity(parser: argparse.ArgumentParser, default) -> None:
                         default=default, help="full paths, backup paths, wide tables")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with `chosen` (a known command), only that command's module is loaded."""
     parser = _Parser(
         prog="senpi-guard", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Keep senpi's prompt free of repeated directive blocks: patch every install, "
@@ -56,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"senpi-guard {__version__}")
     _verbosity(parser, 0)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, module in COMMANDS.items():
+    for name in COMMANDS:
+        if chosen in COMMANDS and name != chosen:
+            sub.add_parser(name)  # never shown: the help printed is the chosen command's own
+            continue
+        module = command_module(name)
         child = sub.add_parser(
             name, help=module.SUMMARY, formatter_class=argparse.RawDescriptionHelpFormatter,
             description=getattr(module, "DESCRIPTION", module.SUMMARY[0].upper() + module.SUMMARY[1:] + "."),
@@ -89,7 +104,8 @@ def _fail(args, message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    parser = build_parser(_chosen(argv))
     args = argparse.Namespace(command=None)
     try:
         args = parser.parse_args(argv)
@@ -97,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        return COMMANDS[args.command].run(args)
+        return command_module(args.command).run(args)
     except UsageError as exc:
         _fail(args, str(exc))
         return 2

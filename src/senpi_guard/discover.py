@@ -3,11 +3,13 @@ the `senpi` on PATH."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -39,6 +41,53 @@ class Discovery:
 
 
 _ANSWERS: dict[tuple[str, ...], tuple[float, str | None]] = {}
+# what a package manager's answer depends on besides its arguments
+PROBE_ENV = ("PATH", "HOME", "NPM_CONFIG_PREFIX", "npm_config_prefix", "PNPM_HOME", "XDG_DATA_HOME",
+             "XDG_CONFIG_HOME", "PREFIX_YARN", "YARN_GLOBAL_FOLDER")
+PROBES = (["npm", "root", "-g"], ["pnpm", "root", "-g"], ["yarn", "global", "dir"])
+
+
+@dataclass
+class ProbeCache:
+    """Package managers' answers kept in a file between runs (wall-clock ages), so that a plain
+    `status` spawns `npm root -g` at most once per `max_age`. An answer naming a folder that is gone
+    is asked again."""
+
+    path: Path
+    max_age: float
+    answers: dict[str, list] = field(default_factory=dict)
+    changed: bool = False
+
+    @classmethod
+    def load(cls, path: Path, max_age: float) -> ProbeCache:
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        return cls(path, max_age, data if isinstance(data, dict) else {})
+
+    @staticmethod
+    def key(argv: list[str]) -> str:
+        return json.dumps([argv, [os.environ.get(name) for name in PROBE_ENV]])
+
+    def get(self, argv: list[str]) -> tuple[bool, str | None]:
+        hit = self.answers.get(self.key(argv))
+        if not (isinstance(hit, list) and len(hit) == 2 and isinstance(hit[0], int | float)):
+            return False, None
+        fresh = 0 <= time.time() - hit[0] < self.max_age
+        usable = hit[1] is None or (isinstance(hit[1], str) and Path(hit[1]).is_dir())
+        return (True, hit[1]) if fresh and usable else (False, None)
+
+    def put(self, argv: list[str], answer: str | None) -> None:
+        self.answers[self.key(argv)] = [time.time(), answer]
+        self.changed = True
+
+    def save(self) -> None:
+        if self.changed:
+            from senpi_guard.write import write_private
+            # a cache that cannot be written only costs the next run a probe
+            with contextlib.suppress(FatalError):
+                write_private(self.path, json.dumps(self.answers).encode())
 
 
 def _run(argv: list[str], max_age: float = 0.0) -> str | None:
@@ -51,6 +100,33 @@ def _run(argv: list[str], max_age: float = 0.0) -> str | None:
     answer = _ask(argv)
     _ANSWERS[key] = (time.monotonic(), answer)
     return answer
+
+
+def _probe_all(max_age: float, cache: ProbeCache | None) -> dict[tuple[str, ...], str | None]:
+    """Every package manager's answer, asked all at once (each takes a few hundred ms to start);
+    from the file cache when it has a fresh one."""
+    answers: dict[tuple[str, ...], str | None] = {}
+    pending = []
+    for argv in PROBES:
+        known, answer = cache.get(argv) if cache else (False, None)
+        if known:
+            answers[tuple(argv)] = answer
+        else:
+            pending.append(argv)
+
+    def ask(argv: list[str]) -> None:
+        answers[tuple(argv)] = _run(argv, max_age)
+
+    threads = [threading.Thread(target=ask, args=(argv,)) for argv in pending]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if cache and pending:
+        for argv in pending:
+            cache.put(argv, answers[tuple(argv)])
+        cache.save()
+    return answers
 
 
 def _ask(argv: list[str]) -> str | None:
@@ -129,18 +205,18 @@ def _home() -> Path:
     return Path(os.environ.get("HOME") or Path.home())
 
 
-def candidate_dirs(max_age: float = 0.0) -> Iterator[tuple[str, str, Path]]:
-    """(manager, how it was found, package dir candidate)."""
-    npm_root = _run(["npm", "root", "-g"], max_age)
+def candidate_dirs(answers: dict[tuple[str, ...], str | None]) -> Iterator[tuple[str, str, Path]]:
+    """(manager, how it was found, package dir candidate), given the package managers' answers."""
+    npm_root = answers.get(("npm", "root", "-g"))
     if npm_root:
         yield "npm", "npm root -g", Path(npm_root) / SCOPED
-    pnpm_root = _run(["pnpm", "root", "-g"], max_age)
+    pnpm_root = answers.get(("pnpm", "root", "-g"))
     if pnpm_root:
         root = Path(pnpm_root)
         yield "pnpm", "pnpm root -g", root / SCOPED
         for project in _glob_dirs(root, "*"):
             yield "pnpm", "pnpm root -g", project / "node_modules" / SCOPED
-    yarn_dir = _run(["yarn", "global", "dir"], max_age)
+    yarn_dir = answers.get(("yarn", "global", "dir"))
     if yarn_dir:
         yield "yarn", "yarn global dir", Path(yarn_dir) / "node_modules" / SCOPED
     bun_home = Path(os.environ.get("BUN_INSTALL") or _home() / ".bun")
@@ -217,9 +293,11 @@ def _mentions_senpi(path: Path) -> bool:
     return False
 
 
-def discover(max_age: float = 0.0) -> Discovery:
-    """Every install; `max_age` lets a long-running caller reuse package managers' answers."""
+def discover(max_age: float = 0.0, cache: ProbeCache | None = None) -> Discovery:
+    """Every install; `max_age` lets a long-running caller reuse package managers' answers, and
+    `cache` lets short runs share them."""
     found = Discovery()
+    answers = _probe_all(max_age, cache)
     seen: set[Path] = set()
 
     def add(install: Install | None) -> None:
@@ -230,7 +308,7 @@ def discover(max_age: float = 0.0) -> Discovery:
             seen.add(key)
             found.installs.append(install)
 
-    for manager, how, path in candidate_dirs(max_age):
+    for manager, how, path in candidate_dirs(answers):
         found.searched.append(f"{path} ({how})")
         if (path / "package.json").is_file():
             add(describe(path, manager))

@@ -26,8 +26,12 @@ class Reconciler:
     """`cancel`, when set, stops a running replay and any write that has not started."""
 
     def __init__(self, patch: Patch, config: Config, store: Store | None = None,
-                 cancel: threading.Event | None = None, allow_foreign_root: bool = False) -> None:
+                 cancel: threading.Event | None = None, allow_foreign_root: bool = False,
+                 quick_locate: bool = False) -> None:
         self.patch = patch
+        # quick_locate (status only: it writes nothing): accept targets found exactly once in the
+        # known shapes' folders without walking the rest of dist/ for a second definition
+        self.quick_locate = quick_locate
         self.config = config
         self.store = store or Store()
         self.cancel = cancel or threading.Event()
@@ -86,8 +90,21 @@ class Reconciler:
             if all([h.path for h in hits[name]] == ([install.package_dir / rels[name]] if rels[name] else [])
                    for name in names):
                 return hits, len(paths)
+        if self.quick_locate:
+            found = self._locate_likely(dist, names)
+            if found is not None:
+                return found
         files = locate.js_files(dist)
         return locate.find_exported_functions(files, names), len(files)
+
+    def _locate_likely(self, dist: Path, names: list[str]) -> tuple[dict, int] | None:
+        files = [f for folder in self.patch.likely_folders if (dist / folder).is_dir()
+                 for f in locate.js_files(dist / folder)]
+        hits = locate.find_exported_functions(files, names)
+        required = [t.function for t in self.patch.targets if t.required]
+        if all(len(hits[name]) == 1 for name in required) and all(len(h) <= 1 for h in hits.values()):
+            return hits, len(files)
+        return None
 
     def remember_location(self, insp: Inspection) -> dict:
         """What `_locate` trusts next time (kept with the install's records)."""

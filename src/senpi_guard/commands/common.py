@@ -35,8 +35,14 @@ def add_install_options(parser: argparse.ArgumentParser) -> None:
     add_json(parser)
 
 
-def installs(args) -> list[discover.Install]:
-    found = discover.explicit(args.root) if args.root else discover.discover()
+PROBE_CACHE_AGE = 600.0  # seconds a read-only command trusts package managers' remembered answers
+
+
+def installs(args, state_dir: Path | None = None) -> list[discover.Install]:
+    """The installs named by --root, else every one found. With `state_dir` (read-only commands),
+    the package managers' answers come from a cache there at most PROBE_CACHE_AGE old."""
+    cache = discover.ProbeCache.load(state_dir / "probes.json", PROBE_CACHE_AGE) if state_dir else None
+    found = discover.explicit(args.root) if args.root else discover.discover(cache=cache)
     if not found.installs:
         places = "\n".join(f"  - {place}" for place in found.searched)
         raise FatalError("no senpi install found (install @code-yeongyu/senpi, or pass --root "

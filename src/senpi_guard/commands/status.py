@@ -30,10 +30,10 @@ def _when(stamp: Any) -> str:
 
 
 def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
-    reconciler = Reconciler(*common.load())
+    reconciler = Reconciler(*common.load(), quick_locate=True)
     records = reconciler.store.load_records()
     rows = []
-    for install in common.installs(args):
+    for install in common.installs(args, reconciler.store.state_dir):
         insp = reconciler.inspect(install)
         record = reconciler.store.install_record(install.package_dir, records)
         rows.append({

@@ -54,6 +54,7 @@ class Patch:
     targets: tuple[Target, ...]
     shapes: tuple[KnownShape, ...]
     root: Path
+    shapes_under: str = ""  # where under dist/ the shapes' folders are (status looks there first)
 
     def target(self, role: str) -> Target:
         return next(t for t in self.targets if t.role == role)
@@ -65,6 +66,12 @@ class Patch:
     @property
     def checks_path(self) -> Path:
         return self.root / "checks.mjs"
+
+    @property
+    def likely_folders(self) -> tuple[str, ...]:
+        """The folders under dist/ where known shapes keep their targets."""
+        folders = dict.fromkeys(f"{self.shapes_under}/{s.folder}".strip("/") for s in self.shapes)
+        return tuple(folders)
 
     def marker(self, tag: str) -> str:
         return self.marker_template.replace("{tag}", tag)
@@ -125,7 +132,8 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
                    for s in data.get("versions", {}).get("known", []))
     return Patch(data["name"], int(data["version"]), data.get("summary", ""), payload,
                  data["marker"], int(data["max_marker_bytes"]), data.get("call", "context"),
-                 data.get("hand_fix_function", ""), targets, shapes, root)
+                 data.get("hand_fix_function", ""), targets, shapes, root,
+                 data.get("versions", {}).get("under", ""))
 
 
 def load(name: str = DEFAULT_PATCH) -> Patch:

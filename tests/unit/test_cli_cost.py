@@ -1,0 +1,58 @@
+"""What a plain `status` pays: package managers asked at most once per ten minutes, the targets
+looked for in the known shapes' folders before the rest of dist/ is walked."""
+
+import json
+import os
+from pathlib import Path
+
+from conftest import run_cli
+
+from senpi_guard import sample
+
+
+def fake_npm(folder: Path, root: Path) -> Path:
+    """An `npm` that answers `root -g` and counts how often it was asked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "npm"
+    script.write_text(f"#!/bin/sh\necho asked >> {folder / 'calls'}\necho {root}\n")
+    script.chmod(0o755)
+    return folder / "calls"
+
+
+def test_status_asks_npm_at_most_once_per_ten_minutes(tmp_path, capsys, monkeypatch, isolated_dirs):
+    home, root = tmp_path / "home", tmp_path / "global"
+    home.mkdir()
+    sample.write_sample_package(root / "@code-yeongyu" / "senpi", 2, fillers=0)
+    calls = fake_npm(tmp_path / "bin", root)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/bin")
+    for _ in range(3):
+        code, out, err = run_cli(capsys, "status", "--json")
+        assert code == 1 and json.loads(out)["installs"][0]["state"] == "unpatched", err
+    assert calls.read_text().count("asked") == 1
+    cache = next(isolated_dirs.rglob("probes.json"))
+    answers = json.loads(cache.read_text())
+    for entry in answers.values():  # eleven minutes later the answer is asked again
+        entry[0] -= 660
+    cache.write_text(json.dumps(answers))
+    run_cli(capsys, "status")
+    assert calls.read_text().count("asked") == 2
+    (root / "@code-yeongyu" / "senpi" / "package.json").unlink()
+    root.rename(tmp_path / "moved")  # the remembered folder is gone: asked again at once
+    run_cli(capsys, "status")
+    assert calls.read_text().count("asked") == 3
+    code, _, _ = run_cli(capsys, "apply")  # apply never trusts the remembered answer
+    assert calls.read_text().count("asked") == 4
+
+
+def test_status_looks_in_the_shapes_folders_before_walking_dist(tmp_path, capsys, isolated_dirs):
+    pkg = tmp_path / "pkg"
+    sample.write_sample_package(pkg, 2, fillers=0)
+    # a file elsewhere that mentions the function but cannot be read as UTF-8: a walk of all of
+    # dist/ stops on it, a look in the shapes' folders never opens it
+    (pkg / "dist" / "vendor").mkdir()
+    (pkg / "dist" / "vendor" / "odd.js").write_bytes(b"// buildPromptBlocks \xff\xfe")
+    code, out, err = run_cli(capsys, "status", "--root", pkg, "--json")
+    assert code == 1 and json.loads(out)["installs"][0]["state"] == "unpatched", err
+    code, out, err = run_cli(capsys, "apply", "--root", pkg)  # apply walks everything, and says so
+    assert code == 1 and "odd.js mentions buildPromptBlocks but is not UTF-8" in out + err
