@@ -17,6 +17,7 @@ from senpi_guard.findings import Inspection, Outcome, TargetFile, install_spec, 
 from senpi_guard.patch import apply, reverse
 from senpi_guard.patch.classify import State, classify
 from senpi_guard.patch.definition import Patch, Target
+from senpi_guard.replays import ReplayMemo, replay_key
 from senpi_guard.store import Store
 
 HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
@@ -27,13 +28,17 @@ class Reconciler:
 
     def __init__(self, patch: Patch, config: Config, store: Store | None = None,
                  cancel: threading.Event | None = None, allow_foreign_root: bool = False,
-                 quick_locate: bool = False) -> None:
+                 quick_locate: bool = False, reuse_stored_replays: bool = True) -> None:
         self.patch = patch
         # quick_locate (status only: it writes nothing): accept targets found exactly once in the
         # known shapes' folders without walking the rest of dist/ for a second definition
         self.quick_locate = quick_locate
+        # identical replays run once per process; a passing one is also trusted from an earlier
+        # run unless the caller asks for a fresh proof (`verify`)
+        self.reuse_stored_replays = reuse_stored_replays
         self.config = config
         self.store = store or Store()
+        self.replays = ReplayMemo(self.store.state_dir / "replays.json")
         self.cancel = cancel or threading.Event()
         self.allow_foreign_root = allow_foreign_root
 
@@ -176,8 +181,13 @@ class Reconciler:
         return verify.Sandbox(work_dir, mirror.code_owner(install.package_dir, files, self.allow_foreign_root))
 
     def replay(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.VerifyReport:
-        return verify.replay(install.package_dir, pairs["prompt"], pairs.get("upstream"),
-                             self.patch, self.config, self.sandbox(install, pairs), self.cancel)
+        key = replay_key(self.patch, self.config, install.package_dir, pairs)
+        report = self.replays.get(key, self.reuse_stored_replays)
+        if report is None:
+            report = verify.replay(install.package_dir, pairs["prompt"], pairs.get("upstream"),
+                                   self.patch, self.config, self.sandbox(install, pairs), self.cancel)
+            self.replays.put(key, report)
+        return report
 
     def _write(self, snapshot: write.Snapshot, data: bytes) -> None:
         if self.cancel.is_set():
@@ -279,7 +289,7 @@ class Reconciler:
                                                         f"{exc}; run apply again to complete it")
             changed.append(tf.rel)
             final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
-        detail = f"verified: {report.checks_run} checks passed (node {report.node_version})"
+        detail = f"verified: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
         if kept:
             detail += f"; the hand-edited file was kept at {', '.join(kept)}"
         return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed,
@@ -321,7 +331,7 @@ class Reconciler:
             self.record_verification(insp, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
         what = "the installed patch" if installed else "the patch apply would write (not installed)"
         if report.ok:
-            detail = f"{what}: {report.checks_run} checks passed (node {report.node_version})"
+            detail = f"{what}: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
             for name in ("incident-3", "incident-21", "incident-70"):
                 stats = report.stats.get(name)
                 if stats:
@@ -379,3 +389,10 @@ def _stamp(package_dir: Path) -> list[int] | None:
     except OSError:
         return None
     return [manifest.st_ino, manifest.st_size, manifest.st_mtime_ns, dist.st_ino, dist.st_mtime_ns]
+
+
+def _reused(report: verify.VerifyReport) -> str:
+    if report.reused_from is None:
+        return ""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.reused_from))
+    return f"; the identical replay passed at {when}"

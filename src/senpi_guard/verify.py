@@ -22,6 +22,7 @@ from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
 from senpi_guard.mirror import Mirror, mirror
 from senpi_guard.patch.definition import Patch
+from senpi_guard.patch.fixtures import fixtures_json
 
 
 class Cancelled(FatalError):
@@ -45,6 +46,7 @@ class VerifyReport:
     checks_run: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
     node_version: str = ""
+    reused_from: float | None = None  # when the identical replay ran (it was not run again)
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,12 @@ def _communicate(proc: subprocess.Popen[str], timeout: float,
 
 
 def run_harness(node: str, place: Mirror, job: dict[str, Any], timeout: float,
-                cancel: threading.Event | None = None) -> dict[str, Any]:
+                cancel: threading.Event | None = None, fixtures: str | None = None) -> dict[str, Any]:
+    """`fixtures`, when given, is the fixtures' JSON text, spliced into the job as it is."""
     # the job goes in through a file: communicate() in slices cannot resume writing a pipe
     with tempfile.TemporaryFile("w+", encoding="utf-8", dir=place.root) as job_file:
-        json.dump(job, job_file)
+        text = json.dumps(job)
+        job_file.write(text if fixtures is None else text[:-1] + ', "fixtures": ' + fixtures + "}")
         job_file.seek(0)
         proc = subprocess.Popen([node, str(place.harness)], stdin=job_file, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, **place.popen_kwargs())
@@ -146,31 +150,25 @@ class Sandbox:
 
 def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, patch: Patch,
            config: Config, sandbox: Sandbox, cancel: threading.Event | None = None) -> VerifyReport:
-    """Run the harness once over all fixtures; `node --check` must pass on every candidate too."""
+    """Run the harness once over all fixtures. The harness imports every candidate, so a syntax
+    error stops it; only then does `node --check` run, to say where the error is."""
     node, version = nodes.node_for(package_dir)[:2]
     modules = [prompt] + ([upstream] if upstream is not None else [])
     timeout = config.verify_timeout
+    fixtures = fixtures_json(patch.root / "fixtures", sandbox.work_dir.parent / "cache")
     with mirror(package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner) as place:
-        # node --check runs beside the replay (node starts slowly); both must pass before any write
-        checks = [(module, start_node_check(node, place.placed[module.real_path][1]))
-                  for module in modules if module.candidate is not None]
         job = harness_job("verify", patch, config, place, prompt, upstream)
-        job["fixtures"] = patch.fixtures()
-        failure: FatalError | None = None
         try:
-            report = run_harness(node, place, job, timeout, cancel)
+            report = run_harness(node, place, job, timeout, cancel, fixtures)
         except Cancelled:
-            for _, proc in checks:
-                proc.kill()
-                proc.wait()
             raise
-        except FatalError as exc:  # a syntax error breaks both; report node --check's words
-            failure, report = exc, {}
-        errors = [f"{module.real_path.name}: {problem}" for module, proc in checks
-                  if (problem := finish_node_check(proc, timeout))]
-        if errors:
-            return summarize({"node": version, "check_errors": errors})
-        if failure is not None:
+        except FatalError as failure:
+            errors = [f"{module.real_path.name}: {problem}" for module in modules
+                      if module.candidate is not None
+                      and (problem := finish_node_check(start_node_check(node, place.placed[module.real_path][1]),
+                                                        timeout))]
+            if errors:
+                return summarize({"node": version, "check_errors": errors})
             raise failure
         report["node"] = version
         return summarize(report)

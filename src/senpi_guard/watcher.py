@@ -53,7 +53,7 @@ def _inode(path: Path) -> int | None:
 
 def _file_stat(path: Path) -> tuple[int, int, int] | None:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns

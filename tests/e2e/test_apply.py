@@ -150,13 +150,14 @@ def test_tolerated_variants_apply_and_verify(custom_package, capsys, variant):
     elif variant == "tabs":
         src = src.replace("    ", "\t")
     elif variant == "arrow":
-        src = src.replace("export function buildPromptBlocks(context) {",
-                          "export const buildPromptBlocks = (context) => {")
+        src = src.replace("export function buildPromptBlocks(context, customNames) {",
+                          "export const buildPromptBlocks = (context, customNames) => {")
         src = src.replace("    return blocks;\n}\n//#", "    return blocks;\n};\n//#")
     elif variant == "arrow-expression":
-        src = src.replace("export function buildPromptBlocks(context) {", "function buildAll(context) {")
-        src = src.replace("//# sourceMappingURL",
-                          "export const buildPromptBlocks = (context) => buildAll(context);\n//# sourceMappingURL")
+        src = src.replace("export function buildPromptBlocks(context, customNames) {",
+                          "function buildAll(context, customNames) {")
+        src = src.replace("//# sourceMappingURL", "export const buildPromptBlocks = (context, customNames) => "
+                          "buildAll(context, customNames);\n//# sourceMappingURL")
     elif variant == "export-clause":
         src = src.replace("export function buildPromptBlocks(", "function buildPromptBlocksImpl(")
         src = src.replace("//# sourceMappingURL",
@@ -165,6 +166,7 @@ def test_tolerated_variants_apply_and_verify(custom_package, capsys, variant):
         src = src.replace("    const messages = context.messages;",
                           "    if (context.messages.length === 0) {\n        return [];\n    }\n"
                           "    const messages = context.messages;")
+    assert src != sample.prompt_bridge_source(2) or variant == "none"  # the variant took effect
     pkg = custom_package(src)
     code, out, _err = run_cli(capsys, "apply", "--root", pkg, "--json")
     result = json.loads(out)["installs"][0]

@@ -69,3 +69,13 @@ def test_param_reassignment_detected():
     data = b"export function dedupeUltraworkBlocks(blocks) { blocks = []; return blocks; }"
     (d,) = jssyntax.find_definitions(jssyntax.parse(data), "dedupeUltraworkBlocks")
     assert d.reassigns_param0
+
+
+def test_a_file_that_names_the_function_only_in_line_comments_is_not_parsed(tmp_path):
+    from senpi_guard import locate
+    commented = tmp_path / "a.js"
+    commented.write_bytes(b"    // buildPromptBlocks is built elsewhere\n\xff not even UTF-8\n")
+    defined = tmp_path / "b.js"
+    defined.write_bytes(b"// see buildPromptBlocks below\nexport function buildPromptBlocks() { return []; }\n")
+    found = locate.find_exported_functions([str(commented), str(defined)], ["buildPromptBlocks"])
+    assert [hit.path.name for hit in found["buildPromptBlocks"]] == ["b.js"]

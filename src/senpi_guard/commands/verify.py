@@ -18,7 +18,8 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     patch, config = common.load()
-    reconciler = Reconciler(patch, config, allow_foreign_root=args.allow_foreign_root)
+    reconciler = Reconciler(patch, config, allow_foreign_root=args.allow_foreign_root,
+                            reuse_stored_replays=False)  # a fresh proof, unless two installs are identical
     outcomes = []
     for install in common.installs(args):
         ui.progress(f"senpi {install.version} ({install.manager}): replaying the fixtures with node…")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
+
+from senpi_guard.errors import FatalError
 
 WORDS = ("verify", "every", "claim", "before", "reporting", "done", "run", "the", "tests", "read",
          "files", "fully", "never", "stop", "early", "plan", "todo", "items", "parallel", "agents")
@@ -64,3 +68,25 @@ def expand_fixture(raw: dict[str, Any], default_name: str) -> dict[str, Any]:
 def load_fixtures(folder: Path) -> list[dict[str, Any]]:
     return [expand_fixture(json.loads(p.read_text("utf-8")), p.stem)
             for p in sorted(folder.glob("*.json"))]
+
+
+def fixtures_json(folder: Path, cache_dir: Path | None = None) -> str:
+    """The expanded fixtures as JSON text (a few MB), kept in `cache_dir` by a digest of the
+    fixture files and of this expansion code: expanding and encoding them costs more than a replay's
+    own checks."""
+    sources = sorted(folder.glob("*.json"))
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for path in sources:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    cached = cache_dir / f"fixtures-{digest.hexdigest()[:24]}.json" if cache_dir else None
+    if cached is not None:
+        with contextlib.suppress(OSError):
+            return cached.read_text("utf-8")
+    text = json.dumps(load_fixtures(folder))
+    if cached is not None:
+        from senpi_guard.write import write_private
+        with contextlib.suppress(FatalError):  # not keeping it only costs the next run the expansion
+            for old in cache_dir.glob("fixtures-*.json"):
+                old.unlink(missing_ok=True)
+            write_private(cached, text.encode())
+    return text
