@@ -1,11 +1,13 @@
-"""Benchmark of the injected payload against two other dedupe designs, in one node process.
+"""Benchmark of the injected payload against the bug report's hand hot-fix and upstream's shipped
+keep-last, in one node process.
 
-(a) senpi-guard's injected function; (b) keep-first as described in the original bug report
-(<ultrawork-mode> only, per text block, marker wrapped in the tag); (c) keep-last like upstream's
-(regex per text block, the last span kept, earlier spans replaced whatever their content).
-(b) and (c) are written here from those descriptions. The prompts are the incident fixtures
-(N = 3, 21, 70 copies of a ~25 KB directive plus one variant), serialised by the sample shape-2
-buildPromptBlocks. Time ratios are against (b), measured in the same run.
+(a) senpi-guard's payload with all seven tags configured, (a1) the same with only <ultrawork-mode>
+(the hot-fix handles one tag: this is the per-tag comparison), (b) the hand hot-fix, written in the
+bench from its description in the project facts (the baseline), (c) upstream's keep-last as the
+sample 2026.8.4-2-shaped package ships it. Prompts: the incident fixtures (N = 3, 21, 70 copies of a
+~25 KB directive plus one variant) serialised by the sample shape-2 buildPromptBlocks, and n distinct
+25 KB spans of one length (a plugin stamping a counter). Time ratios are against (b), same run.
+Prefix stability is turn by turn: what turn k sent is a prefix of what turn k+1 sent.
 
     .venv/bin/python bench/payload_compare.py [--markdown]
 """
@@ -16,58 +18,82 @@ import argparse
 import json
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from senpi_guard import config, sample
 from senpi_guard.patch import definition
 
+GOALS = {"same-length": 3.0, "seven tags": 1.25, "one tag": 1.0}
+
+
+def _table(rows: list[list[str]], header: list[str], markdown: bool) -> None:
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for line in rows:
+            print("| " + " | ".join(line) + " |")
+        return
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    for line in [header, *rows]:
+        print("  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=False)))
+
+
+def _goals(rows: list[dict]) -> list[tuple[str, float, float]]:
+    """(goal, worst ratio found, limit)."""
+    base = {r["fixture"]: r["medianUs"] for r in rows if r["design"].startswith("(b)")}
+
+    def worst(design: str, which) -> float:
+        return max(r["medianUs"] / base[r["fixture"]] for r in rows if r["design"].startswith(design)
+                   and which(r["fixture"]))
+    return [
+        ("distinct same-length spans, (a) vs (b)", worst("(a)", lambda f: "same-length" in f), GOALS["same-length"]),
+        ("incident shape (N = 70), all seven tags, (a) vs (b)", worst("(a)", lambda f: f == "incident-70"),
+         GOALS["seven tags"]),
+        ("incident shape (N = 70), one tag, (a1) vs (b)", worst("(a1)", lambda f: f == "incident-70"),
+         GOALS["one tag"]),
+    ]
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    parser.add_argument("--repeat-budget", type=int, default=6000,
-                        help="timed calls per fixture are this divided by its message count")
+    parser.add_argument("--repeat-budget", type=int, default=3000,
+                        help="timed calls per prompt scale down with its size from this")
     args = parser.parse_args()
     patch = definition.load()
     by_name = {f["name"]: f for f in patch.fixtures()}
     fixtures = [by_name[name] for name in ("incident-3", "incident-21", "incident-70")]
     with tempfile.TemporaryDirectory(prefix="senpi-guard-bench-") as tmp:
         work = Path(tmp)
-        bridge = sample.write_sample_package(work / "pkg", 2, fillers=0)
-        payload = work / "payload.js"
-        payload.write_text(patch.render_payload(config.Config()))
-        job = {"payload": str(payload), "bridge": str(bridge), "fixtures": fixtures,
-               "repeatBudget": args.repeat_budget}
+        bridge = sample.write_sample_package(work / "pkg2", 2, fillers=0)
+        upstream = sample.write_sample_package(work / "pkg3", 3, fillers=0).with_name("prompt-directive-dedupe.js")
+        payloads = {}
+        one_tag = replace(config.Config(), tags=("ultrawork-mode",))
+        for name, cfg in (("payloadAll", config.Config()), ("payloadOne", one_tag)):
+            payloads[name] = work / f"{name}.js"
+            payloads[name].write_text(patch.render_payload(cfg))
+        job = {**{k: str(v) for k, v in payloads.items()}, "bridge": str(bridge), "upstream": str(upstream),
+               "fixtures": fixtures, "sameLength": [300, 1000], "repeatBudget": args.repeat_budget}
         result = subprocess.run(["node", "--expose-gc", str(Path(__file__).with_name("payload_compare.mjs"))],
                                 input=json.dumps(job), capture_output=True, text=True, check=True)
     report = json.loads(result.stdout)
-    baseline = {r["fixture"]: r["medianUs"] for r in report["rows"] if r["design"].startswith("(b)")}
-    header = ["prompt", "design", "output bytes", "directives kept", "prefix-stable", "median µs/call",
-              "time vs (b)"]
-    lines = []
-    for r in report["rows"]:
-        lines.append([r["fixture"], r["design"], f"{r['outputBytes']:,} of {r['inputBytes']:,}",
-                      f"{r['surviving']} of {r['distinct']}", f"{r['stable']} of {r['prefixes']}",
-                      f"{r['medianUs']:,.0f}", f"{r['medianUs'] / baseline[r['fixture']]:.2f}x"])
-    if args.markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for line in lines:
-            print("| " + " | ".join(line) + " |")
-    else:
-        widths = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=False)]
-        for line in [header, *lines]:
-            print("  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=False)))
+    base = {r["fixture"]: r["medianUs"] for r in report["rows"] if r["design"].startswith("(b)")}
+    header = ["prompt", "design", "output bytes", "directives kept", "prefix-stable turns",
+              "median µs/call", "time vs (b)"]
+    lines = [[r["fixture"], r["design"], f"{r['outputBytes']:,} of {r['inputBytes']:,}",
+              f"{r['surviving']} of {r['distinct']}",
+              f"{r['stable']} of {r['turns']}" if "stable" in r else "-",
+              f"{r['medianUs']:,.0f}", f"{r['medianUs'] / base[r['fixture']]:.2f}x"] for r in report["rows"]]
+    _table(lines, header, args.markdown)
     print(f"\nnode {report['node']}")
-    ours = [r for r in report["rows"] if r["design"].startswith("(a)")]
-    goals = {
-        "bytes <= (b)": all(r["outputBytes"] <= next(b["outputBytes"] for b in report["rows"]
-                            if b["fixture"] == r["fixture"] and b["design"].startswith("(b)")) for r in ours),
-        "every directive survives": all(r["surviving"] == r["distinct"] for r in ours),
-        "100% prefix-stable": all(r["stable"] == r["prefixes"] for r in ours),
-        "time <= (b)": all(r["medianUs"] <= baseline[r["fixture"]] for r in ours),
-    }
-    print("goals: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in goals.items()))
+    ours = [r for r in report["rows"] if r["design"].startswith("(a")]
+    for goal, found, limit in _goals(report["rows"]):
+        print(f"goal: {goal} <= {limit:g}x: {found:.2f}x {'met' if found <= limit else 'MISSED'}")
+    survive = all(r["surviving"] == r["distinct"] for r in ours)
+    stable = all(r["stable"] == r["turns"] for r in ours if "stable" in r)
+    print(f"goal: every directive survives (a, a1): {'met' if survive else 'MISSED'}; "
+          f"every turn prefix-stable (a, a1): {'met' if stable else 'MISSED'}")
     return 0
 
 

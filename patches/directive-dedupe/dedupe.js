@@ -1,8 +1,19 @@
 function __senpiGuardConfig() {
     return /*senpi-guard:config*/{"tags":[],"marker":""}/*senpi-guard:config-end*/;
 }
+var __senpiGuardMarkers; // (filled on first use: this file may sit below the module's own code)
 function __senpiGuardMarker(tag) {
-    return __senpiGuardConfig().marker.split("{tag}").join(tag);
+    __senpiGuardMarkers ??= new Map();
+    let marker = __senpiGuardMarkers.get(tag);
+    if (marker === undefined) {
+        marker = __senpiGuardConfig().marker.split("{tag}").join(tag);
+        __senpiGuardMarkers.set(tag, marker);
+    }
+    return marker;
+}
+var __senpiGuardTagList;
+function __senpiGuardTags() {
+    return __senpiGuardTagList ??= __senpiGuardConfig().tags;
 }
 var __senpiGuardTagCache;
 function __senpiGuardTagSet(tags) {
@@ -14,15 +25,18 @@ function __senpiGuardTagSet(tags) {
 // Well-formed spans of one text block, in order. A tag whose spans are unclosed, nested or stray
 // in this block is left alone here (fail closed); a span inside another tag's span is not ours.
 // Tokens are found by jumping from "<" to "<" and reading at most the longest tag name: linear.
-function __senpiGuardSpans(text, tags) {
+// Where the text repeats a tag's first span, and that span holds no other configured token (it is
+// `clean`), the copy is recognised by one comparison and skipped over: its tokens are known.
+function __senpiGuardSpans(text, tags, firsts) {
     let at = text.indexOf("<");
     if (at === -1) {
         return [];
     }
     const { names, longest } = __senpiGuardTagSet(tags);
-    const open = new Map();
-    const broken = new Set();
-    let found = [];
+    let open = null; // tag -> [start, tokens counted when it opened] (made when first needed)
+    let broken = null;
+    let tokens = 0; // configured tokens met so far: a span met none but its own ones is clean
+    let found = null; // (made when the first span is found)
     for (; at !== -1; at = text.indexOf("<", at + 1)) {
         const closing = text.charCodeAt(at + 1) === 47;
         const nameStart = closing ? at + 2 : at + 1;
@@ -35,29 +49,48 @@ function __senpiGuardSpans(text, tags) {
             continue;
         }
         const tag = text.slice(nameStart, gt);
-        if (!names.has(tag) || broken.has(tag)) {
+        if (!names.has(tag)) {
+            continue;
+        }
+        tokens++;
+        if (broken !== null && broken.has(tag)) {
             continue;
         }
         if (!closing) {
-            if (open.has(tag)) {
-                broken.add(tag);
+            const first = open === null || open.size === 0 ? firsts.get(tag) : undefined;
+            // (slice and === compare at memcmp speed; startsWith with a position does not)
+            if (first !== undefined && first.clean && text.slice(at, at + first.text.length) === first.text) {
+                found ??= [];
+                found.push({ tag, start: at, end: at + first.text.length, first: true, clean: true });
+                at += first.text.length - 1;
+                tokens += 1;
+            }
+            else if (open !== null && open.has(tag)) {
+                (broken ??= new Set()).add(tag);
             }
             else {
-                open.set(tag, at);
+                (open ??= new Map()).set(tag, [at, tokens]);
             }
         }
-        else if (open.has(tag)) {
-            found.push({ tag, start: open.get(tag), end: gt + 1 });
+        else if (open !== null && open.has(tag)) {
+            const [start, counted] = open.get(tag);
+            found ??= [];
+            found.push({ tag, start, end: gt + 1, first: false, clean: tokens === counted + 1 });
             open.delete(tag);
         }
         else {
-            broken.add(tag);
+            (broken ??= new Set()).add(tag);
         }
     }
-    for (const tag of open.keys()) {
-        broken.add(tag);
+    if (open !== null) {
+        for (const tag of open.keys()) {
+            (broken ??= new Set()).add(tag);
+        }
     }
-    if (broken.size > 0) {
+    if (found === null) {
+        return [];
+    }
+    if (broken !== null) {
         found = found.filter((span) => !broken.has(span.tag));
     }
     return found.length < 2 ? found : __senpiGuardOutermost(found);
@@ -141,8 +174,8 @@ function __senpiGuardSeen(seen, body) {
     same.push(body);
     return false;
 }
-function __senpiGuardDedupeText(text, tags, kept, markers) {
-    const spans = __senpiGuardSpans(text, tags);
+function __senpiGuardDedupeText(text, tags, kept, firsts, collapsed) {
+    const spans = __senpiGuardSpans(text, tags, firsts);
     if (spans.length === 0) {
         return text;
     }
@@ -154,17 +187,15 @@ function __senpiGuardDedupeText(text, tags, kept, markers) {
         if (seen === undefined) {
             seen = new Map();
             kept.set(span.tag, seen);
+            firsts.set(span.tag, { text: body, clean: span.clean });
         }
-        if (__senpiGuardSeen(seen, body)) {
-            let marker = markers.get(span.tag);
-            if (marker === undefined) {
-                marker = __senpiGuardMarker(span.tag);
-                markers.set(span.tag, marker);
-            }
+        if (span.first || __senpiGuardSeen(seen, body)) {
+            const marker = __senpiGuardMarker(span.tag);
             // only where it saves something: a short repeated span stays as it is
             if (marker.length < body.length) {
                 out += text.slice(last, span.start) + marker;
                 last = span.end;
+                collapsed.push(span.tag);
             }
         }
     }
@@ -174,16 +205,20 @@ function __senpiGuardDedupe(blocks) {
     if (!Array.isArray(blocks)) {
         return blocks;
     }
-    const tags = __senpiGuardConfig().tags;
+    const tags = __senpiGuardTags();
     const kept = new Map();
-    const markers = new Map();
+    const firsts = new Map();
+    const collapsed = [];
     let out = null;
     for (let index = 0; index < blocks.length; index++) {
         const block = blocks[index];
         if (block === null || typeof block !== "object" || block.type !== "text" || typeof block.text !== "string") {
             continue;
         }
-        const text = __senpiGuardDedupeText(block.text, tags, kept, markers);
+        if (block.text.indexOf("<") === -1) {
+            continue; // no tag at all (most blocks: labels, answers)
+        }
+        const text = __senpiGuardDedupeText(block.text, tags, kept, firsts, collapsed);
         if (text !== block.text) {
             if (out === null) {
                 out = blocks.slice();
@@ -192,24 +227,32 @@ function __senpiGuardDedupe(blocks) {
         }
     }
     const result = out === null ? blocks : out;
-    __senpiGuardOutputs().set(result, result.map((block) => [block, block && block.text]));
+    const texts = new Array(result.length);
+    for (let index = 0; index < result.length; index++) {
+        texts[index] = result[index] && result[index].text;
+    }
+    __senpiGuardOutputs().set(result, { texts, collapsed });
     return result;
 }
 // What __senpiGuardDedupe returned, shared by every patched module of this process (the prompt
 // bridge and upstream's dedupe are separate modules), so upstream's wrapper need not dedupe again.
+var __senpiGuardOutputMap;
 function __senpiGuardOutputs() {
-    const key = Symbol.for("senpi-guard.dedupe-outputs");
-    return globalThis[key] ?? (globalThis[key] = new WeakMap());
+    if (__senpiGuardOutputMap === undefined) {
+        const key = Symbol.for("senpi-guard.dedupe-outputs");
+        __senpiGuardOutputMap = globalThis[key] ?? (globalThis[key] = new WeakMap());
+    }
+    return __senpiGuardOutputMap;
 }
-// True when `blocks` is an output of __senpiGuardDedupe, unchanged since (same blocks, same texts).
+// True when `blocks` is an output of __senpiGuardDedupe, unchanged since (the same texts in place).
 function __senpiGuardIsOurs(blocks) {
-    const seen = __senpiGuardOutputs().get(blocks);
-    return seen !== undefined && seen.length === blocks.length
-        && seen.every(([block, text], index) => blocks[index] === block && (block && block.text) === text);
+    const record = __senpiGuardOutputs().get(blocks);
+    return record !== undefined && record.texts.length === blocks.length
+        && record.texts.every((text, index) => (blocks[index] && blocks[index].text) === text);
 }
-function __senpiGuardCollapsed(blocks) {
+function __senpiGuardMarkersIn(blocks) {
     const collapsed = [];
-    for (const tag of __senpiGuardConfig().tags) {
+    for (const tag of __senpiGuardTags()) {
         const marker = __senpiGuardMarker(tag);
         for (const block of blocks) {
             if (block !== null && typeof block === "object" && block.type === "text" && typeof block.text === "string") {
@@ -221,21 +264,43 @@ function __senpiGuardCollapsed(blocks) {
     }
     return collapsed;
 }
+// Upstream's result shape ("array", or an object such as {blocks, collapsedDirectives}), learned
+// from the first result it really returned: until then its own code always runs.
+var __senpiGuardUpstreamShape;
+var __senpiGuardSkipped = Symbol.for("senpi-guard.upstream-skipped");
+// The entry guard of upstream's dedupe: true when its input is our unchanged output, so its own
+// keep-last passes (whose result the wrapper below would replace anyway) need not run.
+function __senpiGuardSkip(input) {
+    return __senpiGuardUpstreamShape !== undefined && Array.isArray(input)
+        && __senpiGuardTags().includes("ultrawork-mode") && __senpiGuardIsOurs(input);
+}
 // Wraps upstream's keep-last dedupeUltraworkBlocks: it would replace our kept first copy whenever a
 // variant follows, so when we own ultrawork-mode its result is rebuilt from our keep-first dedupe.
 function __senpiGuardUpstream(result, input) {
-    if (!__senpiGuardConfig().tags.includes("ultrawork-mode") || !Array.isArray(input)) {
+    if (!__senpiGuardTags().includes("ultrawork-mode") || !Array.isArray(input)) {
         return result;
     }
-    const blocks = __senpiGuardIsOurs(input) ? input : __senpiGuardDedupe(input);
+    if (result === __senpiGuardSkipped) {
+        result = __senpiGuardUpstreamShape === "array" ? [] : { ...__senpiGuardUpstreamShape, blocks: [] };
+    }
+    else if (Array.isArray(result)) {
+        __senpiGuardUpstreamShape = "array";
+    }
+    else if (result !== null && typeof result === "object" && Array.isArray(result.blocks)) {
+        const { blocks: _, ...rest } = result;
+        __senpiGuardUpstreamShape = rest;
+    }
+    const ours = __senpiGuardIsOurs(input);
+    const blocks = ours ? input : __senpiGuardDedupe(input);
     if (Array.isArray(result)) {
         return blocks;
     }
     if (result === null || typeof result !== "object" || !Array.isArray(result.blocks)) {
         return result;
     }
-    const collapsed = __senpiGuardCollapsed(blocks);
+    // our own output: what our dedupe collapsed; anything else: every marker now in the blocks
+    const collapsed = ours ? __senpiGuardOutputs().get(blocks).collapsed : __senpiGuardMarkersIn(blocks);
     const previous = result.collapsedDirectives;
-    const collapsedDirectives = Array.isArray(previous) ? collapsed : collapsed.length;
+    const collapsedDirectives = Array.isArray(previous) ? collapsed.slice() : collapsed.length;
     return { ...result, blocks, collapsedDirectives };
 }

@@ -36,6 +36,7 @@ class FunctionDef(NamedTuple):
     params: tuple[str | None, ...]
     is_generator: bool
     reassigns_param0: bool
+    body_open: int | None = None  # the byte after a braced body's "{" (None: an expression body)
 
 
 class JsSyntaxError(ValueError):
@@ -138,8 +139,9 @@ def _describe(node: Node, name: str, local: str) -> FunctionDef:
     params = _params(node)
     is_generator = "generator" in node.type or any(c.type == "*" for c in node.children)
     reassigns = bool(params and params[0]) and body is not None and _assigns(body, params[0])
+    body_open = body.start_byte + 1 if body is not None and body.type == "statement_block" else None
     return FunctionDef(name, local, Span(node.start_byte, node.end_byte), node.start_point[0] + 1,
-                       tuple(returns), params, is_generator, reassigns)
+                       tuple(returns), params, is_generator, reassigns, body_open)
 
 
 def _collect_returns(node: Node, out: list[ReturnSite]) -> None:

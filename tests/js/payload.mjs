@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 const source = readFileSync(process.argv[2], "utf8");
-const api = new Function(`${source}\nreturn { dedupe: __senpiGuardDedupe, collapsed: __senpiGuardCollapsed };`)();
+const api = new Function(`${source}\nreturn { dedupe: __senpiGuardDedupe };`)();
 
 function freeze(value) {
     if (value !== null && typeof value === "object") {

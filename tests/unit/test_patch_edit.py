@@ -69,6 +69,19 @@ def test_upstream_wrap_passes_first_parameter():
     assert reverse.remove_edit(patched, PATCH.callees) == base
 
 
+def test_upstream_entry_guard_sits_on_the_first_line_and_comes_off():
+    base = sample.sample_source("prompt-directive-dedupe.js").encode()
+    patched = edit.render(PATCH, CONFIG, PATCH.target("upstream"), base, "prompt-directive-dedupe.js")
+    head = next(line for line in patched.split(b"\n") if line.startswith(b"export function dedupeUltraworkBlocks"))
+    assert head.endswith(b"{" + edit.ENTRY_OPEN + b"if (__senpiGuardSkip(blocks)) return "
+                         b"__senpiGuardUpstream(__senpiGuardSkipped, blocks);" + edit.ENTRY_CLOSE)
+    code = patched[:patched.index(b"// senpi-guard: directive-dedupe")]
+    assert code.count(b"\n") == base[:base.rindex(b"//# sourceMappingURL")].count(b"\n")  # lines kept
+    assert reverse.remove_edit(patched, PATCH.callees) == base
+    with pytest.raises(edit.EditError):  # a change outside the guard: the sha256 does not match
+        reverse.remove_edit(patched.replace(b"const spans = []", b"const spans = [0]"), PATCH.callees)
+
+
 def test_hand_fix_removal_gives_back_the_original():
     base = sample.prompt_bridge_source(2)
     assert reverse.remove_hand_fix(hand_patched(base).encode(), PATCH.hand_fix_function) == base.encode()

@@ -185,16 +185,23 @@ def test_many_distinct_same_length_spans_stay_linear(node_dedupe, where):
 
 
 UPSTREAM_ONCE = """
-const api = new Function(require("fs").readFileSync(process.argv[1], "utf8")
-    + "\\nreturn { dedupe: __senpiGuardDedupe, upstream: __senpiGuardUpstream };")();
+const api = new Function(require("fs").readFileSync(process.argv[1], "utf8") + "\\nreturn { dedupe: "
+    + "__senpiGuardDedupe, upstream: __senpiGuardUpstream, skip: __senpiGuardSkip, skipped: __senpiGuardSkipped };")();
 const a = "<ultrawork-mode>" + "x".repeat(200) + "</ultrawork-mode>";
 const ours = api.dedupe([{ type: "text", text: a }, { type: "text", text: a }]);
+const skipBefore = api.skip(ours);  // upstream's result shape is not known yet: its code runs
 const first = api.upstream({ blocks: [], collapsedDirectives: 0 }, ours);
 const reused = first.blocks === ours;
+const skipAfter = api.skip(ours);  // now the guard may return early...
+const early = api.upstream(api.skipped, ours);  // ...with what the full run returned
+const copy = ours.slice();
 ours.push({ type: "text", text: a });  // changed after our dedupe: it must run again
+const skipChanged = api.skip(ours) || api.skip(copy);
 const second = api.upstream({ blocks: [], collapsedDirectives: 0 }, ours);
-console.log(JSON.stringify({ reused, collapsed: first.collapsedDirectives,
-    again: second.blocks !== ours, last: second.blocks[2].text, collapsedAgain: second.collapsedDirectives }));
+console.log(JSON.stringify({ reused, collapsed: first.collapsedDirectives, skipBefore, skipAfter,
+    early: early.blocks === first.blocks && early.collapsedDirectives === first.collapsedDirectives,
+    skipChanged, again: second.blocks !== ours, last: second.blocks[2].text,
+    collapsedAgain: second.collapsedDirectives }));
 """
 
 
@@ -203,5 +210,6 @@ def test_upstreams_wrapper_reuses_our_output_unless_it_changed(tmp_path):
     payload.write_text(PATCH.render_payload(CONFIG))
     out = subprocess.run(["node", "-e", UPSTREAM_ONCE, str(payload)], capture_output=True, text=True,
                          check=True).stdout
-    assert json.loads(out) == {"reused": True, "collapsed": 1, "again": True,
+    assert json.loads(out) == {"reused": True, "collapsed": 1, "skipBefore": False, "skipAfter": True,
+                               "early": True, "skipChanged": False, "again": True,
                                "last": marker("ultrawork-mode"), "collapsedAgain": 2}

@@ -48,18 +48,20 @@ function pipelineOf(fns, up) {
         const candidate = fns.candidate ? util.blocksOf(callPrompt(fns.candidate, context)) : original;
         return { original, candidate };
     };
-    const applyUpstream = (fn, blocks) => {
+    // The patched pipeline hands upstream's dedupe the very array the patched prompt returned, as
+    // senpi does (so its entry guard is exercised); the unpatched one gets a copy.
+    const applyUpstream = (fn, blocks, copy) => {
         if (!fn || blocks === null) {
             return { blocks, collapsed: undefined };
         }
-        const result = fn(structuredClone(blocks));
+        const result = fn(copy ? structuredClone(blocks) : blocks);
         return { blocks: util.blocksOf(result), collapsed: result && !Array.isArray(result) ? result.collapsedDirectives : undefined };
     };
     return {
         run,
         upstream: up ? {
-            original: (blocks) => applyUpstream(up.original, blocks),
-            candidate: (blocks) => applyUpstream(up.candidate ?? up.original, blocks),
+            original: (blocks) => applyUpstream(up.original, blocks, true),
+            candidate: (blocks) => applyUpstream(up.candidate ?? up.original, blocks, false),
         } : null,
     };
 }

@@ -26,6 +26,8 @@ HEADER_RE = re.compile(
 SOURCE_MAP_RE = re.compile(rb"^//# sourceMappingURL=", re.MULTILINE)
 # A sequence expression needs its own parentheses inside a call; this tag says we added them.
 SEQUENCE_TAG = b"/*senpi-guard:seq*/"
+# An entry guard sits between these two comments, right after the body's "{" (same line).
+ENTRY_OPEN, ENTRY_CLOSE = b"/*senpi-guard:entry*/", b"/*senpi-guard:entry-end*/"
 
 
 class Header(NamedTuple):
@@ -69,12 +71,19 @@ def wrap_expression(expr: bytes, node_type: str, template: str, params: Sequence
 
 
 def apply_edit(base: bytes, returns: Sequence[ReturnSite], template: str,
-               params: Sequence[str | None], payload: str, header: Header) -> bytes:
+               params: Sequence[str | None], payload: str, header: Header,
+               entry: tuple[int, str] | None = None) -> bytes:
+    """`entry`: (the byte after the body's "{", the guard's code) when the target has one."""
     nl = newline_of(base)
     out = bytearray(base)
-    for site in sorted(returns, key=lambda s: s.expr.start, reverse=True):
-        expr = base[site.expr.start:site.expr.end]
-        out[site.expr.start:site.expr.end] = wrap_expression(expr, site.node_type, template, params)
+    edits = [(site.expr.start, site.expr.end, wrap_expression(base[site.expr.start:site.expr.end],
+                                                              site.node_type, template, params))
+             for site in returns]
+    if entry is not None:
+        code = entry[1].replace("{param0}", params[0] or "") if params else entry[1]
+        edits.append((entry[0], entry[0], ENTRY_OPEN + code.encode() + ENTRY_CLOSE))
+    for start, end, text in sorted(edits, key=lambda e: e[0], reverse=True):
+        out[start:end] = text
     lines = [header.line(), *payload.rstrip("\n").split("\n"), end_line(header.name)]
     region = nl.join(line.encode("utf-8") for line in lines) + nl
     maps = list(SOURCE_MAP_RE.finditer(out))
@@ -122,7 +131,10 @@ def render(patch: Patch, config: Config, target: Target, base: bytes, where: str
     if len(defs) != 1:
         raise FatalError(f"{where}: expected one definition of {target.function}, found "
                          f"{len(defs)}; reinstall senpi")
-    check_function_shape(f"{where}:{defs[0].line}", defs[0], "{param0}" in target.wrap)
+    check_function_shape(f"{where}:{defs[0].line}", defs[0], "{param0}" in target.wrap + target.entry)
     header = Header(patch.name, patch.version, target.role, sha256(base), patch.config_digest(config))
+    entry = None
+    if target.entry and defs[0].body_open is not None:  # (an expression body gets no guard)
+        entry = (defs[0].body_open, target.entry)
     return apply_edit(base, defs[0].returns, target.wrap, defs[0].params,
-                      patch.render_payload(config), header)
+                      patch.render_payload(config), header, entry)

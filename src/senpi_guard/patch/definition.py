@@ -25,6 +25,7 @@ class Target:
     function: str
     required: bool
     wrap: str
+    entry: str = ""  # a guard placed first in the function's body, on its first line (optional)
 
     @property
     def callee(self) -> str:
@@ -126,8 +127,8 @@ def patches_root() -> Path:
 
 def _parse(data: dict[str, Any], root: Path) -> Patch:
     payload = (root / data["payload"]).read_text("utf-8")
-    targets = tuple(Target(t["role"], t["function"], bool(t.get("required", False)), t["wrap"])
-                    for t in data["targets"])
+    targets = tuple(Target(t["role"], t["function"], bool(t.get("required", False)), t["wrap"],
+                           t.get("entry", "")) for t in data["targets"])
     shapes = tuple(KnownShape(s["range"], s["folder"], s["returns"], bool(s.get("upstream", False)))
                    for s in data.get("versions", {}).get("known", []))
     return Patch(data["name"], int(data["version"]), data.get("summary", ""), payload,

@@ -8,6 +8,8 @@ from typing import NamedTuple
 
 from senpi_guard import jssyntax
 from senpi_guard.patch.apply import (
+    ENTRY_CLOSE,
+    ENTRY_OPEN,
     HEADER_RE,
     SEQUENCE_TAG,
     EditError,
@@ -66,7 +68,7 @@ def remove_edit(patched: bytes, wrap_callees: Sequence[str]) -> bytes:
     end = end_re.search(patched, start)
     if end is None:
         raise EditError("the senpi-guard payload has no end line")
-    cut = patched[:start] + patched[end.end():]
+    cut = _strip_entries(patched[:start] + patched[end.end():])
     candidates = [cut]
     if not end.group(1) and cut.endswith(b"\n"):
         candidates.append(cut[:-2] if cut.endswith(b"\r\n") else cut[:-1])
@@ -79,6 +81,14 @@ def remove_edit(patched: bytes, wrap_callees: Sequence[str]) -> bytes:
             return base
     raise EditError("removing the senpi-guard edit does not give back the original bytes "
                     f"(sha256 {header.original_sha256[:12]}…)")
+
+
+ENTRY_RE = re.compile(re.escape(ENTRY_OPEN) + rb".*?" + re.escape(ENTRY_CLOSE))
+
+
+def _strip_entries(source: bytes) -> bytes:
+    """Remove our entry guards (each on one line, between its two marker comments)."""
+    return ENTRY_RE.sub(b"", source)
 
 
 def _unwrap_calls(source: bytes, callees: Sequence[str]) -> bytes:
