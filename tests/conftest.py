@@ -31,6 +31,8 @@ def isolated_dirs(tmp_path_factory, monkeypatch):
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         monkeypatch.setenv(key, str(home / key.lower()))
     monkeypatch.delenv("SENPI_GUARD_CONFIG", raising=False)
+    monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
+    monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(home / "agent"))  # where the extension goes
     return home
 
 

@@ -22,6 +22,7 @@ DEFAULT_TAGS = (
     "system-reminder",
 )
 UPSTREAM_MODES = ("replace", "defer")
+LAYERS = ("dist", "extension")
 DRIFT_MODES = ("report", "rebuild")
 # Numeric settings: (lowest, highest). nan and inf fall outside every range.
 RANGES = {"verify_timeout": (0.01, 3600), "rescan_interval": (1, 86400), "quiet_period": (0.05, 60),
@@ -38,6 +39,7 @@ class Config:
     quiet_period: float = 0.5
     settle_timeout: float = 30.0
     on_drift: str = "report"  # the watcher: "report" a hand-edited patched file, or "rebuild" it
+    layers: tuple[str, ...] = LAYERS  # which layers apply installs: the dist patch, the extension
     source: Path | None = field(default=None, compare=False)
 
 
@@ -72,7 +74,7 @@ def _validate(data: dict, path: Path) -> Config:
     def bad(what: str) -> FatalError:
         return FatalError(f"config {path}: {what}; nothing was changed")
 
-    known = {"tags", "upstream_dedupe", "on_drift", *RANGES}
+    known = {"tags", "upstream_dedupe", "on_drift", "layers", *RANGES}
     unknown = sorted(set(data) - known)
     if unknown:
         return_keys = ", ".join(sorted(known))
@@ -91,13 +93,19 @@ def _validate(data: dict, path: Path) -> Config:
     drift = data.get("on_drift", "report")
     if drift not in DRIFT_MODES:
         raise bad(f"'on_drift' is {drift!r}; use \"report\" or \"rebuild\"")
+    layers = data.get("layers", list(LAYERS))
+    if not isinstance(layers, list) or not layers or not all(layer in LAYERS for layer in layers) \
+            or len(set(layers)) != len(layers):
+        raise bad(f"'layers' is {layers!r}; use a non-empty list of \"dist\" and \"extension\", "
+                  "e.g. layers = [\"dist\", \"extension\"]")
     numbers = {}
     for key in RANGES:
         problem = number_problem(key, data.get(key, getattr(Config, key)))
         if problem:
             raise bad(problem)
         numbers[key] = float(data.get(key, getattr(Config, key)))
-    return Config(tags=tuple(tags), upstream_dedupe=mode, on_drift=drift, source=path, **numbers)
+    return Config(tags=tuple(tags), upstream_dedupe=mode, on_drift=drift, layers=tuple(layers),
+                  source=path, **numbers)
 
 
 def number_problem(key: str, value: object) -> str | None:

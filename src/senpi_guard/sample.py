@@ -75,6 +75,8 @@ def write_sample_package(dest: Path, shape: int, version: str | None = None,
     _write_js(provider / "stream.js", sample_source("stream-v3.js" if shape == 3 else "stream-v2.js"))
     _write_js(dist / "core" / "session-manager.js", sample_source("session-manager.js"))
     _write_js(dist / "core" / "messages.js", sample_source("messages.js"))
+    _write_js(dist / "core" / "extensions" / "loader.js", sample_source("loader.js"))
+    _write_js(dist / "core" / "extensions" / "runner.js", sample_source("runner.js"))
     if shape > 1:  # the resident session's delta lane came with the claude-sdk-oauth provider
         _write_js(provider / "session-sync.js", sample_source("session-sync.js"))
     if shape == 3:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from senpi_guard import ui
+from senpi_guard import extension, ui
 from senpi_guard.commands import common
 from senpi_guard.reconcile import Reconciler
 
 SUMMARY = "patch every senpi install (verified with node before writing)"
 EXAMPLE = ("senpi-guard apply            # every install found\n"
            "  senpi-guard apply --dry-run  # verify and show the diff, write nothing")
-EXITS = "0 every install ended patched (or left to upstream by config); 1 anything else"
+EXITS = ("0 every install ended patched (or left to upstream by config) and the extension layer is "
+         "installed (unless `layers` leaves one out); 1 anything else")
 
 
 def configure(parser) -> None:
@@ -22,9 +23,9 @@ def run(args) -> int:
     patch, config = common.load()
     found = common.installs(args)
     reconciler = Reconciler(patch, config, allow_foreign_root=args.allow_foreign_root)
-    outcomes = []
+    outcomes, layer = [], None
     with reconciler.store.lock():
-        for install in found:
+        for install in found if "dist" in config.layers else []:
             ui.progress(f"senpi {install.version} ({install.manager}): locating, patching and "
                         "replaying the fixtures with node…")
             if not args.dry_run:  # an apply by hand lifts the hold a revert left
@@ -33,5 +34,9 @@ def run(args) -> int:
             record = reconciler.store.install_record(install.package_dir)
             if not args.dry_run and record.get("backoff"):  # a hand-run apply lifts the watcher's back-off
                 reconciler.store.update_install(install.package_dir, backoff=None)
-    common.print_outcomes(outcomes, args.json)
-    return 0 if all(o.ok for o in outcomes) else 1
+        if "extension" in config.layers and patch.extension is not None:
+            ui.progress("extension layer: replaying the fixture sessions through it with node…")
+            layer = extension.install(patch, config, found, reconciler.store, args.dry_run,
+                                      args.allow_foreign_root)
+    common.print_outcomes(outcomes, args.json, layer=layer)
+    return 0 if all(o.ok for o in outcomes) and (layer is None or layer.ok) else 1

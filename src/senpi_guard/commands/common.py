@@ -89,10 +89,15 @@ def state_line(o: Outcome) -> str:
     return f"{ui.state_text(o.before)} -> {ui.state_text(o.after)}  ({verdict}, {o.millis} ms)"
 
 
-def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = False) -> None:
-    """One block per install; `next_steps` adds what to run when an install is not as wanted."""
+def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = False,
+                   layer=None) -> None:
+    """One block per install (and one for the extension layer when it was acted on); `next_steps`
+    adds what to run when an install is not as wanted."""
     if as_json:
-        print(json.dumps({"installs": [outcome_json(o) for o in outcomes]}, indent=2))
+        doc: dict[str, Any] = {"installs": [outcome_json(o) for o in outcomes]}
+        if layer is not None:
+            doc["extension"] = layer.as_json()
+        print(json.dumps(doc, indent=2))
         return
     for o in outcomes:
         if ui.quiet() and o.ok:
@@ -112,4 +117,15 @@ def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = Fa
             print(f"  next     {step}")
         if o.diff:
             print(o.diff, end="")
+    if layer is not None and not (ui.quiet() and layer.ok):
+        _print_layer(layer)
 
+
+def _print_layer(layer) -> None:
+    print(f"extension  {layer.path}")
+    state = (f"{ui.state_text(layer.before)}" if layer.before == layer.after
+             else f"{ui.state_text(layer.before)} -> {ui.state_text(layer.after)}")
+    print(f"  state    {state}  ({'ok' if layer.ok else ui.paint('FAILED', 'bad')})")
+    for kept in layer.kept:
+        print(f"  kept     {kept}")
+    print(f"  {'detail ' if layer.ok else ui.paint('error: ', 'bad')}  {layer.detail}")

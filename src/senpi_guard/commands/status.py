@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from senpi_guard import nodes, ui
+from senpi_guard import extension, nodes, ui
 from senpi_guard.commands import common
 from senpi_guard.errors import FatalError
 from senpi_guard.patch.classify import SETTLED
@@ -30,8 +30,10 @@ def _when(stamp: Any) -> str:
 
 
 def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
-    reconciler = Reconciler(*common.load(), quick_locate=True)
+    patch, config = common.load()
+    reconciler = Reconciler(patch, config, quick_locate=True)
     records = reconciler.store.load_records()
+    layer = extension.inspect(patch, config) if patch.extension else None
     rows = []
     for install in common.installs(args, reconciler.store.state_dir):
         insp = reconciler.inspect(install)
@@ -44,6 +46,9 @@ def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
             "target_rel": insp.prompt.rel if insp.prompt else None,
             "shape": insp.shape.range if insp.shape else None,
             "state": insp.state,
+            "layers": {"dist": insp.state, "extension": layer.state if layer else None},
+            "extension": {"path": str(layer.path), "state": layer.state, "detail": layer.detail,
+                          "wanted": "extension" in config.layers} if layer else None,
             "upstream_dedupe": insp.upstream_present,
             "detail": insp.detail,
             "next": None if insp.state in SETTLED else ui.NEXT_STEPS.get(insp.state),
@@ -92,6 +97,12 @@ def _print_row(row: dict[str, Any]) -> None:
         outcome = "ok" if last.get("ok") else ui.paint("FAILED", "bad")
         print(f"  watcher   last reconcile {_when(last.get('time'))}: {last.get('before')} -> "
               f"{last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})")
+    layer = row["extension"]
+    if layer:
+        wanted = "" if layer["wanted"] else " (not wanted: `layers` leaves it out)"
+        detail = f": {layer['detail']}" if layer["detail"] else ""
+        print(f"  extension {ui.state_text(layer['state'])}{wanted}{detail}"
+              + (f"  {layer['path']}" if ui.verbose() else ""))
     if row["detail"]:
         print(f"  detail    {row['detail']}")
     if row["next"]:
@@ -110,4 +121,6 @@ def run(args) -> int:
         for row in rows:
             if not (ui.quiet() and row["state"] in SETTLED):
                 _print_row(row)
-    return 0 if rows and all(r["state"] in SETTLED for r in rows) else 1
+    layer_ok = all(r["extension"] is None or not r["extension"]["wanted"]
+                   or r["extension"]["state"] == "installed" for r in rows)
+    return 0 if rows and all(r["state"] in SETTLED for r in rows) and layer_ok else 1

@@ -43,6 +43,16 @@ class KnownShape:
 
 
 @dataclass(frozen=True)
+class ExtensionLayer:
+    """The second layer: a senpi extension (one ES module) installed in the agent's extensions/."""
+
+    source: str  # its code, appended to the rendered payload
+    file_name: str  # what it is called in <agent dir>/extensions/
+    checks: Path  # named checks its replay runs
+    fixtures: Path  # folder of fixture sessions (message lists)
+
+
+@dataclass(frozen=True)
 class Patch:
     name: str
     version: int
@@ -56,6 +66,7 @@ class Patch:
     shapes: tuple[KnownShape, ...]
     root: Path
     shapes_under: str = ""  # where under dist/ the shapes' folders are (status looks there first)
+    extension: ExtensionLayer | None = None
 
     def target(self, role: str) -> Target:
         return next(t for t in self.targets if t.role == role)
@@ -102,6 +113,16 @@ class Patch:
         _, _, tail = rest.partition(CONFIG_SLOT_END)
         return f"{head}{CONFIG_SLOT}{literal}{CONFIG_SLOT_END}{tail}"
 
+    def render_extension(self, config: Config) -> str:
+        """The extension file: a header line, the payload's functions, the extension's code. The
+        header names the patch, its version, the config digest and the sha256 of what follows."""
+        if self.extension is None:
+            raise FatalError(f"patch {self.name} has no extension layer")
+        body = f"{self.render_payload(config).rstrip()}\n{self.extension.source.rstrip()}\n"
+        digest = hashlib.sha256(body.encode()).hexdigest()
+        return (f"// senpi-guard: {self.name} v{self.version} layer=extension "
+                f"config-sha256={self.config_digest(config)} content-sha256={digest}\n{body}")
+
     def config_digest(self, config: Config) -> str:
         text = json.dumps({"tags": list(config.tags), "marker": self.marker_template})
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -131,10 +152,13 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
                            t.get("entry", "")) for t in data["targets"])
     shapes = tuple(KnownShape(s["range"], s["folder"], s["returns"], bool(s.get("upstream", False)))
                    for s in data.get("versions", {}).get("known", []))
+    layer = data.get("extension")
+    extension = ExtensionLayer((root / layer["source"]).read_text("utf-8"), layer["file_name"],
+                               root / layer["checks"], root / layer["fixtures"]) if layer else None
     return Patch(data["name"], int(data["version"]), data.get("summary", ""), payload,
                  data["marker"], int(data["max_marker_bytes"]), data.get("call", "context"),
                  data.get("hand_fix_function", ""), targets, shapes, root,
-                 data.get("versions", {}).get("under", ""))
+                 data.get("versions", {}).get("under", ""), extension)
 
 
 def load(name: str = DEFAULT_PATCH) -> Patch:

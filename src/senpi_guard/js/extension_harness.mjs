@@ -1,0 +1,119 @@
+// senpi-guard's replay of the extension layer: loads the rendered extension, runs the patch's
+// fixture sessions through its `context` handler (a minimal host: an object offering on(event,
+// handler)), and, when the installed senpi's own extension loader and runner import, through them
+// too; then runs the patch's named checks (extension-checks.mjs). stdin: one JSON job; stdout: one
+// JSON report.
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+const job = JSON.parse(readFileSync(0, "utf8"));
+const results = [];
+const record = (fixture, check, ok, detail) => results.push({ fixture, check, ok: Boolean(ok), detail: ok ? "" : String(detail ?? "") });
+
+function freeze(value) {
+    if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+        Object.freeze(value);
+        for (const key of Object.keys(value)) {
+            freeze(value[key]);
+        }
+    }
+    return value;
+}
+
+async function minimalHost() {
+    const module = await import(pathToFileURL(job.extension).href);
+    const handlers = [];
+    module.default({ on: (event, handler) => event === "context" && handlers.push(handler) });
+    if (handlers.length !== 1) {
+        throw new Error(`the extension registered ${handlers.length} context handlers, not 1`);
+    }
+    return (messages) => {
+        const result = handlers[0]({ type: "context", messages }, { cwd: job.cwd });
+        return result && Array.isArray(result.messages) ? result.messages : messages;
+    };
+}
+
+async function senpiHost() {
+    if (!job.host) {
+        return null;
+    }
+    const loader = await import(pathToFileURL(job.host.loader).href);
+    const runnerModule = await import(pathToFileURL(job.host.runner).href);
+    const runtime = loader.createExtensionRuntime();
+    const loaded = await loader.loadExtensions([job.extension], job.cwd, undefined, runtime);
+    const errors = loaded.errors ?? [];
+    const runner = new runnerModule.ExtensionRunner(loaded.extensions ?? loaded, runtime, job.cwd);
+    return { errors, emit: (messages) => runner.emitContext(messages) };
+}
+
+async function main() {
+    const patch = await import(pathToFileURL(job.checks).href);
+    const run = await minimalHost();
+    let senpi = null;
+    try {
+        senpi = await senpiHost();
+    }
+    catch (error) {
+        record("-", "loads-in-senpi", false, `senpi's extension runner could not load it: ${error?.message ?? error}`);
+    }
+    if (senpi) {
+        record("-", "loads-in-senpi", senpi.errors.length === 0, JSON.stringify(senpi.errors[0]));
+    }
+    for (const odd of [undefined, null, 7, "x", [null, 5, "s"], [{ role: "user", content: [null] }]]) {
+        try {
+            run(odd);
+            record("-", "odd-events-never-throw", true);
+        }
+        catch (error) {
+            record("-", "odd-events-never-throw", false, `messages=${JSON.stringify(odd)}: ${error}`);
+        }
+    }
+    for (const fixture of job.fixtures) {
+        const messages = fixture.context.messages;
+        const input = freeze(structuredClone(messages));
+        const inputBefore = JSON.stringify(input);
+        let output = input;
+        let error = null;
+        try {
+            output = run(input);
+        }
+        catch (e) {
+            error = String(e && e.stack ? e.stack.split("\n").slice(0, 2).join(" ") : e);
+        }
+        const prefixes = [];
+        for (let k = 1; k < messages.length && error === null; k++) {
+            prefixes.push(run(freeze(structuredClone(messages.slice(0, k)))));
+        }
+        const r = {
+            job, fixture, input, output, error, prefixes, inputBefore, inputAfter: JSON.stringify(input),
+            sameObjects: input.map((m, index) => ({ index, same: output[index] === m,
+                differs: JSON.stringify(output[index]) !== JSON.stringify(m) })),
+        };
+        const wanted = new Set(fixture.checks);
+        for (const [name, check] of Object.entries(patch.checks)) {
+            if (check.when ? check.when(r) : wanted.has(name)) {
+                try {
+                    const [ok, detail] = check.run(r);
+                    record(fixture.name, name, ok, detail);
+                }
+                catch (e) {
+                    record(fixture.name, name, false, `the check threw ${e}`);
+                }
+            }
+        }
+        if (senpi) {
+            const through = await senpi.emit(structuredClone(messages));
+            record(fixture.name, "senpi-runner-agrees", JSON.stringify(through) === JSON.stringify(output),
+                "senpi's own runner gave different messages than a direct call");
+        }
+    }
+    return { node: process.version, host: senpi ? "senpi" : "minimal", results };
+}
+
+try {
+    process.stdout.write(JSON.stringify(await main()));
+}
+catch (error) {
+    process.stdout.write(JSON.stringify({ error: String(error && error.message ? error.message : error) }));
+    process.exitCode = 3;
+}
