@@ -121,6 +121,10 @@ def serializer(installs: list[Install], patch: Patch, config: Config, allow_fore
         place = stack.enter_context(mirror(chosen.package_dir, list(pairs.values()), patch.checks_path,
                                            sandbox.work_dir, sandbox.owner))
         job = _job(patch, config, place, chosen, pairs, functions, exact)
+        if patch.extension is not None:  # the extension layer, as apply would install it
+            rendered = place.root / patch.extension.file_name
+            rendered.write_text(patch.render_extension(config), "utf-8")
+            job["extension"] = str(rendered)
         proc = stack.enter_context(_node(chosen.package_dir, place, job))
         ready = json.loads(proc.stdout.readline() or b"{}")
         if reconstruction == "senpi" and not ready.get("exact"):
@@ -224,6 +228,9 @@ def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary,
         "recorded_payload_bytes": call.payload_bytes,
         "cache_write_unpatched": result.get("cacheWriteOriginal") if full else None,
         "cache_write_patched": result.get("cacheWritePatched") if full else None,
+        # both layers: the extension's messages (and, on a full re-send, the dist patch too)
+        "extension_bytes": result.get("bothBytes", result["patchedBytes"]),
+        "cache_write_extension": result.get("cacheWriteBoth") if full else None,
         "collapsed": result["collapsed"],
         "est_tokens_unpatched": result["originalBytes"] // 4,
         "est_tokens_patched": result["patchedBytes"] // 4,

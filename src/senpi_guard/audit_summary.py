@@ -23,9 +23,10 @@ class Summary:
         self.resident_lane = resident_lane
         self.unpatched_series: array[int] = array("q")
         self.patched_series: array[int] = array("q")
-        self.lanes = {lane: {"turns": 0, "unpatched_bytes": 0, "patched_bytes": 0} for lane in LANES}
+        self.lanes = {lane: {"turns": 0, "unpatched_bytes": 0, "patched_bytes": 0, "extension_bytes": 0}
+                      for lane in LANES}
         self.continuity: dict[str, int] = {}
-        self.cache = {"unpatched": 0, "patched": 0, "turns": 0}
+        self.cache = {"unpatched": 0, "patched": 0, "extension": 0, "turns": 0}
         self.recorded = {"turns": 0, "matched": 0, "mismatches": []}
         self.skipped: dict[str, Any] = {"turns": 0, "first": []}
         self.largest: dict[str, Any] | None = None
@@ -46,12 +47,14 @@ class Summary:
         lane["turns"] += 1
         lane["unpatched_bytes"] += row["unpatched_bytes"]
         lane["patched_bytes"] += row["patched_bytes"]
+        lane["extension_bytes"] += row["extension_bytes"]
         kind = row["continuity"] or "not recorded"
         self.continuity[kind] = self.continuity.get(kind, 0) + 1
         if row["cache_write_unpatched"] is not None and row["sent"] == "full":
             self.cache["turns"] += 1
             self.cache["unpatched"] += row["cache_write_unpatched"]
             self.cache["patched"] += row["cache_write_patched"]
+            self.cache["extension"] += row["cache_write_extension"]
         self._check_recorded(row)
         for side in ("unpatched", "patched"):
             lost = row["directives"]["distinct"] - row["directives"][f"kept_{side}"]
@@ -89,7 +92,8 @@ class Summary:
     def result(self) -> dict[str, Any]:
         full = self.lanes["full"]
         saved = full["unpatched_bytes"] - full["patched_bytes"]
-        sent = {lane: totals | {"saved_bytes": totals["unpatched_bytes"] - totals["patched_bytes"]}
+        sent = {lane: totals | {"saved_bytes": totals["unpatched_bytes"] - totals["patched_bytes"],
+                                "saved_with_extension_bytes": totals["unpatched_bytes"] - totals["extension_bytes"]}
                 for lane, totals in self.lanes.items()}
         return {
             "turns": len(self.unpatched_series),
@@ -99,7 +103,7 @@ class Summary:
                          "unpatched_bytes": full["unpatched_bytes"], "patched_bytes": full["patched_bytes"],
                          "saved_bytes": saved, "saved_percent": _percent(saved, full["unpatched_bytes"])},
             "cache_write": {"full_turns": self.cache["turns"], "unpatched_bytes": self.cache["unpatched"],
-                            "patched_bytes": self.cache["patched"],
+                            "patched_bytes": self.cache["patched"], "extension_bytes": self.cache["extension"],
                             "meaning": "bytes past the longest common prefix with the previous full "
                                        "re-send of this session: what a prompt cache writes anew"},
             "recorded_payload": {"turns": self.recorded["turns"], "matched": self.recorded["matched"],
@@ -115,5 +119,7 @@ class Summary:
             "most_directives_lost_in_one_turn": self.most_lost,
             "unpatched_means": "senpi as installed, including its own dedupe where it has one",
             "delta_note": "the dist patch does not act on delta calls: their bytes are the same patched",
+            "extension_note": "extension_bytes: what each call sends with the extension layer installed "
+                              "(on full re-sends together with the dist patch)",
             "tokens_are": "estimates: UTF-8 bytes / 4",
         }

@@ -55,7 +55,7 @@ class LayerOutcome:
     kept: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return {"layer": "extension", "path": str(self.path), "before": self.before, "after": self.after,
+        return {"layer": "extension", "path": str(self.path), "state_before": self.before, "state": self.after,
                 "ok": self.ok, "detail": self.detail, "kept": self.kept,
                 "checks": self.report.checks_run if self.report else None}
 

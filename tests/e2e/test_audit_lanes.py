@@ -182,3 +182,24 @@ def test_custom_tools_are_named_as_senpi_names_them(npm_install, tmp_path, capsy
     names = {"web_search": "mcp__custom-tools__web_search"}
     assert report["turns"][1]["unpatched_bytes"] == node_bytes(pkg / SHAPE_REL[2], [user, call, result], names)
     assert report["turns"][1]["unpatched_bytes"] != node_bytes(pkg / SHAPE_REL[2], [user, call, result])
+
+
+def test_the_extension_layer_is_counted_on_the_delta_lane(npm_install, tmp_path, capsys):
+    from senpi_guard.patch import definition
+    pkg = npm_install(3)
+    path = recorded_session(tmp_path, 3, pkg, extras=False, compact_every=0, turns=12)
+    (report,) = audit(capsys, path, "--root", pkg)[0]["sessions"]
+    turns = report["turns"]
+    # turn 2 sends step 1's user message alone: its directive repeats step 0's, so the extension
+    # sends the marker in its place; turn 0 (bootstrap) holds the first copy, kept in full
+    marker = definition.load().marker("ultrawork-mode")
+    assert turns[2]["sent"] == "delta"
+    assert turns[2]["extension_bytes"] == len(f"{marker}\n\nstep 1: continue the work".encode())
+    assert turns[2]["unpatched_bytes"] > 3000 > turns[2]["extension_bytes"]
+    assert turns[0]["extension_bytes"] == turns[0]["patched_bytes"]
+    # the boundary after step 6 starts a new epoch: the next copy (turn 14, step 7's variant is new
+    # anyway; step 8 at turn 16 repeats step 0's directive) goes out in full once more
+    assert turns[16]["extension_bytes"] == turns[16]["unpatched_bytes"]
+    assert turns[18]["extension_bytes"] < turns[18]["unpatched_bytes"]
+    delta = report["summary"]["sent"]["delta"]
+    assert delta["saved_with_extension_bytes"] == delta["unpatched_bytes"] - delta["extension_bytes"] > 0

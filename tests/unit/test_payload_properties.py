@@ -44,46 +44,51 @@ def marker(tag: str) -> str:
     return PATCH.marker(tag)
 
 
+def oracle_text(text: str, kept: dict[str, set[str]]) -> str:
+    """The semantics from the issue for one text, written independently in Python; `kept` holds
+    the spans met so far, per tag."""
+    spans = []
+    for tag in TAGS:
+        tokens = [(m.start(), m.group()) for m in re.finditer(f"</?{re.escape(tag)}>", text)]
+        opens = [t for t in tokens if not t[1].startswith("</")]
+        good = len(tokens) % 2 == 0 and all(
+            tokens[i][1] == f"<{tag}>" and tokens[i + 1][1] == f"</{tag}>"
+            for i in range(0, len(tokens), 2))
+        if good and opens:
+            spans += [(tokens[i][0], tokens[i + 1][0] + len(f"</{tag}>"), tag)
+                      for i in range(0, len(tokens), 2)]
+    spans.sort()
+    outer, reach, broken = [], -1, False
+    for start, end, tag in spans:
+        if start >= reach:
+            outer.append((start, end, tag))
+            reach = end
+        elif end > reach:
+            broken = True
+    if broken:
+        outer = []
+    pieces, last = [], 0
+    for start, end, tag in outer:
+        body = text[start:end]
+        seen = kept.setdefault(tag, set())
+        if body in seen:
+            if len(marker(tag)) < len(body):  # the marker never makes a text longer
+                pieces += [text[last:start], marker(tag)]
+                last = end
+        else:
+            seen.add(body)
+    return "".join(pieces) + text[last:] if last else text
+
+
 def oracle(blocks: list[dict]) -> list[dict]:
-    """The semantics from the issue, written independently in Python."""
     kept: dict[str, set[str]] = {}
     out = []
     for block in blocks:
         if block.get("type") != "text":
             out.append(block)
             continue
-        text = block["text"]
-        spans = []
-        for tag in TAGS:
-            tokens = [(m.start(), m.group()) for m in re.finditer(f"</?{re.escape(tag)}>", text)]
-            opens = [t for t in tokens if not t[1].startswith("</")]
-            good = len(tokens) % 2 == 0 and all(
-                tokens[i][1] == f"<{tag}>" and tokens[i + 1][1] == f"</{tag}>"
-                for i in range(0, len(tokens), 2))
-            if good and opens:
-                spans += [(tokens[i][0], tokens[i + 1][0] + len(f"</{tag}>"), tag)
-                          for i in range(0, len(tokens), 2)]
-        spans.sort()
-        outer, reach, broken = [], -1, False
-        for start, end, tag in spans:
-            if start >= reach:
-                outer.append((start, end, tag))
-                reach = end
-            elif end > reach:
-                broken = True
-        if broken:
-            outer = []
-        pieces, last = [], 0
-        for start, end, tag in outer:
-            body = text[start:end]
-            seen = kept.setdefault(tag, set())
-            if body in seen:
-                if len(marker(tag)) < len(body):  # the marker never makes a text longer
-                    pieces += [text[last:start], marker(tag)]
-                    last = end
-            else:
-                seen.add(body)
-        out.append({**block, "text": "".join(pieces) + text[last:]} if last else block)
+        text = oracle_text(block["text"], kept)
+        out.append({**block, "text": text} if text != block["text"] else block)
     return out
 
 

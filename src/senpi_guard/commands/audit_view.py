@@ -14,6 +14,10 @@ KIND = {"bootstrap": "bootstrap", "flatten": "flatten", "disabled": "disabled", 
         "fork": "fork"}
 
 
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "0%"
+
+
 def _k(n: int | None) -> str:
     if n is None:
         return "-"
@@ -30,7 +34,7 @@ def print_header(path: Path, server) -> None:
     how = ("senpi's own buildSessionContext + convertToLlm" if server.reconstruction == "senpi"
            else "senpi-guard's reconstruction of senpi's context")
     _say(f"serialised by {server.label}; contexts rebuilt with {how}")
-    print(f"{'turn':>5} {'entry':<9}{'sent':<16}{'unpatched':>10}{'patched':>10}{'saved':>6}"
+    print(f"{'turn':>5} {'entry':<9}{'sent':<16}{'unpatched':>10}{'patched':>10}{'+ext':>9}{'saved':>6}"
           f"{'new,unp':>9}{'new,pat':>9}{'recorded':>10}  collapsed")
 
 
@@ -42,7 +46,8 @@ def print_row(row: dict[str, Any]) -> None:
     lane = row["sent"] if kind in (None, row["sent"]) else f"{row['sent']}:{kind}"
     collapsed = ", ".join(f"{tag}×{n}" for tag, n in row["collapsed"].items())
     line = (f"{row['index']:>5} {row['entry_id'][:8]:<9}{lane[:15]:<16}{_k(row['unpatched_bytes']):>10}"
-            f"{_k(row['patched_bytes']):>10}{saved:>6.0%}{_k(row['cache_write_unpatched']):>9}"
+            f"{_k(row['patched_bytes']):>10}{_k(row['extension_bytes']):>9}{saved:>6.0%}"
+            f"{_k(row['cache_write_unpatched']):>9}"
             f"{_k(row['cache_write_patched']):>9}{check:>10}  {collapsed}")
     if len(line) > WIDTH and not ui.verbose():
         line = line[:WIDTH - 1] + "…"
@@ -61,8 +66,13 @@ def _lanes(s: dict[str, Any]) -> None:
     _say(f"full re-sends: {head['unpatched_bytes']:,} bytes as senpi is installed, "
          f"{head['patched_bytes']:,} patched; {change}")
     if sent["delta"]["turns"]:
-        _say(f"delta calls: {sent['delta']['unpatched_bytes']:,} bytes sent; the dist patch does not act "
-             "there (same bytes patched)")
+        delta = sent["delta"]
+        _say(f"delta calls: {delta['unpatched_bytes']:,} bytes sent; the dist patch does not act there; "
+             f"with the extension layer {delta['extension_bytes']:,} "
+             f"({_percent(delta['saved_with_extension_bytes'], delta['unpatched_bytes'])} less)")
+    full = sent["full"]
+    if full["turns"]:
+        _say(f"full re-sends with both layers (dist patch + extension): {full['extension_bytes']:,} bytes")
     if sent["unknown"]["turns"]:
         unknown = sent["unknown"]
         _say(f"unknown lane (no record; senpi 2026.7.31-2 - 2026.8.1): {unknown['unpatched_bytes']:,} "

@@ -8,7 +8,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from senpi_guard import audit, sample, sample_session
+from senpi_guard import audit, extension, sample, sample_session
 from senpi_guard.commands import common
 from senpi_guard.discover import Install, describe
 from senpi_guard.patch.classify import State
@@ -31,7 +31,8 @@ def _say(text: str = "") -> None:
 
 def run(args) -> int:
     work = Path(tempfile.mkdtemp(prefix="senpi-guard-demo-"))
-    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME")}
+    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME",
+                                            "SENPI_CODING_AGENT_DIR")}
     for key in saved:
         os.environ[key] = str(work / "xdg" / key.lower())
     try:
@@ -61,11 +62,14 @@ def _demo(work: Path) -> int:
     before = reconciler.inspect(install)
     _say(f"2. status: {before.state}  ({before.prompt.rel if before.prompt else '?'})")
     _say("3. apply: locate buildPromptBlocks by syntax tree, wrap its return, replay the fixture "
-         "contexts through the original and patched modules with node, then write atomically")
+         "contexts through the original and patched modules with node, then write atomically; then the "
+         "extension layer (every provider, the delta lane too), proven through senpi's own extension "
+         "runner, into a throw-away agent dir")
     with reconciler.store.lock():
         outcome = reconciler.reconcile(install)
-    common.print_outcomes([outcome], False)
-    if not outcome.ok or outcome.report is None:
+        layer = extension.install(patch, config, [install], reconciler.store)
+    common.print_outcomes([outcome], False, layer=layer)
+    if not outcome.ok or outcome.report is None or not layer.ok:
         return 1
     _say("4. one full re-send of incident-shaped contexts (N identical ~25 KB <ultrawork-mode> "
          "blocks + one variant); 'as installed' is senpi with its own keep-last dedupe:")
@@ -84,11 +88,13 @@ def _demo(work: Path) -> int:
          "senpi's continuity record on every call):")
     for line in _audit_lines(report["summary"]):
         _say("   " + line)
-    _say("7. revert restores the original bytes exactly:")
+    _say("7. revert restores the original bytes exactly and removes the extension layer:")
     with reconciler.store.lock():
         reverted = reconciler.revert(install)
+        removed = extension.remove(patch, config, reconciler.store)
     _say(f"   {reverted.before} -> {reverted.after}: {reverted.detail}")
-    return 0 if after.state == State.PATCHED and reverted.ok else 1
+    _say(f"   extension layer {removed.before} -> {removed.after}: {removed.detail}")
+    return 0 if after.state == State.PATCHED and reverted.ok and removed.ok else 1
 
 
 def _change(before: int, after: int) -> str:
@@ -112,7 +118,9 @@ def _audit_lines(s: dict) -> list[str]:
     return [
         f"{head['turns']} full re-sends: {head['unpatched_bytes']:,} bytes as installed -> "
         f"{head['patched_bytes']:,} patched ({_change(head['unpatched_bytes'], head['patched_bytes'])})",
-        f"{delta['turns']} delta calls: {delta['unpatched_bytes']:,} bytes, unchanged by the dist patch",
+        f"{delta['turns']} delta calls: {delta['unpatched_bytes']:,} bytes, unchanged by the dist patch; "
+        f"{delta['extension_bytes']:,} with the extension layer "
+        f"({_change(delta['unpatched_bytes'], delta['extension_bytes'])})",
         f"prompt cache written anew on full re-sends: {cache['unpatched_bytes']:,} -> "
         f"{cache['patched_bytes']:,} bytes ({_change(cache['unpatched_bytes'], cache['patched_bytes'])})",
         f"calls that dropped a distinct directive: {losing['unpatched']} as installed, {losing['patched']} patched",

@@ -121,6 +121,9 @@ const fns = {
     upCandidate: (await load(job.upstream, "candidate")) ?? (await load(job.upstream)),
     delta: await load(job.delta),
 };
+// The extension layer (rendered by senpi-guard), run on the whole context before the call is made.
+const extension = job.extension ? (await import(pathToFileURL(job.extension).href)).__senpiGuardDedupeMessages : null;
+const withExtension = (messages) => (extension ? extension(messages) ?? messages : messages);
 let session = null;
 if (job.session) {
     try {
@@ -133,7 +136,7 @@ if (job.session) {
 }
 
 const store = new Map(); // id -> {message | entry, spans}
-let previous = null; // the previous full re-send's texts: {original, patched}
+let previous = null; // the previous full re-send's texts: {original, patched, both}
 let seenIn = { original: new Map(), patched: new Map() }; // span -> the text it was last found in
 let previousSent = 0;
 
@@ -228,10 +231,16 @@ function measureFull(messages, request, names) {
     const patched = runUpstream(fns.upCandidate, blocksOf(fns.candidate({ messages: [...messages] }, names)));
     const a = side(original, previous && previous.original);
     const b = side(patched, previous && previous.patched);
+    // both layers: the extension's messages through the patched pipeline
+    const both = extension
+        ? side(runUpstream(fns.upCandidate, blocksOf(fns.candidate({ messages: withExtension(messages) }, names))),
+            previous && previous.both)
+        : b;
     const distinct = spansOfContext(messages, request);
-    previous = { original: a.texts, patched: b.texts };
+    previous = { original: a.texts, patched: b.texts, both: both.texts };
     return {
         originalBytes: a.total, patchedBytes: b.total, cacheWriteOriginal: a.fresh, cacheWritePatched: b.fresh,
+        bothBytes: both.total, cacheWriteBoth: both.fresh,
         collapsed: countMarkers(b.texts), directives: distinct.size,
         keptUnpatched: keptOf(distinct, a.texts, seenIn.original), keptPatched: keptOf(distinct, b.texts, seenIn.patched),
     };
@@ -245,13 +254,16 @@ function measureDelta(messages, request, names) {
     const count = Number.isInteger(request.delta) ? request.delta : Math.max(sent.length - previousSent, 0);
     const fresh = count > 0 ? sent.slice(-count) : [];
     const text = blocksOf(fns.delta(fresh, names)).filter(isText).map((b) => b.text).join("");
+    // with the extension: the same new messages, as the extension rewrote the whole context
+    const rewritten = count > 0 ? sentOf(withExtension(messages)).slice(-count) : [];
+    const extText = blocksOf(fns.delta(rewritten, names)).filter(isText).map((b) => b.text).join("");
     const distinct = new Set();
     for (const message of fresh) {
         for (const span of messageSpans(message)) {
             distinct.add(span);
         }
     }
-    return { originalBytes: bytes(text), patchedBytes: bytes(text), collapsed: {}, directives: distinct.size,
+    return { originalBytes: bytes(text), patchedBytes: bytes(text), bothBytes: bytes(extText), collapsed: {}, directives: distinct.size,
         keptUnpatched: distinct.size, keptPatched: distinct.size, deltaMessages: fresh.length };
 }
 

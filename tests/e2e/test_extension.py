@@ -1,0 +1,136 @@
+"""The extension layer: installed by apply into the agent's extensions/ (proven first, through the
+installed senpi's own extension runner when it has one), shown by status, removed by revert, chosen
+by `layers`; never touching a file that is not senpi-guard's."""
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+from conftest import run_cli, write_user_config
+
+from senpi_guard.patch import definition
+
+PATCH = definition.load()
+NAME = PATCH.extension.file_name
+
+
+def apply_json(capsys, *args):
+    code, out, err = run_cli(capsys, "apply", "--json", *args)
+    return code, json.loads(out), err
+
+
+def status_row(capsys, pkg):
+    _, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = json.loads(out)["installs"]
+    return row
+
+
+def test_apply_installs_it_through_senpis_own_runner(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(3)
+    extensions = isolated_dirs / "agent" / "extensions"
+    extensions.mkdir(parents=True)
+    (extensions / "tps.js").write_text("export { default } from '/somewhere/tps.js';\n")  # senpi's own stub
+    code, doc, err = apply_json(capsys, "--root", pkg)
+    assert code == 0, err
+    layer = doc["extension"]
+    assert (layer["state_before"], layer["state"], layer["ok"]) == ("absent", "installed", True)
+    assert "through senpi's own extension runner" in layer["detail"]
+    installed = extensions / NAME
+    first_line = installed.read_text().splitlines()[0]
+    assert first_line.startswith(f"// senpi-guard: directive-dedupe v{PATCH.version} layer=extension config-sha256=")
+    assert (extensions / "tps.js").read_text() == "export { default } from '/somewhere/tps.js';\n"
+    row = status_row(capsys, pkg)
+    assert row["layers"] == {"dist": "patched", "extension": "installed"}
+    assert run_cli(capsys, "status", "--root", pkg)[0] == 0
+    # it works where senpi loads it: a node process imports it and runs its handler
+    script = textwrap.dedent(f"""
+        const ext = await import({json.dumps(installed.as_uri())});
+        let handler; ext.default({{ on: (e, h) => {{ handler = h; }} }});
+        const u = "<ultrawork-mode>" + "x".repeat(500) + "</ultrawork-mode>";
+        const msgs = [1, 2].map((n) => ({{ role: "user", content: [{{ type: "text", text: u + n }}] }}));
+        const out = handler({{ type: "context", messages: msgs }}).messages;
+        console.log(JSON.stringify([out[0] === msgs[0], out[1].content[0].text.startsWith("[ultrawork-mode:")]));
+    """)
+    result = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True,
+                            check=True)
+    assert json.loads(result.stdout) == [True, True]
+
+
+def test_without_senpis_runner_a_minimal_host_proves_it(tmp_path, capsys, isolated_dirs):
+    from senpi_guard import sample
+    pkg = tmp_path / "pkg"
+    sample.write_sample_package(pkg, 2, fillers=0)
+    for name in ("runner.js", "loader.js"):
+        (pkg / "dist" / "core" / "extensions" / name).unlink()
+    code, doc, err = apply_json(capsys, "--root", pkg)
+    assert code == 0, err
+    assert "through a minimal host" in doc["extension"]["detail"]
+
+
+def test_stale_modified_and_revert_keeps_an_edited_one(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(2)
+    assert apply_json(capsys, "--root", pkg)[0] == 0
+    installed = isolated_dirs / "agent" / "extensions" / NAME
+    write_user_config(isolated_dirs, 'tags = ["ultrawork-mode"]\n')
+    assert status_row(capsys, pkg)["layers"]["extension"] == "stale"
+    code, doc, _ = apply_json(capsys, "--root", pkg)
+    assert code == 0 and (doc["extension"]["state_before"], doc["extension"]["state"]) == ("stale", "installed")
+    assert '"tags":["ultrawork-mode"]' in installed.read_text()
+    installed.write_text(installed.read_text() + "\n// my own note\n")
+    row = status_row(capsys, pkg)
+    assert row["layers"]["extension"] == "modified" and "edited" in row["extension"]["detail"]
+    code, out, _ = run_cli(capsys, "revert", "--root", pkg, "--json")
+    layer = json.loads(out)["extension"]
+    assert code == 0 and (layer["state_before"], layer["state"]) == ("modified", "absent")
+    assert not installed.exists()
+    (kept,) = layer["kept"]
+    assert kept.endswith(NAME) and "// my own note" in Path(kept).read_text()
+    assert status_row(capsys, pkg)["layers"]["extension"] == "absent"
+
+
+def test_a_file_that_is_not_ours_is_never_touched(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(2)
+    theirs = isolated_dirs / "agent" / "extensions" / NAME
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text("export default function mine(pi) {}\n")
+    code, doc, _ = apply_json(capsys, "--root", pkg)
+    assert code == 1 and doc["extension"]["state"] == "foreign"
+    assert "never changes it" in doc["extension"]["detail"]
+    assert doc["installs"][0]["state"] == "patched"  # the dist layer was still done
+    run_cli(capsys, "revert", "--root", pkg)
+    assert theirs.read_text() == "export default function mine(pi) {}\n"
+
+
+def test_layers_config_chooses(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(2)
+    write_user_config(isolated_dirs, 'layers = ["extension"]\n')
+    code, doc, err = apply_json(capsys, "--root", pkg)
+    assert code == 0, err
+    assert doc["installs"] == [] and doc["extension"]["state"] == "installed"
+    assert status_row(capsys, pkg)["layers"] == {"dist": "unpatched", "extension": "installed"}
+    write_user_config(isolated_dirs, 'layers = ["dist"]\n')
+    code, doc, _ = apply_json(capsys, "--root", pkg)
+    assert code == 0 and "extension" not in doc and doc["installs"][0]["state"] == "patched"
+    write_user_config(isolated_dirs, 'layers = ["dist", "everything"]\n')
+    code, _, err = run_cli(capsys, "apply", "--root", pkg)
+    assert code == 1 and "'layers'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_failed_replay_writes_nothing(npm_install, capsys, isolated_dirs, monkeypatch):
+    pkg = npm_install(2)
+    import dataclasses
+
+    from senpi_guard.commands import common
+    real = common.load
+
+    def load():
+        patch, config = real()
+        layer = dataclasses.replace(patch.extension, source=patch.extension.source.replace(
+            "const text = dedupe(message.content);", "const text = dedupe(message.content) + ' ';"))
+        return dataclasses.replace(patch, extension=layer), config
+    monkeypatch.setattr(common, "load", load)
+    code, doc, _ = apply_json(capsys, "--root", pkg)
+    assert code == 1 and doc["extension"]["state"] == "absent"
+    assert "verification failed, nothing was written" in doc["extension"]["detail"]
+    assert not (isolated_dirs / "agent" / "extensions" / NAME).exists()
