@@ -282,3 +282,18 @@ def test_discovery_mode_keeps_watching_across_many_updates(env, big_tarballs, wa
         wait_for(lambda s=shape: patched(pkg / SHAPE_REL[s]), timeout=15,
                  what=f"update {round_number + 1} patched by events alone")
     assert watcher.stop() < 2.0
+
+
+def test_the_watcher_installs_the_extension_layer_and_leaves_an_edited_one(npm_install, watch, capsys,
+                                                                          isolated_dirs):
+    pkg = npm_install(2)
+    installed = isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
+    watcher = watch("--root", pkg, "--rescan-interval", "1")
+    wait_for(lambda: installed.is_file(), what="the extension layer installed by the watcher")
+    code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    assert code == 0 and json.loads(out)["installs"][0]["layers"] == {"dist": "patched", "extension": "installed"}
+    installed.write_text(installed.read_text() + "// mine\n")
+    wait_for(lambda: "extension layer" in watcher.text() and "modified" in watcher.text(),
+             what="the watcher to report the edited extension")
+    assert installed.read_text().endswith("// mine\n")  # reported, never replaced
+    watcher.stop()

@@ -34,8 +34,8 @@ def print_header(path: Path, server) -> None:
     how = ("senpi's own buildSessionContext + convertToLlm" if server.reconstruction == "senpi"
            else "senpi-guard's reconstruction of senpi's context")
     _say(f"serialised by {server.label}; contexts rebuilt with {how}")
-    print(f"{'turn':>5} {'entry':<9}{'sent':<16}{'unpatched':>10}{'patched':>10}{'+ext':>9}{'saved':>6}"
-          f"{'new,unp':>9}{'new,pat':>9}{'recorded':>10}  collapsed")
+    print(f"{'turn':>5} {'entry':<9}{'sent':<15}{'unpatched':>9}{'patched':>9}{'+ext':>8}{'saved':>6}"
+          f"{'new,unp':>9}{'new,pat':>9}{'recorded':>9}  collapsed")
 
 
 def print_row(row: dict[str, Any]) -> None:
@@ -45,10 +45,10 @@ def print_row(row: dict[str, Any]) -> None:
     kind = KIND.get(row["continuity"], "?") if row["continuity"] else None
     lane = row["sent"] if kind in (None, row["sent"]) else f"{row['sent']}:{kind}"
     collapsed = ", ".join(f"{tag}×{n}" for tag, n in row["collapsed"].items())
-    line = (f"{row['index']:>5} {row['entry_id'][:8]:<9}{lane[:15]:<16}{_k(row['unpatched_bytes']):>10}"
-            f"{_k(row['patched_bytes']):>10}{_k(row['extension_bytes']):>9}{saved:>6.0%}"
+    line = (f"{row['index']:>5} {row['entry_id'][:8]:<9}{lane[:14]:<15}{_k(row['unpatched_bytes']):>9}"
+            f"{_k(row['patched_bytes']):>9}{_k(row['extension_bytes']):>8}{saved:>6.0%}"
             f"{_k(row['cache_write_unpatched']):>9}"
-            f"{_k(row['cache_write_patched']):>9}{check:>10}  {collapsed}")
+            f"{_k(row['cache_write_patched']):>9}{check:>9}  {collapsed}")
     if len(line) > WIDTH and not ui.verbose():
         line = line[:WIDTH - 1] + "…"
     print(line.rstrip())
