@@ -3,8 +3,8 @@
 // says whether it applies (default: the fixture lists it). These checks do not reuse the
 // payload's code: spans are found here by a plain scan per tag (what a lazy regex would match).
 
-// Outermost <tag>…</tag> spans of one text.
-function spansOf(tags, text, outermostOnly) {
+// Outermost <tag>…</tag> spans of one text (the extension's checks use it too).
+export function spansOf(tags, text, outermostOnly) {
     const spans = [];
     for (const tag of tags) {
         // what /<tag>[\s\S]*?<\/tag>/g matches, found with indexOf (a lazy regex over 25 KB spans

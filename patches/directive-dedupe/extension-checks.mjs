@@ -1,6 +1,8 @@
 // The extension layer's named checks, run by senpi-guard's extension harness after a fixture
 // session went through the installed-to-be extension. Each returns [ok, detail]. Spans are found
-// here by a plain scan per tag, independently of the extension's code.
+// here by a plain scan per tag (the dist patch's checks' own), independently of the extension's code.
+import { spansOf } from "./checks.mjs";
+
 const PROCESSED = new Set(["user", "custom", "toolResult"]);
 
 function textsOf(message) {
@@ -14,22 +16,7 @@ function textsOf(message) {
         ? message.content.filter((p) => p && p.type === "text" && typeof p.text === "string").map((p) => p.text) : [];
 }
 
-function spans(tags, text) {
-    const found = [];
-    for (const tag of tags) {
-        const open = `<${tag}>`;
-        const close = `</${tag}>`;
-        for (let at = text.indexOf(open); at !== -1;) {
-            const end = text.indexOf(close, at + open.length);
-            if (end === -1) {
-                break;
-            }
-            found.push({ tag, text: text.slice(at, end + close.length) });
-            at = text.indexOf(open, end + close.length);
-        }
-    }
-    return found;
-}
+const spans = (tags, text) => spansOf(tags, text, false);
 
 const isBoundary = (m) => m && m.role === "assistant" && Array.isArray(m.diagnostics)
     && m.diagnostics.some((d) => d && d.type === "claude_sdk_oauth_compact_boundary");

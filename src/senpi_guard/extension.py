@@ -120,6 +120,7 @@ def replay(patch: Patch, config: Config, rendered: str, installs: list[Install],
         extension.write_text(rendered, "utf-8")
         checks = folder / "extension-checks.mjs"
         shutil.copyfile(patch.extension.checks, checks)
+        shutil.copyfile(patch.checks_path, folder / "checks.mjs")  # (it imports the span scan)
         harness = folder / "extension_harness.mjs"
         shutil.copyfile(Path(str(resources.files("senpi_guard").joinpath("js", "extension_harness.mjs"))), harness)
         job = {"extension": str(extension), "checks": str(checks), "host": host, "cwd": str(folder),
