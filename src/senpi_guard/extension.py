@@ -188,7 +188,10 @@ def _keep_aside(path: Path, store: Store) -> str:
 
 def install(patch: Patch, config: Config, installs: list[Install], store: Store, dry_run: bool = False,
             allow_foreign_root: bool = False) -> LayerOutcome:
-    status = inspect(patch, config)
+    try:
+        status = inspect(patch, config)
+    except FatalError as exc:  # (an unreadable extensions folder: one line, the installs still done)
+        return LayerOutcome(target_path(patch), "error", "error", False, str(exc))
     path = status.path
     if status.state == "foreign":
         return LayerOutcome(path, "foreign", "foreign", False, f"{path} is there and {status.detail}; "
@@ -207,25 +210,35 @@ def install(patch: Patch, config: Config, installs: list[Install], store: Store,
     if dry_run:
         return LayerOutcome(path, status.state, status.state, True,
                             f"dry run: verified ({report.checks_run} checks), would write {path}", report)
-    kept = [_keep_aside(path, store)] if status.state == "modified" else []
-    _write_atomic(path, rendered.encode("utf-8"))
+    try:
+        kept = [_keep_aside(path, store)] if status.state == "modified" else []
+        _write_atomic(path, rendered.encode("utf-8"))
+    except FatalError as exc:
+        return LayerOutcome(path, status.state, status.state, False, str(exc), report)
     host = "senpi's own extension runner" if report.stats.get("host") == "senpi" else "a minimal host"
     return LayerOutcome(path, status.state, "installed", True, f"verified: {report.checks_run} checks "
                         f"passed through {host} (node {report.node_version})", report, kept)
 
 
 def remove(patch: Patch, config: Config, store: Store) -> LayerOutcome:
-    status = inspect(patch, config)
+    try:
+        status = inspect(patch, config)
+    except FatalError as exc:
+        return LayerOutcome(target_path(patch), "error", "error", False, str(exc))
     path = status.path
     if status.state in ("absent", "foreign"):
         note = "not installed" if status.state == "absent" else f"{status.detail}; left alone"
         return LayerOutcome(path, status.state, status.state, True, note)
     if status.state == "modified":
-        kept = _keep_aside(path, store)
+        try:
+            kept = _keep_aside(path, store)
+        except FatalError as exc:
+            return LayerOutcome(path, "modified", "modified", False, str(exc))
         return LayerOutcome(path, "modified", "absent", True, f"removed; it had been edited, so it was "
                             f"kept at {kept}", kept=[kept])
     try:
         path.unlink()
     except OSError as exc:
-        raise os_error(exc, "remove", path, "fix the folder's permissions, then retry") from exc
+        return LayerOutcome(path, status.state, status.state, False,
+                            str(os_error(exc, "remove", path, "fix the folder's permissions, then retry")))
     return LayerOutcome(path, status.state, "absent", True, "removed")

@@ -134,3 +134,17 @@ def test_a_failed_replay_writes_nothing(npm_install, capsys, isolated_dirs, monk
     assert code == 1 and doc["extension"]["state"] == "absent"
     assert "verification failed, nothing was written" in doc["extension"]["detail"]
     assert not (isolated_dirs / "agent" / "extensions" / NAME).exists()
+
+
+def test_an_unusable_extensions_folder_is_one_line_and_the_dist_layer_is_still_done(npm_install, capsys,
+                                                                                     isolated_dirs):
+    pkg = npm_install(2)
+    (isolated_dirs / "agent").mkdir()
+    (isolated_dirs / "agent" / "extensions").write_text("not a folder")
+    code, out, err = run_cli(capsys, "apply", "--root", pkg)
+    assert code == 1
+    errors = [line for line in out.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "extensions" in errors[0] and "Traceback" not in out + err
+    assert status_row(capsys, pkg)["layers"] == {"dist": "patched", "extension": "error"}
+    code, out, _ = run_cli(capsys, "revert", "--root", pkg)
+    assert code == 1 and "restored" in out

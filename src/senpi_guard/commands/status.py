@@ -33,7 +33,10 @@ def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
     patch, config = common.load()
     reconciler = Reconciler(patch, config, quick_locate=True)
     records = reconciler.store.load_records()
-    layer = extension.inspect(patch, config) if patch.extension else None
+    try:
+        layer = extension.inspect(patch, config) if patch.extension else None
+    except FatalError as exc:
+        layer = extension.LayerStatus("error", extension.target_path(patch), str(exc))
     rows = []
     for install in common.installs(args, reconciler.store.state_dir):
         insp = reconciler.inspect(install)
