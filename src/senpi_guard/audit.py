@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import locate, sample, session, verify
+from senpi_guard import locate, nodes, sample, session, verify
 from senpi_guard.audit_summary import Summary
 from senpi_guard.config import Config
 from senpi_guard.discover import Install, describe
@@ -137,7 +137,6 @@ def serializer(installs: list[Install], patch: Patch, config: Config, allow_fore
 
 @contextmanager
 def _node(package_dir: Path, place, job: dict[str, Any]) -> Iterator[subprocess.Popen[str]]:
-    from senpi_guard import nodes
     proc = subprocess.Popen([nodes.node_for(package_dir).path, str(place.root / "audit.mjs")],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             bufsize=1 << 20, **place.popen_kwargs())

@@ -87,6 +87,14 @@ def inspect(patch: Patch, config: Config) -> LayerStatus:
     return LayerStatus("installed", path)
 
 
+def _exports_runner(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return b"ExtensionRunner" in data and RUNNER_CLASS.search(data) is not None
+
+
 def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Install | None, dict | None]:
     """The installed senpi's own extension loader and runner, found by what its files export; None
     when there is none (or root would have to run another user's code)."""
@@ -95,8 +103,7 @@ def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Inst
             continue
         files = locate.js_files(install.package_dir / "dist")
         found = locate.find_exported_functions(files, ["loadExtensions", "createExtensionRuntime"])
-        runners = [f for f in files if b"ExtensionRunner" in Path(f).read_bytes()
-                   and RUNNER_CLASS.search(Path(f).read_bytes())]
+        runners = [f for f in files if _exports_runner(Path(f))]
         if len(runners) != 1 or any(len({h.path for h in hits}) != 1 for hits in found.values()):
             continue
         if os.geteuid() == 0 and not allow_foreign_root and install.package_dir.stat().st_uid != 0:
