@@ -17,10 +17,10 @@ SUMMARY = "per-call prompt bytes of senpi sessions, as sent, with and without th
 EXAMPLE = "senpi-guard audit --latest\n  senpi-guard audit ~/.senpi/agent/sessions/x.jsonl --json --plot turns.png"
 EXITS = ("0 audited; 1 no such session, not a session file, node could not run senpi's code, or "
          "(with --all) some session could not be audited (each named on stderr, the others audited)")
-DESCRIPTION = ("Per-call prompt bytes of senpi sessions, as sent (full re-send or delta, from senpi's "
-               "own records), with and without the patch and the extension layer. --json prints one "
-               "object {\"sessions\": [...]}: per session its turns, summary and warnings, or "
-               "{\"session\", \"error\"} for one that could not be audited.")
+DESCRIPTION = """Per-call prompt bytes of senpi sessions, as sent (full re-send or delta, from senpi's own
+records), with and without the patch and the extension layer.
+--json prints one object {"sessions": [...]}: per session its turns, summary and warnings, or
+{"session", "error"} for one that could not be audited."""
 
 
 def configure(parser) -> None:
