@@ -227,12 +227,19 @@ function __senpiGuardDedupe(blocks) {
         }
     }
     const result = out === null ? blocks : out;
-    const texts = new Array(result.length);
-    for (let index = 0; index < result.length; index++) {
-        texts[index] = result[index] && result[index].text;
+    if (__senpiGuardUpstreamSeen()) { // (only a process whose upstream dedupe ran needs the record)
+        const texts = new Array(result.length);
+        for (let index = 0; index < result.length; index++) {
+            texts[index] = result[index] && result[index].text;
+        }
+        __senpiGuardOutputs().set(result, { texts, collapsed });
     }
-    __senpiGuardOutputs().set(result, { texts, collapsed });
     return result;
+}
+// True once upstream's wrapped dedupe has run in this process (2026.8.4-2+): from then on our
+// outputs are recorded so that it can return them without running its own passes.
+function __senpiGuardUpstreamSeen() {
+    return globalThis[Symbol.for("senpi-guard.upstream-seen")] === true;
 }
 // What __senpiGuardDedupe returned, shared by every patched module of this process (the prompt
 // bridge and upstream's dedupe are separate modules), so upstream's wrapper need not dedupe again.
@@ -277,6 +284,7 @@ function __senpiGuardSkip(input) {
 // Wraps upstream's keep-last dedupeUltraworkBlocks: it would replace our kept first copy whenever a
 // variant follows, so when we own ultrawork-mode its result is rebuilt from our keep-first dedupe.
 function __senpiGuardUpstream(result, input) {
+    globalThis[Symbol.for("senpi-guard.upstream-seen")] = true;
     if (!__senpiGuardTags().includes("ultrawork-mode") || !Array.isArray(input)) {
         return result;
     }
@@ -298,8 +306,19 @@ function __senpiGuardUpstream(result, input) {
     if (result === null || typeof result !== "object" || !Array.isArray(result.blocks)) {
         return result;
     }
-    // our own output: what our dedupe collapsed; anything else: every marker now in the blocks
-    const collapsed = ours ? __senpiGuardOutputs().get(blocks).collapsed : __senpiGuardMarkersIn(blocks);
+    // our own output: what our dedupe collapsed; anything else: every marker now in the blocks (kept
+    // with the record, so that a later early return reports the same)
+    let collapsed;
+    if (ours) {
+        collapsed = __senpiGuardOutputs().get(blocks).collapsed;
+    }
+    else {
+        collapsed = __senpiGuardMarkersIn(blocks);
+        const record = __senpiGuardOutputs().get(blocks);
+        if (record !== undefined) {
+            record.collapsed = collapsed;
+        }
+    }
     const previous = result.collapsedDirectives;
     const collapsedDirectives = Array.isArray(previous) ? collapsed.slice() : collapsed.length;
     return { ...result, blocks, collapsedDirectives };
