@@ -252,21 +252,3 @@ export function stats(r) {
     }
     return out;
 }
-
-// For audit: one context through senpi as installed and through the patched pipeline.
-export function measure({ job, util, pipeline }, context) {
-    const { original, candidate } = pipeline.run(context);
-    const before = pipeline.upstream ? pipeline.upstream.original(original).blocks : original;
-    const after = pipeline.upstream ? pipeline.upstream.candidate(candidate).blocks : candidate;
-    const distinct = [...countSpans(job.tags, contextTexts(context), false).keys()];
-    const beforeText = util.joined(before);
-    const afterText = util.joined(after);
-    return {
-        originalBytes: util.textBytes(before),
-        patchedBytes: util.textBytes(after),
-        collapsed: countMarkers(markersOf(job), afterText),
-        directives: distinct.length,
-        keptUnpatched: distinct.filter((span) => beforeText.includes(span)).length,
-        keptPatched: distinct.filter((span) => afterText.includes(span)).length,
-    };
-}

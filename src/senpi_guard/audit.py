@@ -83,7 +83,7 @@ def _session_functions(install: Install) -> dict[str, Path]:
 
 def _job(patch: Patch, config: Config, place, install: Install, pairs: dict[str, verify.ModulePair],
          functions: dict[str, Path], exact: bool) -> dict[str, Any]:
-    job = verify.harness_job("serve", patch, config, place, pairs["prompt"], pairs.get("upstream"))
+    job = verify.harness_job("audit", patch, config, place, pairs["prompt"], pairs.get("upstream"))
 
     def spec(name: str) -> dict[str, Any] | None:
         path = functions.get(name)

@@ -1,8 +1,8 @@
 """The node harness protocol: mirror the package with the candidate modules in place, run
 `node --check` beside the replay, feed the harness a JSON job and read its report.
 
-A "verify" job replays the patch's fixtures and runs its named checks (`patches/<name>/checks.mjs`);
-a "serve" job (for audit) keeps one node process answering per-context measurements."""
+The job replays the patch's fixtures and runs its named checks (`patches/<name>/checks.mjs`).
+(audit serves measurements from its own node script, js/audit.mjs.)"""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,33 +170,6 @@ def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, p
             raise failure
         report["node"] = version
         return summarize(report)
-
-
-@contextmanager
-def serve(package_dir: Path, pairs: dict[str, ModulePair], patch: Patch, config: Config,
-          sandbox: Sandbox) -> Iterator[subprocess.Popen[str]]:
-    """A node harness in "serve" mode over the install's modules, ready for requests."""
-    node = nodes.node_for(package_dir).path
-    modules = list(pairs.values())
-    with mirror(package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner) as place:
-        job = harness_job("serve", patch, config, place, pairs["prompt"], pairs.get("upstream"))
-        proc = subprocess.Popen([node, str(place.harness)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, **place.popen_kwargs())
-        try:
-            proc.stdin.write(json.dumps(job) + "\n")
-            proc.stdin.flush()
-            ready = proc.stdout.readline()
-            if not ready.startswith('{"ready"'):
-                tail = (proc.stderr.read().strip().splitlines() or [ready.strip() or "no output"])[-1]
-                raise FatalError(f"the audit could not load senpi's modules in node: {tail}")
-            yield proc
-        finally:
-            if proc.stdin and not proc.stdin.closed:
-                proc.stdin.close()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 def summarize(report: dict[str, Any]) -> VerifyReport:

@@ -232,10 +232,11 @@ function measureFull(messages, request, names) {
     const a = side(original, previous && previous.original);
     const b = side(patched, previous && previous.patched);
     // both layers: the extension's messages through the patched pipeline
-    const both = extension
-        ? side(runUpstream(fns.upCandidate, blocksOf(fns.candidate({ messages: withExtension(messages) }, names))),
-            previous && previous.both)
-        : b;
+    // (when the extension changes nothing, that is the patched pipeline measured above)
+    const rewritten = withExtension(messages);
+    const both = rewritten === messages ? side(patched, previous && previous.both)
+        : side(runUpstream(fns.upCandidate, blocksOf(fns.candidate({ messages: rewritten }, names))),
+            previous && previous.both);
     const distinct = spansOfContext(messages, request);
     previous = { original: a.texts, patched: b.texts, both: both.texts };
     return {

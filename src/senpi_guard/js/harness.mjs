@@ -1,14 +1,10 @@
 // senpi-guard's replay harness: imports the original and the patched module side by side, runs
 // contexts through both and runs the patch's named checks (its checks.mjs) over the results.
-// The first stdin line is a JSON job. A "verify" job gets one JSON report on stdout. A "serve" job
-// then reads one request per line ({"op":"put","id","message"} or {"op":"measure","ids","head"})
-// and answers each "measure" with one line; messages off the measured path are dropped, so memory
-// follows the context, not the session.
-import { createInterface } from "node:readline";
+// stdin is one JSON job; stdout gets one JSON report. (audit has its own server: js/audit.mjs.)
+import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
-const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
-const job = JSON.parse((await lines.next()).value ?? "{}");
+const job = JSON.parse(readFileSync(0, "utf8") || "{}");
 
 async function load(path, name) {
     if (!path) {
@@ -99,10 +95,6 @@ async function main() {
         candidate: await load(job.upstream.candidate, job.upstream.export),
     } : null;
     const pipeline = pipelineOf(fns, up);
-    if (job.mode === "serve") {
-        await serve(patch, pipeline);
-        return null;
-    }
     const results = [];
     const stats = {};
     for (const fixture of job.fixtures) {
@@ -117,41 +109,8 @@ async function main() {
     return { node: process.version, results, stats };
 }
 
-async function serve(patch, pipeline) {
-    const messages = new Map();
-    process.stdout.write(JSON.stringify({ ready: true, node: process.version }) + "\n");
-    for (let next = await lines.next(); !next.done; next = await lines.next()) {
-        if (!next.value.trim()) {
-            continue;
-        }
-        const request = JSON.parse(next.value);
-        if (request.op === "put") {
-            messages.set(request.id, request.message);
-            continue;
-        }
-        let reply;
-        try {
-            const context = { messages: [...(request.head ?? []), ...request.ids.map((id) => messages.get(id))] };
-            reply = patch.measure({ job, util, pipeline }, context);
-        }
-        catch (error) {
-            reply = { error: String(error && error.message ? error.message : error) };
-        }
-        const keep = new Set(request.ids);
-        for (const id of messages.keys()) {
-            if (!keep.has(id)) {
-                messages.delete(id);
-            }
-        }
-        process.stdout.write(JSON.stringify(reply) + "\n");
-    }
-}
-
 try {
-    const report = await main();
-    if (report !== null) {
-        process.stdout.write(JSON.stringify(report));
-    }
+    process.stdout.write(JSON.stringify(await main()));
 }
 catch (error) {
     process.stdout.write(JSON.stringify({ error: String(error && error.message ? error.message : error) }));
