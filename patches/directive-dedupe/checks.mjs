@@ -252,3 +252,58 @@ export function stats(r) {
     }
     return out;
 }
+
+// ---- senpi's restart binding (sentHashesFromBranch, 2026.8.18-3 and later) -----------------------
+// A fixture is a stored branch (session entries). The branch as the extension sends it is built here
+// from the extension's own `context` handler, not from the payload, and hashed by senpi's unpatched
+// function; the patched function must give exactly that once the extension is loaded, and exactly
+// the unpatched hashes before.
+function branchAsSent(r) {
+    const branch = structuredClone(r.fixture.context.messages);
+    const messages = [];
+    const where = [];
+    branch.forEach((entry, index) => {
+        if (entry.type === "message") {
+            messages.push(entry.message);
+            where.push(index);
+        }
+        else if (entry.type === "custom_message") {
+            messages.push({ role: "custom", customType: entry.customType, content: entry.content, display: entry.display });
+            where.push(-1);
+        }
+    });
+    const result = r.handler({ type: "context", messages }, {});
+    const sent = result && Array.isArray(result.messages) ? result.messages : messages;
+    sent.forEach((message, k) => {
+        if (where[k] >= 0) {
+            branch[where[k]] = { ...branch[where[k]], message };
+        }
+    });
+    return branch;
+}
+
+const sameHashes = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+export const bindingChecks = {
+    "binding-unchanged-without-extension": {
+        run: (r) => [sameHashes(r.alone, r.original(structuredClone(r.fixture.context.messages))),
+            "without the extension loaded, the patched binding hashes differ from senpi's own"],
+    },
+    "binding-hashes-as-sent": {
+        run: (r) => [sameHashes(r.withExtension, r.original(branchAsSent(r))),
+            "with the extension loaded, the binding does not hash the branch as the extension sends it"],
+    },
+    "binding-follows-the-rewrite": {
+        run(r) {
+            const asSent = branchAsSent(r);
+            const rewritten = JSON.stringify(asSent) !== JSON.stringify(r.fixture.context.messages);
+            if (r.fixture.checks.includes("rewrites") && !rewritten) {
+                return [false, "the extension rewrote nothing in a fixture made to be rewritten"];
+            }
+            const stored = r.original(structuredClone(r.fixture.context.messages));
+            return [!rewritten || !sameHashes(r.withExtension, stored) || stored.length === 0,
+                "the extension rewrote the branch but the binding still hashes it as stored"];
+        },
+    },
+    "binding-input-not-mutated": { run: (r) => [!r.mutated, "the patched binding changed the branch it was given"] },
+};

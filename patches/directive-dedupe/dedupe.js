@@ -18,7 +18,8 @@ function __senpiGuardTags() {
 var __senpiGuardTagCache;
 function __senpiGuardTagSet(tags) {
     if (__senpiGuardTagCache === undefined) {
-        __senpiGuardTagCache = { names: new Set(tags), longest: Math.max(...tags.map((t) => t.length)) };
+        __senpiGuardTagCache = { names: new Set(tags), longest: Math.max(...tags.map((t) => t.length)),
+            starts: new Set(tags.map((t) => t.charCodeAt(0))) };
     }
     return __senpiGuardTagCache;
 }
@@ -32,7 +33,7 @@ function __senpiGuardSpans(text, tags, firsts) {
     if (at === -1) {
         return [];
     }
-    const { names, longest } = __senpiGuardTagSet(tags);
+    const { names, longest, starts } = __senpiGuardTagSet(tags);
     let open = null; // tag -> [start, tokens counted when it opened] (made when first needed)
     let broken = null;
     let tokens = 0; // configured tokens met so far: a span met none but its own ones is clean
@@ -40,6 +41,9 @@ function __senpiGuardSpans(text, tags, firsts) {
     for (; at !== -1; at = text.indexOf("<", at + 1)) {
         const closing = text.charCodeAt(at + 1) === 47;
         const nameStart = closing ? at + 2 : at + 1;
+        if (!starts.has(text.charCodeAt(nameStart))) {
+            continue; // (code is full of "<" that start no configured tag: `a < b`, `List<T>`)
+        }
         const limit = Math.min(text.length, nameStart + longest + 1);
         let gt = nameStart;
         while (gt < limit && text.charCodeAt(gt) !== 62) {
@@ -322,4 +326,50 @@ function __senpiGuardUpstream(result, input) {
     const previous = result.collapsedDirectives;
     const collapsedDirectives = Array.isArray(previous) ? collapsed.slice() : collapsed.length;
     return { ...result, blocks, collapsedDirectives };
+}
+// senpi's restart binding (2026.8.18-3 and later) hashes the user and tool-result messages of the
+// stored branch, while the next process admits against the messages as the `context` handlers
+// return them. When senpi-guard's extension runs in this process it publishes its own rewrite, and
+// the branch is hashed as that rewrite sent it: a restart resumes exactly when it would without
+// senpi-guard. Without the extension (or on any error) the branch is hashed as stored.
+function __senpiGuardBranchAsSent(branch) {
+    const asSent = globalThis[Symbol.for("senpi-guard.extension.as-sent")];
+    if (typeof asSent !== "function" || !Array.isArray(branch)) {
+        return branch;
+    }
+    try {
+        // the messages the context handlers see, in order: custom messages count for the rewrite
+        // (a first copy may be in one) though the binding does not hash them
+        const messages = [];
+        const slots = [];
+        branch.forEach((entry, index) => {
+            if (entry === null || typeof entry !== "object") {
+                return;
+            }
+            if (entry.type === "message" && entry.message !== null && typeof entry.message === "object") {
+                messages.push(entry.message);
+                slots.push(index);
+            }
+            else if (entry.type === "custom_message") {
+                messages.push({ role: "custom", customType: entry.customType, content: entry.content ?? [],
+                    display: entry.display, details: entry.details });
+                slots.push(-1);
+            }
+        });
+        const sent = asSent(messages);
+        if (!Array.isArray(sent) || sent.length !== messages.length) {
+            return branch;
+        }
+        let out = null;
+        sent.forEach((message, k) => {
+            if (slots[k] >= 0 && message !== messages[k]) {
+                out ??= branch.slice();
+                out[slots[k]] = { ...branch[slots[k]], message };
+            }
+        });
+        return out ?? branch;
+    }
+    catch {
+        return branch;
+    }
 }

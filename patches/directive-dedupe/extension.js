@@ -45,27 +45,133 @@ function __senpiGuardMessage(message, state) {
     return parts === null ? message : { ...message, content: parts };
 }
 
+const __senpiGuardFresh = () => ({ kept: new Map(), firsts: new Map(), collapsed: [] });
+
+// What decides a message's output (given the messages before it): its role, a boundary, and the
+// text of its content. Kept as strings (never the objects, which senpi may change afterwards).
+function __senpiGuardMessageKey(message) {
+    if (message === null || typeof message !== "object") {
+        return { value: message };
+    }
+    if (message.role === "assistant") {
+        return { role: "assistant", boundary: __senpiGuardIsBoundary(message) };
+    }
+    const content = message.content;
+    if (!__senpiGuardRoles.has(message.role) || (typeof content !== "string" && !Array.isArray(content))) {
+        return { role: message.role };
+    }
+    return { role: message.role, content: typeof content === "string" ? content : content.map(__senpiGuardText) };
+}
+
+const __senpiGuardText = (part) => (part !== null && typeof part === "object" && part.type === "text"
+    && typeof part.text === "string" ? part.text : null);
+
+// Whether `message` has this key (compared in place: no copy of its texts is made).
+function __senpiGuardMatches(key, message) {
+    if (message === null || typeof message !== "object") {
+        return key.role === undefined && key.value === message;
+    }
+    if (key.role !== message.role) {
+        return false;
+    }
+    if (message.role === "assistant") {
+        return key.boundary === __senpiGuardIsBoundary(message);
+    }
+    const content = message.content;
+    const expected = key.content;
+    if (!__senpiGuardRoles.has(message.role) || (typeof content !== "string" && !Array.isArray(content))) {
+        return expected === undefined;
+    }
+    if (typeof content === "string" || !Array.isArray(expected)) {
+        return expected === content;
+    }
+    if (expected.length !== content.length) {
+        return false;
+    }
+    for (let index = 0; index < content.length; index++) {
+        if (__senpiGuardText(content[index]) !== expected[index]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// How a message's output differs from it: null (the same object), the new string content, or the
+// rewritten text parts by index.
+function __senpiGuardChange(message, output) {
+    if (output === message) {
+        return null;
+    }
+    if (typeof message.content === "string") {
+        return { text: output.content };
+    }
+    return { parts: output.content.flatMap((part, index) => (part === message.content[index] ? [] : [[index, part.text]])) };
+}
+
+function __senpiGuardReapply(message, change) {
+    if (change === null) {
+        return message;
+    }
+    if (change.text !== undefined) {
+        return { ...message, content: change.text };
+    }
+    const parts = message.content.slice();
+    for (const [index, text] of change.parts) {
+        parts[index] = { ...parts[index], text };
+    }
+    return { ...message, content: parts };
+}
+
+// The previous call: each message's key and change, and the dedupe state after the last one. senpi
+// sends each call the previous call's messages (deep copies) and then new ones: when this call
+// starts with exactly the previous one's messages, their changes and the state are reused and only
+// the new messages are processed (anything else starts over from the first message).
+let __senpiGuardLast = null;
+
 // The messages with later copies replaced, or null when nothing changed.
 export function __senpiGuardDedupeMessages(messages) {
     if (!Array.isArray(messages)) {
         return null;
     }
-    let state = { kept: new Map(), firsts: new Map(), collapsed: [] };
+    const last = __senpiGuardLast;
+    __senpiGuardLast = null; // (until this call completes: a failure part-way leaves nothing to reuse)
+    let reused = 0;
+    if (last !== null && last.keys.length <= messages.length) {
+        while (reused < last.keys.length && __senpiGuardMatches(last.keys[reused], messages[reused])) {
+            reused++;
+        }
+        reused = reused === last.keys.length ? reused : 0;
+    }
+    let state = reused > 0 ? last.state : __senpiGuardFresh();
+    const keys = reused > 0 ? last.keys : [];
+    const changes = reused > 0 ? last.changes : [];
     let out = null;
     messages.forEach((message, index) => {
-        const result = __senpiGuardMessage(message, state);
+        let result;
+        if (index < reused) {
+            result = __senpiGuardReapply(message, changes[index]);
+        }
+        else {
+            result = __senpiGuardMessage(message, state);
+            keys.push(__senpiGuardMessageKey(message));
+            changes.push(__senpiGuardChange(message, result));
+            if (__senpiGuardIsBoundary(message)) {
+                state = __senpiGuardFresh();
+            }
+        }
         if (result !== message) {
             out ??= messages.slice();
             out[index] = result;
         }
-        if (__senpiGuardIsBoundary(message)) {
-            state = { kept: new Map(), firsts: new Map(), collapsed: [] };
-        }
     });
+    __senpiGuardLast = { keys, changes, state };
     return out;
 }
 
 export default function senpiGuardDirectiveDedupe(pi) {
+    // senpi's restart binding, as the dist layer patches it, hashes the stored branch through this
+    // very rewrite (so that a restart resumes whenever it would without senpi-guard)
+    globalThis[Symbol.for("senpi-guard.extension.as-sent")] = (messages) => __senpiGuardDedupeMessages(messages) ?? messages;
     pi.on("context", (event) => {
         try {
             const messages = __senpiGuardDedupeMessages(event && event.messages);

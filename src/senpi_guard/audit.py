@@ -29,6 +29,8 @@ from senpi_guard.reconcile import Reconciler
 SESSION_FUNCTIONS = ("buildDeltaPromptBlocks", "buildSessionContext", "convertToLlm")
 FULL_KINDS = {"bootstrap", "flatten", "disabled"}
 DELTA_KINDS = {"delta", "fork"}
+CLAUDE_PROVIDERS = {"claude-sdk-oauth", "claude-agent-sdk"}  # the ones that serialise with buildPromptBlocks
+CONFIGS = ("installed", "dist", "extension", "both")
 IN_FLIGHT = 64
 
 
@@ -71,7 +73,7 @@ def _pairs(reconciler: Reconciler, install: Install) -> dict[str, verify.ModuleP
     insp = reconciler.inspect(install)
     if insp.state in (State.ERROR, State.UNSUPPORTED):
         raise FatalError(insp.detail)
-    return reconciler.module_pairs(insp)
+    return reconciler.module_pairs(insp, roles=("prompt", "upstream"))
 
 
 def _session_functions(install: Install) -> dict[str, Path]:
@@ -83,7 +85,7 @@ def _session_functions(install: Install) -> dict[str, Path]:
 
 def _job(patch: Patch, config: Config, place, install: Install, pairs: dict[str, verify.ModulePair],
          functions: dict[str, Path], exact: bool) -> dict[str, Any]:
-    job = verify.harness_job("audit", patch, config, place, pairs["prompt"], pairs.get("upstream"))
+    job = verify.harness_job("audit", patch, config, place, pairs)
 
     def spec(name: str) -> dict[str, Any] | None:
         path = functions.get(name)
@@ -155,14 +157,35 @@ def _node(package_dir: Path, place, job: dict[str, Any]) -> Iterator[subprocess.
 
 
 def lane_of(call: session.Call, resident_lane: bool) -> str:
-    """"full", "delta" or "unknown": how this call went out, from senpi's record when it has one."""
+    """How this call went out: "full", "delta" or "unknown" for senpi's Claude provider (from its
+    own record when it has one), "context" for every other provider (the whole context, as the
+    `context` handlers returned it, in that provider's format: no buildPromptBlocks, no lanes)."""
+    if call.provider is not None and call.provider not in CLAUDE_PROVIDERS:
+        return "context"
     if call.continuity in FULL_KINDS:
         return "full"
     if call.continuity in DELTA_KINDS:
         return "delta"
-    if call.provider is not None and call.provider != "claude-sdk-oauth":
-        return "full"  # every other provider, and the pre-2026.7.31-2 one, sends the whole history
+    if call.provider == "claude-agent-sdk":
+        return "full"  # the provider before 2026.7.31-2 re-sends the whole history every call
     return "unknown" if resident_lane else "full"
+
+
+MEASURED_AS = {
+    "full": "the whole history through buildPromptBlocks (and upstream's dedupe where installed)",
+    "unknown": "as a full re-send, for want of a record",
+    "delta": "the new messages through buildDeltaPromptBlocks",
+    "context": "the text of every context message, as the context handlers returned them",
+}
+
+
+def recorded_as(recorded: int | None, sizes: dict[str, int]) -> str | None:
+    """Which configuration produced the call, from senpi's own payloadBytes: the one whose bytes it
+    equals; "unknown" when several give those bytes, "mismatch" when none does; None unrecorded."""
+    if recorded is None:
+        return None
+    matches = [config for config in CONFIGS if sizes[config] == recorded]
+    return matches[0] if len(matches) == 1 else "unknown" if matches else "mismatch"
 
 
 def audit_session(path: Path, server: Serializer,
@@ -219,23 +242,22 @@ def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary,
     if "error" in result:
         summary.skip(turn.index, result["error"])
         return
-    full = meta["lane"] != "delta"
+    sizes, cache = result["bytes"], result["cacheWrite"]
+    lane = meta["lane"]
     row = {
-        "index": turn.index, "entry_id": turn.entry_id,
-        "continuity": call.continuity, "sent": meta["lane"],
-        "unpatched_bytes": result["originalBytes"], "patched_bytes": result["patchedBytes"],
+        "index": turn.index, "entry_id": turn.entry_id, "provider": call.provider,
+        "continuity": call.continuity, "sent": lane, "measured_as": MEASURED_AS[lane],
+        "bytes": sizes, "cache_write": cache if lane != "delta" else None,
+        "unpatched_bytes": sizes["installed"], "patched_bytes": sizes["dist"],
         "recorded_payload_bytes": call.payload_bytes,
-        "cache_write_unpatched": result.get("cacheWriteOriginal") if full else None,
-        "cache_write_patched": result.get("cacheWritePatched") if full else None,
-        # both layers: the extension's messages (and, on a full re-send, the dist patch too)
-        "extension_bytes": result.get("bothBytes", result["patchedBytes"]),
-        "cache_write_extension": result.get("cacheWriteBoth") if full else None,
+        "recorded_as": recorded_as(call.payload_bytes, sizes),
+        "recorded_matches": [c for c in CONFIGS if call.payload_bytes is not None and sizes[c] == call.payload_bytes],
         "collapsed": result["collapsed"],
-        "est_tokens_unpatched": result["originalBytes"] // 4,
-        "est_tokens_patched": result["patchedBytes"] // 4,
+        "est_tokens_unpatched": sizes["installed"] // 4,
+        "est_tokens_patched": sizes["dist"] // 4,
         "usage": meta["usage"], "model": turn.model,
-        "directives": {"distinct": result["directives"], "kept_unpatched": result["keptUnpatched"],
-                       "kept_patched": result["keptPatched"]},
+        "directives": {"distinct": result["directives"], **({f"kept_{c}": result["kept"][c] for c in CONFIGS}
+                                                           if lane != "delta" else {})},
     }
     summary.add(row)
     if on_turn is not None:

@@ -8,7 +8,8 @@ from typing import Any
 
 from senpi_guard import session
 
-LANES = ("full", "delta", "unknown")
+LANES = ("full", "delta", "unknown", "context")
+CONFIGS = ("installed", "dist", "extension", "both")
 LISTED = 20  # mismatches and skipped turns listed by index; all are counted
 
 
@@ -17,25 +18,33 @@ def _percent(part: int, whole: int) -> float:
 
 
 class Summary:
-    """Nothing per turn is kept but two integers, for the plot."""
+    """Nothing per turn is kept but a few integers, for the plot."""
 
     def __init__(self, resident_lane: bool) -> None:
         self.resident_lane = resident_lane
-        self.unpatched_series: array[int] = array("q")
-        self.patched_series: array[int] = array("q")
-        self.lanes = {lane: {"turns": 0, "unpatched_bytes": 0, "patched_bytes": 0, "extension_bytes": 0}
-                      for lane in LANES}
+        self.series: dict[str, array[int]] = {config: array("q") for config in CONFIGS}
+        self.lanes = {lane: {"turns": 0, "bytes": dict.fromkeys(CONFIGS, 0)} for lane in LANES}
+        self.providers: dict[str, int] = {}
         self.continuity: dict[str, int] = {}
-        self.cache = {"unpatched": 0, "patched": 0, "extension": 0, "turns": 0}
-        self.recorded = {"turns": 0, "matched": 0, "mismatches": []}
+        self.cache = {"turns": 0, "context_turns": 0, "bytes": dict.fromkeys(CONFIGS, 0),
+                      "context_bytes": dict.fromkeys(CONFIGS, 0)}
+        self.recorded: dict[str, Any] = {"turns": 0, "matched": 0, "as": {}, "mismatches": []}
         self.skipped: dict[str, Any] = {"turns": 0, "first": []}
         self.largest: dict[str, Any] | None = None
         self.window: int | None = None
         self.first_over: dict[str, Any] | None = None
         self.patched_over: int | None = None
         self.collapsed: dict[str, int] = {}
-        self.losing = {"unpatched": 0, "patched": 0}
-        self.most_lost = {"unpatched": 0, "patched": 0}
+        self.losing = dict.fromkeys(CONFIGS, 0)
+        self.most_lost = dict.fromkeys(CONFIGS, 0)
+
+    @property
+    def unpatched_series(self) -> array[int]:
+        return self.series["installed"]
+
+    @property
+    def patched_series(self) -> array[int]:
+        return self.series["dist"]
 
     def skip(self, index: int, error: str) -> None:
         self.skipped["turns"] += 1
@@ -45,37 +54,41 @@ class Summary:
     def add(self, row: dict[str, Any]) -> None:
         lane = self.lanes[row["sent"]]
         lane["turns"] += 1
-        lane["unpatched_bytes"] += row["unpatched_bytes"]
-        lane["patched_bytes"] += row["patched_bytes"]
-        lane["extension_bytes"] += row["extension_bytes"]
-        kind = row["continuity"] or "not recorded"
-        self.continuity[kind] = self.continuity.get(kind, 0) + 1
-        if row["cache_write_unpatched"] is not None and row["sent"] == "full":
-            self.cache["turns"] += 1
-            self.cache["unpatched"] += row["cache_write_unpatched"]
-            self.cache["patched"] += row["cache_write_patched"]
-            self.cache["extension"] += row["cache_write_extension"]
+        for config in CONFIGS:
+            lane["bytes"][config] += row["bytes"][config]
+            self.series[config].append(row["bytes"][config])
+        provider = row["provider"] or "not recorded"
+        self.providers[provider] = self.providers.get(provider, 0) + 1
+        if row["sent"] != "context":
+            kind = row["continuity"] or "not recorded"
+            self.continuity[kind] = self.continuity.get(kind, 0) + 1
+        if row["cache_write"] is not None and row["sent"] in ("full", "context"):
+            which = "" if row["sent"] == "full" else "context_"
+            self.cache[f"{which}turns"] += 1
+            for config in CONFIGS:
+                self.cache[f"{which}bytes"][config] += row["cache_write"][config]
         self._check_recorded(row)
-        for side in ("unpatched", "patched"):
-            lost = row["directives"]["distinct"] - row["directives"][f"kept_{side}"]
-            self.losing[side] += lost > 0
-            self.most_lost[side] = max(self.most_lost[side], lost)
-        self.unpatched_series.append(row["unpatched_bytes"])
-        self.patched_series.append(row["patched_bytes"])
+        if row["sent"] != "delta":
+            for config in CONFIGS:
+                lost = row["directives"]["distinct"] - row["directives"][f"kept_{config}"]
+                self.losing[config] += lost > 0
+                self.most_lost[config] = max(self.most_lost[config], lost)
         self._track_size(row)
         for tag, n in row["collapsed"].items():
             self.collapsed[tag] = max(self.collapsed.get(tag, 0), n)
 
     def _check_recorded(self, row: dict[str, Any]) -> None:
-        recorded = row["recorded_payload_bytes"]
+        """senpi's own payloadBytes, against the configuration that produced the call."""
+        recorded, config = row["recorded_payload_bytes"], row["recorded_as"]
         if recorded is None:
             return
         self.recorded["turns"] += 1
-        if recorded == row["unpatched_bytes"]:
+        self.recorded["as"][config] = self.recorded["as"].get(config, 0) + 1
+        if config != "mismatch":
             self.recorded["matched"] += 1
         elif len(self.recorded["mismatches"]) < LISTED:
             self.recorded["mismatches"].append({"index": row["index"], "recorded": recorded,
-                                                "audit": row["unpatched_bytes"]})
+                                                "audit": row["bytes"]})
 
     def _track_size(self, row: dict[str, Any]) -> None:
         if self.largest is None or row["unpatched_bytes"] > self.largest["unpatched_bytes"]:
@@ -90,24 +103,37 @@ class Summary:
                 self.patched_over = row["index"]
 
     def result(self) -> dict[str, Any]:
-        full = self.lanes["full"]
-        saved = full["unpatched_bytes"] - full["patched_bytes"]
-        sent = {lane: totals | {"saved_bytes": totals["unpatched_bytes"] - totals["patched_bytes"],
-                                "saved_with_extension_bytes": totals["unpatched_bytes"] - totals["extension_bytes"]}
+        full = self.lanes["full"]["bytes"]
+        saved = full["installed"] - full["dist"]
+        sent = {lane: {"turns": totals["turns"], "bytes": totals["bytes"],
+                       "unpatched_bytes": totals["bytes"]["installed"], "patched_bytes": totals["bytes"]["dist"],
+                       "saved_bytes": totals["bytes"]["installed"] - totals["bytes"]["dist"],
+                       "saved_with_extension_bytes": totals["bytes"]["installed"] - totals["bytes"]["both"]}
                 for lane, totals in self.lanes.items()}
+        counted = ("full", "delta", "context")
+        every = {config: sum(self.lanes[lane]["bytes"][config] for lane in counted) for config in CONFIGS}
         return {
-            "turns": len(self.unpatched_series),
+            "turns": len(self.series["installed"]),
+            "providers": self.providers,
             "sent": sent,
             "continuity": self.continuity,
-            "headline": {"over": "full re-sends", "turns": full["turns"],
-                         "unpatched_bytes": full["unpatched_bytes"], "patched_bytes": full["patched_bytes"],
-                         "saved_bytes": saved, "saved_percent": _percent(saved, full["unpatched_bytes"])},
-            "cache_write": {"full_turns": self.cache["turns"], "unpatched_bytes": self.cache["unpatched"],
-                            "patched_bytes": self.cache["patched"], "extension_bytes": self.cache["extension"],
-                            "meaning": "bytes past the longest common prefix with the previous full "
-                                       "re-send of this session: what a prompt cache writes anew"},
+            "headline": {"over": "full re-sends of senpi's Claude provider", "turns": self.lanes["full"]["turns"],
+                         "unpatched_bytes": full["installed"], "patched_bytes": full["dist"],
+                         "saved_bytes": saved, "saved_percent": _percent(saved, full["installed"])},
+            "every_call": {"over": "full re-sends, delta calls and other providers' calls (unknown lanes "
+                                   "left out)", "turns": sum(self.lanes[lane]["turns"] for lane in counted),
+                           "bytes": every, "saved_percent": {config: _percent(every["installed"] - every[config],
+                                                                             every["installed"])
+                                                             for config in CONFIGS}},
+            "cache_write": {"full_turns": self.cache["turns"], "bytes": self.cache["bytes"],
+                            "unpatched_bytes": self.cache["bytes"]["installed"],
+                            "patched_bytes": self.cache["bytes"]["dist"],
+                            "context_turns": self.cache["context_turns"], "context_bytes": self.cache["context_bytes"],
+                            "meaning": "bytes past the longest common prefix with the previous call of the same "
+                                       "kind (full re-send, or another provider's call): what a prompt cache "
+                                       "writes anew"},
             "recorded_payload": {"turns": self.recorded["turns"], "matched": self.recorded["matched"],
-                                 "mismatches": self.recorded["mismatches"]},
+                                 "recorded_as": self.recorded["as"], "mismatches": self.recorded["mismatches"]},
             "skipped_turns": self.skipped,
             "largest_turn": self.largest,
             "context_window_tokens": self.window,
@@ -115,11 +141,12 @@ class Summary:
             "that_turn_over_window_patched": self.first_over and self.first_over["patched_over"],
             "first_turn_over_window_patched": self.patched_over,
             "most_copies_collapsed_in_one_turn": self.collapsed,
-            "turns_losing_a_directive": self.losing,
+            "turns_losing_a_directive": self.losing | {"unpatched": self.losing["installed"],
+                                                       "patched": self.losing["dist"]},
             "most_directives_lost_in_one_turn": self.most_lost,
-            "unpatched_means": "senpi as installed, including its own dedupe where it has one",
-            "delta_note": "the dist patch does not act on delta calls: their bytes are the same patched",
-            "extension_note": "extension_bytes: what each call sends with the extension layer installed "
-                              "(on full re-sends together with the dist patch)",
+            "configurations": {"installed": "senpi as installed, including its own dedupe where it has one",
+                               "dist": "with the dist patch", "extension": "with the extension layer alone",
+                               "both": "with both layers"},
+            "delta_note": "the dist patch does not act on delta calls, nor on other providers' calls",
             "tokens_are": "estimates: UTF-8 bytes / 4",
         }

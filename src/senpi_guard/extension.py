@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import locate, nodes, session
+from senpi_guard import jssyntax, locate, nodes, replays
 from senpi_guard.config import Config
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
@@ -34,7 +34,7 @@ from senpi_guard.write import os_error, private_dirs
 
 HEADER_RE = re.compile(r"^// senpi-guard: (?P<name>[\w.-]+) v(?P<version>\d+) layer=extension "
                        r"config-sha256=(?P<config>[0-9a-f]{16}) content-sha256=(?P<content>[0-9a-f]{64})\n")
-RUNNER_CLASS = re.compile(rb"export\s+class\s+ExtensionRunner\b|export\s*\{[^}]*\bExtensionRunner\b")
+RUNNER_CLASS = b"class ExtensionRunner"
 
 
 @dataclass
@@ -60,12 +60,12 @@ class LayerOutcome:
                 "checks": self.report.checks_run if self.report else None}
 
 
-def target_path(patch: Patch) -> Path:
-    return session.agent_dir() / "extensions" / patch.extension.file_name
+def target_path(patch: Patch, agent_dir: Path) -> Path:
+    return agent_dir / "extensions" / patch.extension.file_name
 
 
-def inspect(patch: Patch, config: Config) -> LayerStatus:
-    path = target_path(patch)
+def inspect(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
+    path = target_path(patch, agent_dir)
     try:
         if path.is_symlink():
             return LayerStatus("foreign", path, "a symbolic link, not senpi-guard's file")
@@ -87,12 +87,26 @@ def inspect(patch: Patch, config: Config) -> LayerStatus:
     return LayerStatus("installed", path)
 
 
-def _exports_runner(path: Path) -> bool:
+def _defines_runner(path: Path) -> bool:
+    """The file that defines and exports `class ExtensionRunner` (by syntax tree; a re-export, as
+    senpi's index.js files hold, does not count)."""
     try:
         data = path.read_bytes()
     except OSError:
         return False
-    return b"ExtensionRunner" in data and RUNNER_CLASS.search(data) is not None
+    if RUNNER_CLASS not in data:
+        return False
+    try:
+        root = jssyntax.parse(data).root_node
+    except jssyntax.JsSyntaxError:
+        return False
+    for node in root.named_children:
+        declaration = node.child_by_field_name("declaration") if node.type == "export_statement" else None
+        name = declaration.child_by_field_name("name") if declaration is not None else None
+        if declaration is not None and declaration.type == "class_declaration" and name is not None \
+                and name.text == b"ExtensionRunner":
+            return True
+    return False
 
 
 def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Install | None, dict | None]:
@@ -103,7 +117,7 @@ def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Inst
             continue
         files = locate.js_files(install.package_dir / "dist")
         found = locate.find_exported_functions(files, ["loadExtensions", "createExtensionRuntime"])
-        runners = [f for f in files if _exports_runner(Path(f))]
+        runners = [f for f in files if _defines_runner(Path(f))]
         if len(runners) != 1 or any(len({h.path for h in hits}) != 1 for hits in found.values()):
             continue
         if os.geteuid() == 0 and not allow_foreign_root and install.package_dir.stat().st_uid != 0:
@@ -112,12 +126,42 @@ def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Inst
     return None, None
 
 
+def _replay_key(patch: Patch, rendered: str, install: Install | None, host: dict | None, node) -> str:
+    """Everything the replay's result depends on: the rendered file, the checks, the fixtures, the
+    harness, the node, and the host senpi's loader, runner and dist/ (as status stamps them)."""
+    def sha(path: Path) -> str:
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return f"unreadable {time.time()}"  # never matches: the replay runs
+    harness = Path(str(resources.files("senpi_guard").joinpath("js", "extension_harness.mjs")))
+    fixtures = sorted(p for p in patch.extension.fixtures.rglob("*") if p.is_file())
+    parts = {"extension": hashlib.sha256(rendered.encode()).hexdigest(), "node": [node.path, node.version],
+             "files": [sha(p) for p in (patch.extension.checks, patch.checks_path, harness, *fixtures)],
+             "host": {k: [v, sha(Path(v))] for k, v in sorted((host or {}).items())},
+             "dist": replays.package_stamp(install.package_dir) if install else None}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
 def replay(patch: Patch, config: Config, rendered: str, installs: list[Install], store: Store,
-           allow_foreign_root: bool = False) -> VerifyReport:
+           allow_foreign_root: bool = False, reuse: bool = True) -> VerifyReport:
     """Run the fixture sessions through the rendered extension with node: directly and, when an
-    installed senpi's own loader and runner import, through them."""
+    installed senpi's own loader and runner import, through them. A passing replay is remembered by
+    everything it depends on (`reuse`: trust one from an earlier run)."""
     install, host = _senpi_host(installs, allow_foreign_root)
     node = nodes.node_for(install.package_dir if install else None)
+    memo = replays.ReplayMemo(store.state_dir / "replays.json")
+    key = _replay_key(patch, rendered, install, host, node)
+    known = memo.get(key, reuse)
+    if known is not None:
+        return known
+    report = _run_replay(patch, config, rendered, store, host, node)
+    memo.put(key, report)
+    return report
+
+
+def _run_replay(patch: Patch, config: Config, rendered: str, store: Store, host: dict | None,
+                node) -> VerifyReport:
     work = store.state_dir / "verify"
     private_dirs(work)
     folder = work / f"senpi-guard-verify-{os.getpid()}-ext-{secrets.token_hex(4)}"
@@ -150,7 +194,8 @@ def replay(patch: Patch, config: Config, rendered: str, installs: list[Install],
         raise FatalError(f"the extension could not be loaded for its replay: {report['error']}")
     failures = [Failure(r["fixture"], r["check"], r["detail"]) for r in report["results"] if not r["ok"]]
     return VerifyReport(not failures and bool(report["results"]), failures, len(report["results"]),
-                        {"host": report["host"]}, node.version)
+                        {"host": report["host"], "host_unavailable": report.get("hostUnavailable")},
+                        node.version)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -193,12 +238,12 @@ def _keep_aside(path: Path, store: Store) -> str:
     return str(kept)
 
 
-def install(patch: Patch, config: Config, installs: list[Install], store: Store, dry_run: bool = False,
-            allow_foreign_root: bool = False) -> LayerOutcome:
+def install(patch: Patch, config: Config, installs: list[Install], store: Store, agent_dir: Path,
+            dry_run: bool = False, allow_foreign_root: bool = False) -> LayerOutcome:
     try:
-        status = inspect(patch, config)
+        status = inspect(patch, config, agent_dir)
     except FatalError as exc:  # (an unreadable extensions folder: one line, the installs still done)
-        return LayerOutcome(target_path(patch), "error", "error", False, str(exc))
+        return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
     path = status.path
     if status.state == "foreign":
         return LayerOutcome(path, "foreign", "foreign", False, f"{path} is there and {status.detail}; "
@@ -223,15 +268,19 @@ def install(patch: Patch, config: Config, installs: list[Install], store: Store,
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc), report)
     host = "senpi's own extension runner" if report.stats.get("host") == "senpi" else "a minimal host"
+    if report.stats.get("host_unavailable"):
+        host += f" (senpi's own runner did not import: {report.stats['host_unavailable']})"
+    if report.reused_from is not None:
+        host += time.strftime("; the identical replay passed at %Y-%m-%d %H:%M", time.localtime(report.reused_from))
     return LayerOutcome(path, status.state, "installed", True, f"verified: {report.checks_run} checks "
                         f"passed through {host} (node {report.node_version})", report, kept)
 
 
-def remove(patch: Patch, config: Config, store: Store) -> LayerOutcome:
+def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> LayerOutcome:
     try:
-        status = inspect(patch, config)
+        status = inspect(patch, config, agent_dir)
     except FatalError as exc:
-        return LayerOutcome(target_path(patch), "error", "error", False, str(exc))
+        return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
     path = status.path
     if status.state in ("absent", "foreign"):
         note = "not installed" if status.state == "absent" else f"{status.detail}; left alone"
@@ -249,3 +298,18 @@ def remove(patch: Patch, config: Config, store: Store) -> LayerOutcome:
         return LayerOutcome(path, status.state, status.state, False,
                             str(os_error(exc, "remove", path, "fix the folder's permissions, then retry")))
     return LayerOutcome(path, status.state, "absent", True, "removed")
+
+
+def refuse(patch: Patch, config: Config, store: Store, agent_dir: Path, reason: str,
+           ok: bool = False) -> LayerOutcome:
+    """The extension must not be in this agent dir: not installed, and ours taken away if it is
+    there. `ok`: the config asked for that (nothing failed)."""
+    try:
+        status = inspect(patch, config, agent_dir)
+    except FatalError as exc:
+        return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
+    if status.state not in ("installed", "stale", "modified"):
+        return LayerOutcome(status.path, status.state, status.state, ok, reason)
+    removed = remove(patch, config, store, agent_dir)
+    detail = f"{reason}; senpi-guard's extension was taken out of it" if removed.ok else removed.detail
+    return LayerOutcome(status.path, status.state, removed.after, ok and removed.ok, detail, kept=removed.kept)

@@ -204,3 +204,145 @@ def mentions(tree: Tree, identifier: str) -> int:
             count += 1
         stack.extend(node.named_children)
     return count
+
+
+def top_level_binding(tree: Tree, name: str) -> Node | None:
+    """What a top-level name is bound to: its function declaration or its declarator's value."""
+    for statement in tree.root_node.named_children:
+        decl = statement.child_by_field_name("declaration") if statement.type == "export_statement" \
+            else statement
+        if decl is None:
+            continue
+        if decl.type in DECLARATION_TYPES and _text(decl.child_by_field_name("name")) == name:
+            return decl
+        if decl.type in ("lexical_declaration", "variable_declaration"):
+            for declarator in decl.named_children:
+                if _text(declarator.child_by_field_name("name")) == name:
+                    return declarator.child_by_field_name("value")
+    return None
+
+
+def import_binding(tree: Tree, local: str) -> tuple[str, str] | None:
+    """(imported name, module specifier) of an `import` that binds `local` ("default" for a default import)."""
+    for statement in tree.root_node.named_children:
+        source = statement.child_by_field_name("source") if statement.type == "import_statement" else None
+        clause = next((c for c in statement.named_children if c.type == "import_clause"), None)
+        if source is None or clause is None:
+            continue
+        for part in clause.named_children:
+            if part.type == "identifier" and _text(part) == local:
+                return "default", string_value(source) or ""
+            for spec in part.named_children if part.type == "named_imports" else ():
+                alias = spec.child_by_field_name("alias") or spec.child_by_field_name("name")
+                if _text(alias) == local:
+                    return _text(spec.child_by_field_name("name")), string_value(source) or ""
+    return None
+
+
+def string_value(node: Node | None) -> str | None:
+    """The value of a plain string literal (None for anything else, or one with escapes)."""
+    if node is None or node.type != "string":
+        return None
+    parts = node.named_children
+    if any(p.type != "string_fragment" for p in parts):
+        return None
+    return "".join(_text(p) for p in parts)
+
+
+# ---- syntax patterns: JavaScript source with `$NAME` placeholders ----------------------------
+
+_UNCOMPARED = frozenset({",", ";", "comment"})
+
+
+@cache
+def _pattern_tree(source: str) -> Tree:
+    return parse(source.encode("utf-8"))
+
+
+def pattern(source: str) -> Node:
+    """The first statement of `source` (an expression statement's expression), for `match`.
+
+    `$NAME` matches any node, and the same tokens wherever it recurs; `$_` matches anything; a
+    statement `$_;` matches any one statement; `...$$` in an object allows further properties.
+    """
+    statement = _pattern_tree(source).root_node.named_children[0]
+    if statement.type == "expression_statement":
+        return statement.named_children[0]
+    return statement
+
+
+def match(pattern_node: Node, node: Node, binds: dict[str, Node] | None = None) -> dict[str, Node] | None:
+    """The placeholders' nodes when `node` has the pattern's syntax (formatting and comments aside)."""
+    found = dict(binds or {})
+    return found if _match(pattern_node, node, found) else None
+
+
+def match_first(patterns: dict[str, str], node: Node | None,
+                binds: dict[str, Node] | None = None) -> tuple[str, dict[str, Node]] | None:
+    """The key of the first pattern source that `node` matches, with its placeholders."""
+    for key, source in patterns.items():
+        found = match(pattern(source), node, binds) if node is not None else None
+        if found is not None:
+            return key, found
+    return None
+
+
+def constant_string(tree: Tree, node: Node) -> str | None:
+    """A string literal's value, or that of the top-level constant an identifier is bound to."""
+    return string_value(top_level_binding(tree, _text(node)) if node.type == "identifier" else node)
+
+
+def tokens(node: Node) -> list[str]:
+    if node.child_count == 0:
+        return [] if node.type in _UNCOMPARED else [_text(node)]
+    return [t for child in node.children for t in tokens(child)]
+
+
+def _placeholder(node: Node) -> str | None:
+    if node.type == "expression_statement" and node.named_child_count == 1:
+        node = node.named_children[0]
+    if node.type in ("identifier", "property_identifier") and _text(node).startswith("$"):
+        return _text(node)
+    return None
+
+
+def _parts(node: Node) -> list[Node]:
+    return [c for c in node.children if c.type not in _UNCOMPARED]
+
+
+def _match(p: Node, n: Node, binds: dict[str, Node]) -> bool:
+    name = _placeholder(p)
+    if name is not None:
+        if name == "$_":
+            return True
+        if name in binds:
+            return tokens(binds[name]) == tokens(n)
+        binds[name] = n
+        return True
+    if p.type == "pair" and n.type == "shorthand_property_identifier":
+        key, value = p.child_by_field_name("key"), p.child_by_field_name("value")
+        return _text(key) == _text(n) and value is not None and (
+            _match(value, n, binds) if _placeholder(value) else _text(value) == _text(n))
+    if p.type == "object" and any(tokens(c) == ["...", "$$"] for c in p.named_children):
+        return n.type == "object" and _match_some(p, n, binds)
+    if p.type != n.type:
+        return False
+    if p.child_count == 0 or n.child_count == 0:
+        return p.child_count == n.child_count and _text(p) == _text(n)
+    ps, ns = _parts(p), _parts(n)
+    return len(ps) == len(ns) and all(_match(a, b, binds) for a, b in zip(ps, ns, strict=True))
+
+
+def _match_some(p: Node, n: Node, binds: dict[str, Node]) -> bool:
+    """Each property of the pattern object is among the object's (in any order)."""
+    for wanted in p.named_children:
+        if tokens(wanted) == ["...", "$$"]:
+            continue
+        for candidate in n.named_children:
+            trial = dict(binds)
+            if _match(wanted, candidate, trial):
+                binds.update(trial)
+                break
+        else:
+            return False
+    return True

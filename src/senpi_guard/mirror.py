@@ -34,6 +34,7 @@ class Mirror:
     checks: Path
     placed: dict[Path, tuple[Path, Path]] = field(default_factory=dict)  # real -> (original, candidate)
     owner: tuple[int, int] | None = None
+    extras: dict[str, Path] = field(default_factory=dict)  # more files beside the harness, by name
 
     def in_package(self, package_dir: Path, path: Path) -> Path:
         """Where a file of the install appears in the mirror (a link, unless it was placed)."""
@@ -102,9 +103,9 @@ def _link_tree(root: Path, package_dir: Path, real_dirs: set[Path]) -> None:
 
 @contextmanager
 def mirror(package_dir: Path, modules: list, checks: Path, work_dir: Path,
-           owner: tuple[int, int] | None) -> Iterator[Mirror]:
+           owner: tuple[int, int] | None, extras: dict[str, bytes] | None = None) -> Iterator[Mirror]:
     """`modules` are verify.ModulePair (their real_path lies lexically under package_dir); yields
-    the Mirror with every module placed."""
+    the Mirror with every module placed, and `extras` (name -> bytes) written beside the harness."""
     base = Path(tempfile.gettempdir()) if owner else work_dir
     try:
         private_dirs(base)
@@ -114,13 +115,13 @@ def mirror(package_dir: Path, modules: list, checks: Path, work_dir: Path,
         raise FatalError(f"cannot make a verification folder in {base}: {exc.strerror}; free space "
                          "or fix that folder's permissions, then retry") from exc
     try:
-        yield _fill(folder, package_dir, modules, checks, owner)
+        yield _fill(folder, package_dir, modules, checks, owner, extras or {})
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def _fill(folder: Path, package_dir: Path, modules: list, checks: Path,
-          owner: tuple[int, int] | None) -> Mirror:
+          owner: tuple[int, int] | None, extras: dict[str, bytes]) -> Mirror:
     root = folder / "pkg"
     real_dirs: set[Path] = set()
     # lexical paths: a folder swapped for a link since the read must not move the mirror elsewhere
@@ -133,6 +134,10 @@ def _fill(folder: Path, package_dir: Path, modules: list, checks: Path,
         shutil.copyfile(Path(str(resources.files("senpi_guard").joinpath("js", script))), folder / script)
     checks_copy = folder / "checks.mjs"
     shutil.copyfile(checks, checks_copy)
+    written = {}
+    for name, data in extras.items():
+        written[name] = folder / name
+        written[name].write_bytes(data)
     placed = {}
     for module in modules:
         candidate = root / rels[module.real_path]
@@ -146,4 +151,4 @@ def _fill(folder: Path, package_dir: Path, modules: list, checks: Path,
         for path in [folder, *folder.rglob("*")]:
             with contextlib.suppress(OSError):
                 os.chown(path, *owner, follow_symlinks=False)
-    return Mirror(folder, harness, checks_copy, placed, owner)
+    return Mirror(folder, harness, checks_copy, placed, owner, written)

@@ -73,3 +73,4 @@ def node_for(package_dir: Path | None) -> Node:
                          f"real node (>= {MIN_NODE}): install Node.js, put it on PATH, or set "
                          "SENPI_GUARD_NODE")
     return _checked(found, "PATH")
+

@@ -3,7 +3,6 @@ through a `Reconciler`, which binds the patch, the config and the store once."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import replace
@@ -17,7 +16,7 @@ from senpi_guard.findings import Inspection, Outcome, TargetFile, install_spec, 
 from senpi_guard.patch import apply, reverse
 from senpi_guard.patch.classify import State, classify
 from senpi_guard.patch.definition import Patch, Target
-from senpi_guard.replays import ReplayMemo, replay_key
+from senpi_guard.replays import ReplayMemo, package_stamp, replay_key
 from senpi_guard.store import Store
 
 HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
@@ -86,7 +85,7 @@ class Reconciler:
         dist/ look as they did then and the remembered files still define it; else one walk."""
         names = [t.function for t in self.patch.targets]
         remembered = self.store.install_record(install.package_dir).get("located")
-        stamp = _stamp(install.package_dir)
+        stamp = package_stamp(install.package_dir)
         if stamp is not None and isinstance(remembered, dict) and remembered.get("stamp") == stamp \
                 and isinstance(remembered.get("targets"), dict) and set(remembered["targets"]) == set(names):
             rels = remembered["targets"]
@@ -115,7 +114,7 @@ class Reconciler:
         """What `_locate` trusts next time (kept with the install's records)."""
         targets = {t.function: next((f.rel for f in insp.files if f.target == t), None)
                    for t in self.patch.targets}
-        return {"stamp": _stamp(insp.install.package_dir), "targets": targets}
+        return {"stamp": package_stamp(insp.install.package_dir), "targets": targets}
 
     def _target_file(self, install: Install, target: Target, path: Path) -> TargetFile:
         snapshot = write.read(path, install.package_dir)
@@ -184,8 +183,8 @@ class Reconciler:
         key = replay_key(self.patch, self.config, install.package_dir, pairs)
         report = self.replays.get(key, self.reuse_stored_replays)
         if report is None:
-            report = verify.replay(install.package_dir, pairs["prompt"], pairs.get("upstream"),
-                                   self.patch, self.config, self.sandbox(install, pairs), self.cancel)
+            report = verify.replay(install.package_dir, pairs, self.patch, self.config,
+                                   self.sandbox(install, pairs), self.cancel)
             self.replays.put(key, report)
         return report
 
@@ -380,15 +379,6 @@ class Reconciler:
                                  f"cannot be reverted ({tf.classified.detail}) and no backup "
                                  f"exists; reinstall senpi (npm install -g {install_spec(install)})")
         return plans, how, backups
-
-
-def _stamp(package_dir: Path) -> list[int] | None:
-    """package.json's and dist/'s identity and change times: an update changes both."""
-    try:
-        manifest, dist = os.stat(package_dir / "package.json"), os.stat(package_dir / "dist")
-    except OSError:
-        return None
-    return [manifest.st_ino, manifest.st_size, manifest.st_mtime_ns, dist.st_ino, dist.st_mtime_ns]
 
 
 def _reused(report: verify.VerifyReport) -> str:

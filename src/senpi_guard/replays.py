@@ -11,6 +11,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import os
 import time
 from dataclasses import asdict, replace
 from importlib import resources
@@ -58,6 +59,15 @@ def replay_key(patch: Patch, config: Config, package_dir: Path, pairs: dict[str,
                            _neighbours(pair)] for role, pair in sorted(pairs.items())},
     }
     return _sha(json.dumps(parts, sort_keys=True).encode())
+
+
+def package_stamp(package_dir: Path) -> list[int] | None:
+    """package.json's and dist/'s identity and change times: an update changes both."""
+    try:
+        manifest, dist = os.stat(package_dir / "package.json"), os.stat(package_dir / "dist")
+    except OSError:
+        return None
+    return [manifest.st_ino, manifest.st_size, manifest.st_mtime_ns, dist.st_ino, dist.st_mtime_ns]
 
 
 class ReplayMemo:

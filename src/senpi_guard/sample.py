@@ -60,10 +60,12 @@ def write_sample_package(dest: Path, shape: int, version: str | None = None,
         "bin": {"senpi": "dist/cli.js"},
         "engines": {"node": ">=18"},
         "files": ["dist"],
+        "piConfig": {"name": "senpi", "configDir": ".senpi"},
     }
     (dest / "package.json").write_text(json.dumps(manifest, indent=2), "utf-8")
     dist = dest / "dist"
     _write_js(dist / "cli.js", sample_source("cli.js"))
+    _write_js(dist / "config.js", sample_source("config.js"))
     (dist / "cli.js").chmod(0o755)
     provider = dist / "core" / "extensions" / "builtin" / SHAPE_DIRS[shape]
     bridge = provider / "prompt-bridge.js"

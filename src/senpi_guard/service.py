@@ -29,7 +29,19 @@ TOOLS = ("node", "npm", "pnpm", "yarn", "bun")
 PASSED_ON = ("HOME", "NPM_CONFIG_PREFIX", "PNPM_HOME", "BUN_INSTALL", "NVM_DIR", "FNM_DIR",
              "VOLTA_HOME", "ASDF_DATA_DIR", "YARN_GLOBAL_FOLDER", "XDG_CONFIG_HOME",
              "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "SENPI_GUARD_CONFIG",
-             "SENPI_GUARD_NODE", "SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR")
+             "SENPI_GUARD_NODE")
+# Where senpi looks for its agent dir (so where the extension goes): passed on whenever *defined*,
+# an empty value included (senpi reads "defined but empty" as "the default", and from 2026.8.11-2 it
+# then does not fall back to PI_…). A brand profile adds its own prefix's names.
+AGENT_DIR_VARIABLES = ("SENPI_BRAND", "SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR", "SENPI_PACKAGE_DIR",
+                       "PI_PACKAGE_DIR")
+
+
+def agent_dir_variables(env: dict[str, str]) -> list[str]:
+    from senpi_guard.agentdir import Brand, brand_profile
+    profile = brand_profile(Brand("SENPI_BRAND", ("SENPI", "PI")), env)
+    own = [f"{profile.env_prefix}_{suffix}" for suffix in ("CODING_AGENT_DIR", "PACKAGE_DIR")] if profile else []
+    return [name for name in dict.fromkeys([*AGENT_DIR_VARIABLES, *own]) if name in env]
 
 
 class ServiceSpec(NamedTuple):
@@ -71,6 +83,7 @@ def environment(base_path: str) -> dict[str, str]:
     if "node" in tools:
         env[nodes.RECORDED] = tools["node"]
     env.update({k: os.environ[k] for k in PASSED_ON if os.environ.get(k)})
+    env.update({k: os.environ[k] for k in agent_dir_variables(dict(os.environ))})
     return env
 
 

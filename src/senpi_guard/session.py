@@ -8,7 +8,6 @@ held, so memory follows the context window, not the file size.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -73,15 +72,16 @@ class SessionIndex:
 
 
 def agent_dir() -> Path:
-    for var in ("SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR"):
-        if os.environ.get(var):
-            return Path(os.environ[var])
-    return Path.home() / ".senpi" / "agent"
+    from senpi_guard.agentdir import default_agent_dir
+    return default_agent_dir()
 
 
-def session_files() -> list[Path]:
-    root = agent_dir() / "sessions"
-    files = [p for p in root.glob("*/*.jsonl") if p.is_file()] if root.is_dir() else []
+def session_files(agent_dirs: list[Path] | None = None) -> list[Path]:
+    """Every session file under the agent dirs' sessions/ folders, oldest first."""
+    files = []
+    for folder in dict.fromkeys(agent_dirs or [agent_dir()]):
+        root = folder / "sessions"
+        files += [p for p in root.glob("*/*.jsonl") if p.is_file()] if root.is_dir() else []
     return sorted(files, key=lambda p: p.stat().st_mtime)
 
 

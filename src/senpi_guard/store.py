@@ -266,6 +266,17 @@ class Store:
         entry = data["installs"].get(str(Path(package_dir).resolve()), {})
         return entry if isinstance(entry, dict) else {}
 
+    # ---- agent dirs added by `apply --here` (a project's own .senpi/agent) ------------------
+    def agent_dirs(self) -> list[Path]:
+        found = self.load_records().get("agent_dirs", [])
+        return [Path(p) for p in found if isinstance(p, str)] if isinstance(found, list) else []
+
+    def remember_agent_dir(self, path: Path, keep: bool = True) -> None:
+        data = self.load_records()
+        known = [p for p in data.get("agent_dirs", []) if isinstance(p, str) and p != str(path)]
+        data["agent_dirs"] = [*known, str(path)] if keep else known
+        self.save_records(data)
+
     # ---- the watcher: one per state dir, and its pid file ------------------------------------
     @contextmanager
     def watcher_lock(self) -> Iterator[None]:

@@ -20,7 +20,7 @@ from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
 from senpi_guard.mirror import Mirror, mirror
 from senpi_guard.patch.definition import Patch
-from senpi_guard.patch.fixtures import fixtures_json
+from senpi_guard.patch.fixtures import fixtures_json, load_fixtures
 
 
 class Cancelled(FatalError):
@@ -122,8 +122,8 @@ def run_harness(node: str, place: Mirror, job: dict[str, Any], timeout: float,
     return report
 
 
-def harness_job(mode: str, patch: Patch, config: Config, place: Mirror, prompt: ModulePair,
-                upstream: ModulePair | None) -> dict[str, Any]:
+def harness_job(mode: str, patch: Patch, config: Config, place: Mirror,
+                pairs: dict[str, ModulePair]) -> dict[str, Any]:
     """The first line the harness reads: what to load, which checks, which settings."""
 
     def spec(module: ModulePair | None) -> dict[str, Any] | None:
@@ -133,9 +133,26 @@ def harness_job(mode: str, patch: Patch, config: Config, place: Mirror, prompt: 
         return {"original": str(original), "export": module.export,
                 "candidate": str(candidate) if module.candidate is not None else None}
 
-    return {"mode": mode, "call": patch.call, "tags": list(config.tags),
-            "marker": patch.marker_template, "maxMarkerBytes": patch.max_marker_bytes,
-            "checks": str(place.checks), "prompt": spec(prompt), "upstream": spec(upstream)}
+    job = {"mode": mode, "call": patch.call, "tags": list(config.tags),
+           "marker": patch.marker_template, "maxMarkerBytes": patch.max_marker_bytes,
+           "checks": str(place.checks), "prompt": spec(pairs.get("prompt")), "upstream": spec(pairs.get("upstream"))}
+    binding = spec(pairs.get("binding"))
+    if binding is not None and EXTENSION_COPY in place.extras:
+        job["binding"] = {**binding, "extension": str(place.extras[EXTENSION_COPY]),
+                          "fixtures": load_fixtures(patch.root / "fixtures" / "binding")}
+    return job
+
+
+# The rendered extension, beside the harness: the binding target's checks run it (.mjs: the mirror
+# folder has no package.json saying "module").
+EXTENSION_COPY = "extension.mjs"
+
+
+def extras_for(patch: Patch, config: Config, pairs: dict[str, ModulePair]) -> dict[str, bytes]:
+    """Files the harness needs beside the modules: the extension, when the binding is replayed."""
+    if "binding" not in pairs or patch.extension is None:
+        return {}
+    return {EXTENSION_COPY: patch.render_extension(config).encode("utf-8")}
 
 
 @dataclass(frozen=True)
@@ -146,16 +163,17 @@ class Sandbox:
     owner: tuple[int, int] | None = None
 
 
-def replay(package_dir: Path, prompt: ModulePair, upstream: ModulePair | None, patch: Patch,
-           config: Config, sandbox: Sandbox, cancel: threading.Event | None = None) -> VerifyReport:
+def replay(package_dir: Path, pairs: dict[str, ModulePair], patch: Patch, config: Config,
+           sandbox: Sandbox, cancel: threading.Event | None = None) -> VerifyReport:
     """Run the harness once over all fixtures. The harness imports every candidate, so a syntax
     error stops it; only then does `node --check` run, to say where the error is."""
     node, version = nodes.node_for(package_dir)[:2]
-    modules = [prompt] + ([upstream] if upstream is not None else [])
+    modules = list(pairs.values())
     timeout = config.verify_timeout
     fixtures = fixtures_json(patch.root / "fixtures", sandbox.work_dir.parent / "cache")
-    with mirror(package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner) as place:
-        job = harness_job("verify", patch, config, place, prompt, upstream)
+    with mirror(package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner,
+                extras_for(patch, config, pairs)) as place:
+        job = harness_job("verify", patch, config, place, pairs)
         try:
             report = run_harness(node, place, job, timeout, cancel, fixtures)
         except Cancelled:

@@ -18,9 +18,10 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from senpi_guard import config as config_mod
-from senpi_guard import discover, extension, locate
+from senpi_guard import discover, locate
 from senpi_guard.config import Config
 from senpi_guard.errors import FatalError
+from senpi_guard.extension_keeper import ExtensionKeeper
 from senpi_guard.notify import log, notify
 from senpi_guard.patch.definition import Patch
 from senpi_guard.reconcile import Reconciler
@@ -102,8 +103,7 @@ class Watcher:
         self.seen: dict[Path, None] = {}
         self._real_packages: tuple[str, ...] = ()
         self.reload_requested = False
-        self.extension_note: tuple[str, str] | None = None
-        self.extension_failed: str | None = None  # the patch id whose extension replay failed
+        self.extension = ExtensionKeeper(self.store, self.stop)
 
     # ---- events and watches ------------------------------------------------------------
     def event(self, path: str) -> None:
@@ -252,36 +252,7 @@ class Watcher:
             if self.stop.is_set():
                 return
             self.reconcile_one(inst, trigger)
-        self.keep_extension(installs)
-
-    def keep_extension(self, installs: list[discover.Install]) -> None:
-        """Install the extension layer when it is wanted and absent or stale (verified first, as by
-        apply); an edited or foreign file is reported, never replaced. A failed replay is not tried
-        again for the same patch and config."""
-        if "extension" not in self.config.layers or self.patch.extension is None or not installs:
-            return
-        try:
-            status = extension.inspect(self.patch, self.config)
-            if status.state in ("modified", "foreign"):
-                if self.extension_note != (status.state, str(status.path)):
-                    log.warning("extension layer %s: %s (%s); run `senpi-guard apply`", status.path,
-                                status.state, status.detail)
-                    self.extension_note = (status.state, str(status.path))
-                return
-            wanted = self.patch.patch_id(self.config)
-            if status.state == "installed" or self.extension_failed == wanted:
-                return
-            with self.store.lock():
-                outcome = extension.install(self.patch, self.config, installs, self.store)
-        except FatalError as exc:
-            log.error("extension layer: %s", exc)
-            return
-        if outcome.ok:
-            log.info("extension layer %s: %s -> %s (%s)", outcome.path, outcome.before, outcome.after,
-                     outcome.detail)
-        else:
-            self.extension_failed = wanted
-            log.error("extension layer %s: %s", outcome.path, outcome.detail)
+        self.extension.keep(self.patch, self.config, installs)
 
     def _backed_off(self, inst: discover.Install) -> bool:
         backoff = self.store.install_record(inst.package_dir).get("backoff")

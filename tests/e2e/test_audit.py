@@ -45,7 +45,7 @@ def test_per_turn_report_through_the_installed_senpi(npm_install, tmp_path, caps
     assert turns[-1]["usage"]["cacheRead"] > 0
     for t in turns:  # shape 2 has no dedupe of its own: nothing is lost either way
         d = t["directives"]
-        assert d["distinct"] >= 1 and d["kept_unpatched"] == d["kept_patched"] == d["distinct"]
+        assert d["distinct"] >= 1 and d["kept_installed"] == d["kept_dist"] == d["distinct"]
     # no continuity records and a senpi with a resident lane: every call's lane is unknown
     assert {(t["sent"], t["continuity"]) for t in turns} == {("unknown", None)}
     s = report["summary"]
@@ -160,5 +160,5 @@ def test_upstream_keep_last_loses_directives_ours_does_not(npm_install, tmp_path
     assert s["turns_losing_a_directive"]["unpatched"] > 0  # the variant (step 7) is dropped later
     # the variant arrives at step 7 (turn 14); from then on keep-last always drops one of the two
     losing = [t["index"] for t in report["turns"]
-              if t["directives"]["kept_unpatched"] < t["directives"]["distinct"]]
+              if t["directives"]["kept_installed"] < t["directives"]["distinct"]]
     assert losing == list(range(14, len(report["turns"])))

@@ -33,7 +33,7 @@ def test_apply_installs_it_through_senpis_own_runner(npm_install, capsys, isolat
     (extensions / "tps.js").write_text("export { default } from '/somewhere/tps.js';\n")  # senpi's own stub
     code, doc, err = apply_json(capsys, "--root", pkg)
     assert code == 0, err
-    layer = doc["extension"]
+    (layer,) = doc["extension"]  # one agent dir, shared by every install that uses it
     assert (layer["state_before"], layer["state"], layer["ok"]) == ("absent", "installed", True)
     assert "through senpi's own extension runner" in layer["detail"]
     installed = extensions / NAME
@@ -65,7 +65,7 @@ def test_without_senpis_runner_a_minimal_host_proves_it(tmp_path, capsys, isolat
         (pkg / "dist" / "core" / "extensions" / name).unlink()
     code, doc, err = apply_json(capsys, "--root", pkg)
     assert code == 0, err
-    assert "through a minimal host" in doc["extension"]["detail"]
+    assert "through a minimal host" in doc["extension"][0]["detail"]
 
 
 def test_stale_modified_and_revert_keeps_an_edited_one(npm_install, capsys, isolated_dirs):
@@ -75,13 +75,14 @@ def test_stale_modified_and_revert_keeps_an_edited_one(npm_install, capsys, isol
     write_user_config(isolated_dirs, 'tags = ["ultrawork-mode"]\n')
     assert status_row(capsys, pkg)["layers"]["extension"] == "stale"
     code, doc, _ = apply_json(capsys, "--root", pkg)
-    assert code == 0 and (doc["extension"]["state_before"], doc["extension"]["state"]) == ("stale", "installed")
+    (layer,) = doc["extension"]
+    assert code == 0 and (layer["state_before"], layer["state"]) == ("stale", "installed")
     assert '"tags":["ultrawork-mode"]' in installed.read_text()
     installed.write_text(installed.read_text() + "\n// my own note\n")
     row = status_row(capsys, pkg)
     assert row["layers"]["extension"] == "modified" and "edited" in row["extension"]["detail"]
     code, out, _ = run_cli(capsys, "revert", "--root", pkg, "--json")
-    layer = json.loads(out)["extension"]
+    (layer,) = json.loads(out)["extension"]
     assert code == 0 and (layer["state_before"], layer["state"]) == ("modified", "absent")
     assert not installed.exists()
     (kept,) = layer["kept"]
@@ -95,8 +96,9 @@ def test_a_file_that_is_not_ours_is_never_touched(npm_install, capsys, isolated_
     theirs.parent.mkdir(parents=True)
     theirs.write_text("export default function mine(pi) {}\n")
     code, doc, _ = apply_json(capsys, "--root", pkg)
-    assert code == 1 and doc["extension"]["state"] == "foreign"
-    assert "never changes it" in doc["extension"]["detail"]
+    (layer,) = doc["extension"]
+    assert code == 1 and layer["state"] == "foreign"
+    assert "never changes it" in layer["detail"]
     assert doc["installs"][0]["state"] == "patched"  # the dist layer was still done
     run_cli(capsys, "revert", "--root", pkg)
     assert theirs.read_text() == "export default function mine(pi) {}\n"
@@ -107,7 +109,7 @@ def test_layers_config_chooses(npm_install, capsys, isolated_dirs):
     write_user_config(isolated_dirs, 'layers = ["extension"]\n')
     code, doc, err = apply_json(capsys, "--root", pkg)
     assert code == 0, err
-    assert doc["installs"] == [] and doc["extension"]["state"] == "installed"
+    assert doc["installs"] == [] and [layer["state"] for layer in doc["extension"]] == ["installed"]
     assert status_row(capsys, pkg)["layers"] == {"dist": "unpatched", "extension": "installed"}
     write_user_config(isolated_dirs, 'layers = ["dist"]\n')
     code, doc, _ = apply_json(capsys, "--root", pkg)
@@ -131,8 +133,9 @@ def test_a_failed_replay_writes_nothing(npm_install, capsys, isolated_dirs, monk
         return dataclasses.replace(patch, extension=layer), config
     monkeypatch.setattr(common, "load", load)
     code, doc, _ = apply_json(capsys, "--root", pkg)
-    assert code == 1 and doc["extension"]["state"] == "absent"
-    assert "verification failed, nothing was written" in doc["extension"]["detail"]
+    (layer,) = doc["extension"]
+    assert code == 1 and layer["state"] == "absent"
+    assert "verification failed, nothing was written" in layer["detail"]
     assert not (isolated_dirs / "agent" / "extensions" / NAME).exists()
 
 

@@ -29,5 +29,9 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
         const prefixes = messages.map((_, k) => run(freeze(structuredClone(messages.slice(0, k + 1)))));
         return { whole, prefixes, mutated: JSON.stringify(frozen) !== JSON.stringify(messages) };
     });
+    // each case once more, right after another case (the handler remembers the previous call)
+    cases.forEach((messages, index) => {
+        outputs[index].again = run(freeze(structuredClone(messages)));
+    });
     process.stdout.write(JSON.stringify({ outputs }) + "\n");
 }

@@ -72,6 +72,7 @@ messages = st.lists(st.one_of(
 def test_matches_the_oracle_and_every_prefix_is_stable(node_handler, batch):
     for case, result in zip(batch, node_handler(batch), strict=True):
         assert result["whole"] == oracle(case)
+        assert result["again"] == result["whole"]  # whatever call came before
         assert not result["mutated"]
         for k, prefix in enumerate(result["prefixes"]):
             assert prefix == result["whole"][: k + 1]  # what was sent before never changes
@@ -89,9 +90,13 @@ def test_untouched_messages_are_the_same_objects_and_a_boundary_resets(tmp_path)
         const ulw = () => ({{ role: "user", content: u }});
         const msgs = [ulw(), plain, ulw(), b, ulw()];
         const out = h({{ type: "context", messages: msgs }}).messages;
+        // a later call whose history differs from the previous call's is not served from it
+        const v = {{ role: "user", content: "<ultrawork-mode>" + "v".repeat(300) + "</ultrawork-mode>" }};
+        const other = h({{ type: "context", messages: [v, plain, ulw(), b, ulw(), ulw()] }});
         console.log(JSON.stringify([out[0] === msgs[0], out[1] === msgs[1], out[2] !== msgs[2],
-            out[3] === msgs[3], out[4] === msgs[4], out[2].content.startsWith("[ultrawork-mode:")]));
+            out[3] === msgs[3], out[4] === msgs[4], out[2].content.startsWith("[ultrawork-mode:"),
+            other.messages[2].content === u, other.messages[5].content.startsWith("[ultrawork-mode:")]));
     """
     result = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True,
                             check=True)
-    assert json.loads(result.stdout) == [True, True, True, True, True, True]
+    assert json.loads(result.stdout) == [True] * 8

@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from senpi_guard import jssyntax, sample
 from senpi_guard.config import Config
+from senpi_guard.errors import FatalError
 from senpi_guard.patch import apply as edit
 from senpi_guard.patch import definition, reverse
 
@@ -128,3 +129,45 @@ def test_marker_length_and_tag_checks():
     with pytest.raises(FatalError, match="would contain <ultrawork-mode>"):
         opening.check_tags(("ultrawork-mode",))
     PATCH.check_tags(CONFIG.tags)  # the shipped marker passes for every default tag
+
+
+BINDING = (b'import { sentMessageHashes } from "./session-sync.js";\n'
+           b"export function sentHashesFromBranch(branch) {\n"
+           b'    if (branch.some((entry) => entry.type === "compaction"))\n        return [];\n'
+           b"    const messages = [];\n    for (const entry of branch) {\n"
+           b'        if (entry.type === "message") messages.push(entry.message);\n    }\n'
+           b"    return sentMessageHashes(messages);\n}\n//# sourceMappingURL=session-binding.js.map")
+
+
+def test_an_entry_only_target_gets_one_statement_and_reverts_exactly():
+    target = PATCH.target("binding")
+    assert target.wrap == "" and "__senpiGuardBranchAsSent(" in target.entry and target.callee == ""
+    patched = edit.render(PATCH, CONFIG, target, BINDING, "session-binding.js")
+    jssyntax.parse(patched)
+    lines = patched.split(b"\n")
+    assert lines[1].endswith(b"{/*senpi-guard:entry*/branch = __senpiGuardBranchAsSent(branch);"
+                             b"/*senpi-guard:entry-end*/")
+    assert b"return [];" in patched and b"return sentMessageHashes(messages);" in patched  # returns untouched
+    assert reverse.remove_edit(patched, PATCH.callees) == BINDING
+    assert edit.read_header(patched).role == "binding"
+
+
+def test_an_entry_only_target_needs_a_braced_body_and_a_plain_parameter():
+    target = PATCH.target("binding")
+    arrow = b"export const sentHashesFromBranch = (branch) => branch.map(String);"
+    with pytest.raises(FatalError, match="no braced body"):
+        edit.render(PATCH, CONFIG, target, arrow, "x.js")
+    reassigned = b"export function sentHashesFromBranch(branch) {\n    branch = [];\n    return branch;\n}"
+    with pytest.raises(FatalError, match="plain first parameter"):
+        edit.render(PATCH, CONFIG, target, reassigned, "x.js")
+
+
+def test_a_target_with_neither_wrap_nor_entry_is_refused(tmp_path):
+    import shutil
+    import tomllib
+    root = tmp_path / "patches"
+    shutil.copytree(PATCH.root, root / PATCH.name)
+    toml = root / PATCH.name / "patch.toml"
+    toml.write_text(toml.read_text().replace('entry = "{param0} = __senpiGuardBranchAsSent({param0});"\n', ""))
+    with pytest.raises(ValueError, match="neither a wrap nor an entry"):
+        definition._parse(tomllib.loads(toml.read_text()), root / PATCH.name)

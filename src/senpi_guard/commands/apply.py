@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from senpi_guard import extension, ui
+from senpi_guard import extension_plan, ui
 from senpi_guard.commands import common
 from senpi_guard.reconcile import Reconciler
 
@@ -17,13 +17,16 @@ def configure(parser) -> None:
     common.add_install_options(parser)
     common.add_foreign_root(parser)
     parser.add_argument("--dry-run", action="store_true", help="verify and show the diff; write nothing")
+    parser.add_argument("--here", action="store_true",
+                        help="also put the extension in the agent dir senpi uses from this folder (a project's "
+                             ".senpi/agent), and keep it there from now on")
 
 
 def run(args) -> int:
     patch, config = common.load()
     found = common.installs(args)
     reconciler = Reconciler(patch, config, allow_foreign_root=args.allow_foreign_root)
-    outcomes, layer = [], None
+    outcomes, layers = [], []
     with reconciler.store.lock():
         for install in found if "dist" in config.layers else []:
             ui.progress(f"senpi {install.version} ({install.manager}): locating, patching and "
@@ -36,7 +39,14 @@ def run(args) -> int:
                 reconciler.store.update_install(install.package_dir, backoff=None)
         if "extension" in config.layers and patch.extension is not None:
             ui.progress("extension layer: replaying the fixture sessions through it with node…")
-            layer = extension.install(patch, config, found, reconciler.store, args.dry_run,
-                                      args.allow_foreign_root)
-    common.print_outcomes(outcomes, args.json, layer=layer)
-    return 0 if all(o.ok for o in outcomes) and (layer is None or layer.ok) else 1
+            upstream = {o.install.package_dir: o.upstream_present for o in outcomes}
+
+            def upstream_of(install) -> bool:
+                if install.package_dir not in upstream:
+                    upstream[install.package_dir] = reconciler.inspect(install).upstream_present
+                return upstream[install.package_dir]
+
+            layers = extension_plan.install_all(patch, config, reconciler.store, found, upstream_of,
+                                                args.dry_run, args.allow_foreign_root, args.here)
+    common.print_outcomes(outcomes, args.json, layers=layers)
+    return 0 if all(o.ok for o in outcomes) and all(layer.ok for layer in layers) else 1

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import audit, discover, plot, session
+from senpi_guard import audit, discover, extension_plan, plot, session
 from senpi_guard.commands import audit_view as view
 from senpi_guard.commands import common
 from senpi_guard.errors import FatalError, UsageError
@@ -36,7 +36,13 @@ def configure(parser) -> None:
     common.add_foreign_root(parser)
 
 
-def _sessions(args) -> list[Path]:
+def _agent_dirs(installs) -> list[Path]:
+    """Where the installs keep their sessions: each one's own agent dir (else the default one)."""
+    places = [extension_plan.placement(i) for i in installs]
+    return list(dict.fromkeys(p.user.path for p in places if p.user is not None)) or [session.agent_dir()]
+
+
+def _sessions(args, agent_dirs: list[Path]) -> list[Path]:
     chosen = sum(bool(x) for x in (args.session, args.latest, args.all))
     if chosen != 1:
         raise UsageError("give one of: SESSION.jsonl, --latest, --all")
@@ -47,12 +53,13 @@ def _sessions(args) -> list[Path]:
                              "--latest or --all")
         if not path.is_file():
             raise FatalError(f"session {path} does not exist; pass a .jsonl file from "
-                             f"{session.agent_dir() / 'sessions'}, or use --latest")
+                             f"{agent_dirs[0] / 'sessions'}, or use --latest")
         return [path]
-    files = session.session_files()
+    files = session.session_files(agent_dirs)
     if not files:
-        raise FatalError(f"no session files under {session.agent_dir() / 'sessions'}; set "
-                         "SENPI_CODING_AGENT_DIR if senpi keeps them elsewhere")
+        where = ", ".join(str(d / "sessions") for d in agent_dirs)
+        raise FatalError(f"no session files under {where}; set SENPI_CODING_AGENT_DIR if senpi keeps "
+                         "them elsewhere, or pass a session file")
     return files[-1:] if args.latest else files
 
 
@@ -97,13 +104,13 @@ class JsonStream:
 
 
 def run(args) -> int:
-    files = _sessions(args)
+    found = discover.explicit(args.root) if args.root else discover.discover()
+    files = _sessions(args, _agent_dirs(found.installs) if not args.session else [session.agent_dir()])
     if args.session:
         session.read_header(files[0])  # a bad file named by hand is refused before anything runs
     if args.plot:
         plot.check(Path(args.plot))
     patch, config = common.load()
-    found = discover.explicit(args.root) if args.root else discover.discover()
     stream = JsonStream() if args.json else None
     failed = 0
     with audit.serializer(found.installs, patch, config, args.allow_foreign_root,

@@ -34,45 +34,65 @@ def print_header(path: Path, server) -> None:
     how = ("senpi's own buildSessionContext + convertToLlm" if server.reconstruction == "senpi"
            else "senpi-guard's reconstruction of senpi's context")
     _say(f"serialised by {server.label}; contexts rebuilt with {how}")
-    print(f"{'turn':>5} {'entry':<9}{'sent':<15}{'unpatched':>9}{'patched':>9}{'+ext':>8}{'saved':>6}"
-          f"{'new,unp':>9}{'new,pat':>9}{'recorded':>9}  collapsed")
+    print(f"{'call':>5} {'entry':<9}{'sent':<14}{'installed':>9}{'dist':>8}{'ext':>8}{'both':>8}"
+          f"{'new,inst':>9}{'new,both':>9}{'recorded':>9}  collapsed")
+
+
+RECORDED = {"installed": "=inst", "dist": "=dist", "extension": "=ext", "both": "=both", "unknown": "=?"}
 
 
 def print_row(row: dict[str, Any]) -> None:
-    saved = 1 - row["patched_bytes"] / row["unpatched_bytes"] if row["unpatched_bytes"] else 0
+    sizes, cache = row["bytes"], row["cache_write"] or {}
     recorded = row["recorded_payload_bytes"]
-    check = "-" if recorded is None else ("= senpi" if recorded == row["unpatched_bytes"] else _k(recorded) + "!")
+    check = "-" if recorded is None else RECORDED.get(row["recorded_as"], _k(recorded) + "!")
     kind = KIND.get(row["continuity"], "?") if row["continuity"] else None
     lane = row["sent"] if kind in (None, row["sent"]) else f"{row['sent']}:{kind}"
+    if row["sent"] == "context":
+        lane = f"ctx:{row['provider']}"
     collapsed = ", ".join(f"{tag}×{n}" for tag, n in row["collapsed"].items())
-    line = (f"{row['index']:>5} {row['entry_id'][:8]:<9}{lane[:14]:<15}{_k(row['unpatched_bytes']):>9}"
-            f"{_k(row['patched_bytes']):>9}{_k(row['extension_bytes']):>8}{saved:>6.0%}"
-            f"{_k(row['cache_write_unpatched']):>9}"
-            f"{_k(row['cache_write_patched']):>9}{check:>9}  {collapsed}")
+    line = (f"{row['index']:>5} {row['entry_id'][:8]:<9}{lane[:13]:<14}{_k(sizes['installed']):>9}"
+            f"{_k(sizes['dist']):>8}{_k(sizes['extension']):>8}{_k(sizes['both']):>8}"
+            f"{_k(cache.get('installed')):>9}{_k(cache.get('both')):>9}{check:>9}  {collapsed}")
     if len(line) > WIDTH and not ui.verbose():
         line = line[:WIDTH - 1] + "…"
     print(line.rstrip())
 
 
+def _change(before: int, after: int) -> str:
+    if after <= before:
+        return f"{_percent(before - after, before)} less"
+    return f"{_percent(after - before, before)} more"
+
+
 def _lanes(s: dict[str, Any]) -> None:
     sent = s["sent"]
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(s["continuity"].items()))
-    _say(f"calls: {sent['full']['turns']} full re-sends, {sent['delta']['turns']} delta, "
-         f"{sent['unknown']['turns']} unknown ({kinds})")
+    providers = ", ".join(f"{name} {n}" for name, n in sorted(s["providers"].items()))
+    _say(f"calls: {s['turns']} ({providers}): {sent['full']['turns']} full re-sends, {sent['delta']['turns']} "
+         f"delta, {sent['unknown']['turns']} unknown" + (f" ({kinds})" if kinds else "")
+         + (f", {sent['context']['turns']} by other providers" if sent["context"]["turns"] else ""))
     head = s["headline"]
-    change = (f"saved {head['saved_bytes']:,} ({head['saved_percent']}%)" if head["saved_bytes"] >= 0 else
-              f"{-head['saved_bytes']:,} more ({-head['saved_percent']}%): the patch keeps the "
-              "directives senpi as installed drops")
-    _say(f"full re-sends: {head['unpatched_bytes']:,} bytes as senpi is installed, "
-         f"{head['patched_bytes']:,} patched; {change}")
+    if head["turns"]:
+        full = sent["full"]["bytes"]
+        change = (f"saved {head['saved_bytes']:,} ({head['saved_percent']}%)" if head["saved_bytes"] >= 0 else
+                  f"{-head['saved_bytes']:,} more ({-head['saved_percent']}%): the patch keeps the "
+                  "directives senpi as installed drops")
+        _say(f"full re-sends: {head['unpatched_bytes']:,} bytes as senpi is installed, "
+             f"{head['patched_bytes']:,} with the dist patch ({change}); {full['extension']:,} with the "
+             f"extension alone, {full['both']:,} with both layers")
     if sent["delta"]["turns"]:
-        delta = sent["delta"]
-        _say(f"delta calls: {delta['unpatched_bytes']:,} bytes sent; the dist patch does not act there; "
-             f"with the extension layer {delta['extension_bytes']:,} "
-             f"({_percent(delta['saved_with_extension_bytes'], delta['unpatched_bytes'])} less)")
-    full = sent["full"]
-    if full["turns"]:
-        _say(f"full re-sends with both layers (dist patch + extension): {full['extension_bytes']:,} bytes")
+        delta = sent["delta"]["bytes"]
+        _say(f"delta calls: {delta['installed']:,} bytes sent; the dist patch does not act there; "
+             f"with the extension layer {delta['extension']:,} ({_change(delta['installed'], delta['extension'])})")
+    if sent["context"]["turns"]:
+        other = sent["context"]["bytes"]
+        _say(f"other providers (each call sends the whole context; counted: the text of every message): "
+             f"{other['installed']:,} bytes as installed; with the extension layer {other['extension']:,} "
+             f"({_change(other['installed'], other['extension'])}); the dist patch does not act there")
+    every = s["every_call"]
+    if every["turns"]:
+        _say(f"every call: {every['bytes']['installed']:,} bytes as installed, {every['bytes']['both']:,} "
+             f"with both layers ({_change(every['bytes']['installed'], every['bytes']['both'])})")
     if sent["unknown"]["turns"]:
         unknown = sent["unknown"]
         _say(f"unknown lane (no record; senpi 2026.7.31-2 - 2026.8.1): {unknown['unpatched_bytes']:,} "
@@ -80,39 +100,55 @@ def _lanes(s: dict[str, Any]) -> None:
              "totals above")
 
 
+_RECORDED_AS = {"installed": "as installed", "dist": "with the dist patch", "extension": "with the extension alone",
+                "both": "with both layers", "unknown": "by more than one configuration (unknown)",
+                "mismatch": "by none (MISMATCH)"}
+
+
 def print_summary(report: dict[str, Any]) -> None:
     s = report["summary"]
     _lanes(s)
     cache, losing = s["cache_write"], s["turns_losing_a_directive"]
     if cache["full_turns"]:
+        written = cache["bytes"]
         _say(f"prompt cache: over {cache['full_turns']} full re-sends a provider's cache had to write "
-             f"{cache['unpatched_bytes']:,} bytes anew as installed and {cache['patched_bytes']:,} "
-             f"patched, and a distinct directive was dropped in {losing['unpatched']} calls as "
-             f"installed and {losing['patched']} patched")
+             f"{written['installed']:,} bytes anew as installed, {written['dist']:,} with the dist patch, "
+             f"{written['extension']:,} with the extension alone and {written['both']:,} with both; a "
+             f"distinct directive was dropped in {losing['installed']} calls as installed, "
+             f"{losing['dist']} with the dist patch, {losing['extension']} with the extension alone and "
+             f"{losing['both']} with both")
+    if cache["context_turns"]:
+        written = cache["context_bytes"]
+        _say(f"prompt cache, other providers: {written['installed']:,} bytes written anew as installed, "
+             f"{written['extension']:,} with the extension layer")
     rec = s["recorded_payload"]
     if rec["turns"]:
-        _say(f"senpi's own payloadBytes: matched the audit exactly on {rec['matched']} of "
-             f"{rec['turns']} recorded calls")
+        found = ", ".join(f"{n} {_RECORDED_AS.get(config, config)}" for config, n in sorted(rec["recorded_as"].items()))
+        _say(f"senpi's own payloadBytes: {rec['matched']} of {rec['turns']} recorded calls match a "
+             f"configuration exactly ({found})")
         for miss in rec["mismatches"]:
-            _say(f"  MISMATCH at turn #{miss['index']}: senpi recorded {miss['recorded']:,} bytes, "
-                 f"the audit counts {miss['audit']:,}")
+            sizes = ", ".join(f"{config} {n:,}" for config, n in miss["audit"].items())
+            _say(f"  MISMATCH at call #{miss['index']}: senpi recorded {miss['recorded']:,} bytes; the audit "
+                 f"counts {sizes}")
     if s["skipped_turns"]["turns"]:
         first = s["skipped_turns"]["first"][0]
         _say(f"skipped {s['skipped_turns']['turns']} calls senpi's code could not serialise "
-             f"(first: turn #{first['index']}: {first['error']})")
+             f"(first: call #{first['index']}: {first['error']})")
     if s["largest_turn"]:
         big = s["largest_turn"]
         _say(f"largest call: #{big['index']} ({big['sent']}), {big['unpatched_bytes']:,} bytes "
-             f"({big['patched_bytes']:,} patched)")
+             f"({big['patched_bytes']:,} with the dist patch)")
     if s["context_window_tokens"]:
         over = s["first_turn_over_window_unpatched"]
         line = f"context window {s['context_window_tokens']:,} tokens: "
         line += ("never exceeded by a full re-send as installed" if over is None else
-                 f"first exceeded at turn #{over} as installed; patched that call "
+                 f"first exceeded at call #{over} as installed; patched that call "
                  + ("still exceeds" if s["that_turn_over_window_patched"] else "fits"))
         _say(line)
-    _say("'unpatched' is senpi as installed (with its own dedupe where it has one); tokens are "
-         "estimates (bytes / 4); 'new' is what a prompt cache writes anew")
+    _say("columns: installed = senpi as installed (with its own dedupe where it has one), dist = with "
+         "the dist patch, ext = with the extension layer alone, both = with both layers; new = what a "
+         "prompt cache writes anew; recorded = senpi's own payloadBytes and the configuration it matches "
+         "(=? when several give those bytes; ! when none does); tokens are estimates (bytes / 4)")
     if report["warnings"]:
         skipped = ", ".join(f"{n} {what}" for what, n in sorted(report["warnings"].items()))
         print(f"warnings: skipped {skipped}", file=sys.stderr)

@@ -90,13 +90,14 @@ def state_line(o: Outcome) -> str:
 
 
 def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = False,
-                   layer=None) -> None:
-    """One block per install (and one for the extension layer when it was acted on); `next_steps`
-    adds what to run when an install is not as wanted."""
+                   layers: list | None = None) -> None:
+    """One block per install (and one per agent dir for the extension layer when it was acted on);
+    `next_steps` adds what to run when an install is not as wanted."""
+    layers = layers or []
     if as_json:
         doc: dict[str, Any] = {"installs": [outcome_json(o) for o in outcomes]}
-        if layer is not None:
-            doc["extension"] = layer.as_json()
+        if layers:
+            doc["extension"] = [layer.as_json() for layer in layers]
         print(json.dumps(doc, indent=2))
         return
     for o in outcomes:
@@ -117,8 +118,9 @@ def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = Fa
             print(f"  next     {step}")
         if o.diff:
             print(o.diff, end="")
-    if layer is not None and not (ui.quiet() and layer.ok):
-        _print_layer(layer)
+    for layer in layers:
+        if not (ui.quiet() and layer.ok):
+            _print_layer(layer)
 
 
 def _print_layer(layer) -> None:

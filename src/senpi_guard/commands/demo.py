@@ -8,7 +8,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from senpi_guard import audit, extension, sample, sample_session
+from senpi_guard import audit, extension, extension_plan, sample, sample_session
 from senpi_guard.commands import common
 from senpi_guard.discover import Install, describe
 from senpi_guard.patch.classify import State
@@ -65,10 +65,11 @@ def _demo(work: Path) -> int:
          "contexts through the original and patched modules with node, then write atomically; then the "
          "extension layer (every provider, the delta lane too), proven through senpi's own extension "
          "runner, into a throw-away agent dir")
+    agent_dir = extension_plan.placement(install).user.path
     with reconciler.store.lock():
         outcome = reconciler.reconcile(install)
-        layer = extension.install(patch, config, [install], reconciler.store)
-    common.print_outcomes([outcome], False, layer=layer)
+        layer = extension.install(patch, config, [install], reconciler.store, agent_dir)
+    common.print_outcomes([outcome], False, layers=[layer])
     if not outcome.ok or outcome.report is None or not layer.ok:
         return 1
     _say("4. one full re-send of incident-shaped contexts (N identical ~25 KB <ultrawork-mode> "
@@ -91,7 +92,7 @@ def _demo(work: Path) -> int:
     _say("7. revert restores the original bytes exactly and removes the extension layer:")
     with reconciler.store.lock():
         reverted = reconciler.revert(install)
-        removed = extension.remove(patch, config, reconciler.store)
+        removed = extension.remove(patch, config, reconciler.store, agent_dir)
     _say(f"   {reverted.before} -> {reverted.after}: {reverted.detail}")
     _say(f"   extension layer {removed.before} -> {removed.after}: {removed.detail}")
     return 0 if after.state == State.PATCHED and reverted.ok and removed.ok else 1
@@ -119,8 +120,8 @@ def _audit_lines(s: dict) -> list[str]:
         f"{head['turns']} full re-sends: {head['unpatched_bytes']:,} bytes as installed -> "
         f"{head['patched_bytes']:,} patched ({_change(head['unpatched_bytes'], head['patched_bytes'])})",
         f"{delta['turns']} delta calls: {delta['unpatched_bytes']:,} bytes, unchanged by the dist patch; "
-        f"{delta['extension_bytes']:,} with the extension layer "
-        f"({_change(delta['unpatched_bytes'], delta['extension_bytes'])})",
+        f"{delta['bytes']['both']:,} with the extension layer "
+        f"({_change(delta['unpatched_bytes'], delta['bytes']['both'])})",
         f"prompt cache written anew on full re-sends: {cache['unpatched_bytes']:,} -> "
         f"{cache['patched_bytes']:,} bytes ({_change(cache['unpatched_bytes'], cache['patched_bytes'])})",
         f"calls that dropped a distinct directive: {losing['unpatched']} as installed, {losing['patched']} patched",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from senpi_guard import extension
+from senpi_guard import extension_plan
 from senpi_guard.commands import common
 from senpi_guard.reconcile import Reconciler
 
@@ -23,6 +23,6 @@ def run(args) -> int:
     reconciler = Reconciler(patch, config)
     with reconciler.store.lock():
         outcomes = [reconciler.revert(i, from_edit=args.from_edit) for i in found]
-        layer = extension.remove(patch, config, reconciler.store) if patch.extension else None
-    common.print_outcomes(outcomes, args.json, layer=layer)
-    return 0 if all(o.ok for o in outcomes) and (layer is None or layer.ok) else 1
+        layers = extension_plan.remove_all(patch, config, reconciler.store, found) if patch.extension else []
+    common.print_outcomes(outcomes, args.json, layers=layers)
+    return 0 if all(o.ok for o in outcomes) and all(layer.ok for layer in layers) else 1

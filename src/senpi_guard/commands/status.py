@@ -6,10 +6,10 @@ import json
 import time
 from typing import Any
 
-from senpi_guard import extension, nodes, ui
+from senpi_guard import extension, extension_plan, nodes, ui
 from senpi_guard.commands import common
 from senpi_guard.errors import FatalError
-from senpi_guard.patch.classify import SETTLED
+from senpi_guard.patch.classify import SETTLED, State
 from senpi_guard.reconcile import Reconciler
 
 SUMMARY = "show each install's state, its last verification and the watcher"
@@ -29,18 +29,56 @@ def _when(stamp: Any) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 
 
+def _layer(patch, config, agent_dir) -> extension.LayerStatus:
+    try:
+        return extension.inspect(patch, config, agent_dir)
+    except FatalError as exc:
+        return extension.LayerStatus("error", extension.target_path(patch, agent_dir), str(exc))
+
+
+def risk(insp, layer_state: str, config) -> str:
+    """What the extension costs where the dist layer is not in place (an update's window, or
+    layers without "dist"): restarts that re-send everything, a first copy lost after a compaction."""
+    if layer_state != "installed" or insp.state == State.PATCHED:
+        return ""
+    costs = []
+    if any(f.target.role == "binding" for f in insp.files):
+        costs.append("a restart that would resume re-sends the whole history instead (senpi's restart "
+                     "binding hashes the stored messages, not the ones the extension sent)")
+    if insp.upstream_present:
+        costs.append("after a compaction, upstream's keep-last drops the first copy on the next full "
+                     "re-send (the prompt's prefix changes)")
+    if not costs:
+        return ""
+    return ("the extension is here without the dist layer: " + "; ".join(costs)
+            + ("; run `senpi-guard apply`" if "dist" in config.layers else ""))
+
+
+def _extension_row(patch, config, insp, place: extension_plan.Placement) -> dict[str, Any] | None:
+    if patch.extension is None:
+        return None
+    if place.user is None:
+        return {"state": "error", "detail": place.error, "path": None, "agent_dir": None, "how": None,
+                "wanted": "extension" in config.layers, "risk": "", "here": None}
+    layer = _layer(patch, config, place.user.path)
+    here = None
+    if place.here is not None and place.here.path != place.user.path:
+        found = _layer(patch, config, place.here.path)
+        here = {"agent_dir": str(place.here.path), "how": place.here.how, "state": found.state}
+    return {"path": str(layer.path), "agent_dir": str(place.user.path), "how": place.user.how,
+            "state": layer.state, "detail": layer.detail, "wanted": "extension" in config.layers,
+            "risk": risk(insp, layer.state, config), "here": here}
+
+
 def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
     patch, config = common.load()
     reconciler = Reconciler(patch, config, quick_locate=True)
     records = reconciler.store.load_records()
-    try:
-        layer = extension.inspect(patch, config) if patch.extension else None
-    except FatalError as exc:
-        layer = extension.LayerStatus("error", extension.target_path(patch), str(exc))
     rows = []
     for install in common.installs(args, reconciler.store.state_dir):
         insp = reconciler.inspect(install)
         record = reconciler.store.install_record(install.package_dir, records)
+        layer = _extension_row(patch, config, insp, extension_plan.placement(install))
         rows.append({
             "package_dir": str(install.package_dir),
             "version": install.version,
@@ -49,9 +87,8 @@ def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
             "target_rel": insp.prompt.rel if insp.prompt else None,
             "shape": insp.shape.range if insp.shape else None,
             "state": insp.state,
-            "layers": {"dist": insp.state, "extension": layer.state if layer else None},
-            "extension": {"path": str(layer.path), "state": layer.state, "detail": layer.detail,
-                          "wanted": "extension" in config.layers} if layer else None,
+            "layers": {"dist": insp.state, "extension": layer["state"] if layer else None},
+            "extension": layer,
             "upstream_dedupe": insp.upstream_present,
             "detail": insp.detail,
             "next": None if insp.state in SETTLED else ui.NEXT_STEPS.get(insp.state),
@@ -102,14 +139,26 @@ def _print_row(row: dict[str, Any]) -> None:
               f"{last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})")
     layer = row["extension"]
     if layer:
-        wanted = "" if layer["wanted"] else " (not wanted: `layers` leaves it out)"
-        detail = f": {layer['detail']}" if layer["detail"] else ""
-        print(f"  extension {ui.state_text(layer['state'])}{wanted}{detail}"
-              + (f"  {layer['path']}" if ui.verbose() else ""))
+        _print_extension(layer)
     if row["detail"]:
         print(f"  detail    {row['detail']}")
     if row["next"]:
         print(f"  next      {row['next']}")
+
+
+def _print_extension(layer: dict[str, Any]) -> None:
+    wanted = "" if layer["wanted"] else " (not wanted: `layers` leaves it out)"
+    detail = f": {layer['detail']}" if layer["detail"] else ""
+    where = f" in {layer['agent_dir']} ({layer['how']})" if layer["agent_dir"] else ""
+    print(f"  extension {ui.state_text(layer['state'])}{wanted}{where}{detail}")
+    if layer["risk"]:
+        print(f"  {ui.paint('risk:', 'bad')}     {layer['risk']}")
+    here = layer["here"]
+    if here and here["state"] != "installed":
+        print(f"  here      from this folder senpi uses {here['agent_dir']} ({here['how']}), where senpi-guard's "
+              "extension is not: `senpi-guard apply --here` adds it there")
+    elif here:
+        print(f"  here      from this folder senpi uses {here['agent_dir']} ({here['how']}): the extension is there")
 
 
 def run(args) -> int:

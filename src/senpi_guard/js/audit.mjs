@@ -136,8 +136,13 @@ if (job.session) {
 }
 
 const store = new Map(); // id -> {message | entry, spans}
-let previous = null; // the previous full re-send's texts: {original, patched, both}
-let seenIn = { original: new Map(), patched: new Map() }; // span -> the text it was last found in
+// The four configurations every call is measured in: senpi as installed, with the dist patch, with
+// the extension alone, and with both layers.
+const CONFIGS = ["installed", "dist", "extension", "both"];
+const fresh = () => Object.fromEntries(CONFIGS.map((c) => [c, null]));
+let previous = fresh(); // per configuration, the texts of the previous call of the same kind
+let previousContext = fresh(); // (other providers: the previous call's message texts)
+let seenIn = Object.fromEntries(CONFIGS.map((c) => [c, new Map()])); // span -> the text it was last found in
 let previousSent = 0;
 
 function contextOf(request) {
@@ -176,7 +181,10 @@ function runUpstream(fn, blocks) {
 // message text is the same string object from call to call, so that is a pointer compare), then
 // the first differing pair character by character.
 function side(blocks, before) {
-    const texts = blocks.filter(isText).map((b) => b.text);
+    return sideOfTexts(blocks.filter(isText).map((b) => b.text), before);
+}
+
+function sideOfTexts(texts, before) {
     const sizes = texts.map(bytes);
     const total = sizes.reduce((n, x) => n + x, 0);
     if (before === null) {
@@ -227,24 +235,30 @@ function keptOf(distinct, texts, lastSeen) {
 }
 
 function measureFull(messages, request, names) {
-    const original = runUpstream(fns.upOriginal, blocksOf(fns.original({ messages: [...messages] }, names)));
-    const patched = runUpstream(fns.upCandidate, blocksOf(fns.candidate({ messages: [...messages] }, names)));
-    const a = side(original, previous && previous.original);
-    const b = side(patched, previous && previous.patched);
-    // both layers: the extension's messages through the patched pipeline
-    // (when the extension changes nothing, that is the patched pipeline measured above)
     const rewritten = withExtension(messages);
-    const both = rewritten === messages ? side(patched, previous && previous.both)
-        : side(runUpstream(fns.upCandidate, blocksOf(fns.candidate({ messages: rewritten }, names))),
-            previous && previous.both);
-    const distinct = spansOfContext(messages, request);
-    previous = { original: a.texts, patched: b.texts, both: both.texts };
-    return {
-        originalBytes: a.total, patchedBytes: b.total, cacheWriteOriginal: a.fresh, cacheWritePatched: b.fresh,
-        bothBytes: both.total, cacheWriteBoth: both.fresh,
-        collapsed: countMarkers(b.texts), directives: distinct.size,
-        keptUnpatched: keptOf(distinct, a.texts, seenIn.original), keptPatched: keptOf(distinct, b.texts, seenIn.patched),
+    const pipeline = {
+        installed: () => runUpstream(fns.upOriginal, blocksOf(fns.original({ messages: [...messages] }, names))),
+        dist: () => runUpstream(fns.upCandidate, blocksOf(fns.candidate({ messages: [...messages] }, names))),
+        extension: () => runUpstream(fns.upOriginal, blocksOf(fns.original({ messages: [...rewritten] }, names))),
+        both: () => runUpstream(fns.upCandidate, blocksOf(fns.candidate({ messages: [...rewritten] }, names))),
     };
+    const distinct = spansOfContext(messages, request);
+    const sides = {};
+    for (const config of CONFIGS) {
+        // (when the extension changes nothing, its sides are the installed and dist ones)
+        const same = rewritten === messages && (config === "extension" || config === "both");
+        const blocks = same ? null : pipeline[config]();
+        const texts = same ? sides[config === "extension" ? "installed" : "dist"].texts : null;
+        sides[config] = texts ? sideOfTexts(texts, previous[config]) : side(blocks, previous[config]);
+        sides[config].kept = keptOf(distinct, sides[config].texts, seenIn[config]);
+    }
+    previous = Object.fromEntries(CONFIGS.map((c) => [c, sides[c].texts]));
+    return reply(sides, { collapsed: countMarkers(sides.dist.texts), directives: distinct.size });
+}
+
+function reply(sides, extra) {
+    const pick = (key) => Object.fromEntries(CONFIGS.map((c) => [c, sides[c][key]]));
+    return { bytes: pick("total"), cacheWrite: pick("fresh"), kept: pick("kept"), ...extra };
 }
 
 // What the resident lane counts as sent: user and tool-result messages, minus literally empty users.
@@ -253,26 +267,61 @@ const sentOf = (messages) => messages.filter((m) => m.role === "toolResult" || (
 function measureDelta(messages, request, names) {
     const sent = sentOf(messages);
     const count = Number.isInteger(request.delta) ? request.delta : Math.max(sent.length - previousSent, 0);
-    const fresh = count > 0 ? sent.slice(-count) : [];
-    const text = blocksOf(fns.delta(fresh, names)).filter(isText).map((b) => b.text).join("");
-    // with the extension: the same new messages, as the extension rewrote the whole context
-    const rewritten = count > 0 ? sentOf(withExtension(messages)).slice(-count) : [];
-    const extText = blocksOf(fns.delta(rewritten, names)).filter(isText).map((b) => b.text).join("");
+    const delta = (list) => {
+        const texts = count > 0 ? blocksOf(fns.delta(list.slice(-count), names)).filter(isText).map((b) => b.text) : [];
+        return { total: texts.reduce((n, t) => n + bytes(t), 0), fresh: null, kept: null };
+    };
+    const plain = delta(sent);
+    const rewritten = withExtension(messages);
+    const ext = rewritten === messages ? plain : delta(sentOf(rewritten));
     const distinct = new Set();
-    for (const message of fresh) {
+    for (const message of count > 0 ? sent.slice(-count) : []) {
         for (const span of messageSpans(message)) {
             distinct.add(span);
         }
     }
-    return { originalBytes: bytes(text), patchedBytes: bytes(text), bothBytes: bytes(extText), collapsed: {}, directives: distinct.size,
-        keptUnpatched: distinct.size, keptPatched: distinct.size, deltaMessages: fresh.length };
+    return reply({ installed: plain, dist: plain, extension: ext, both: ext },
+        { collapsed: {}, directives: distinct.size, deltaMessages: Math.min(count, sent.length) });
+}
+
+// Every other provider: the whole context, as the `context` handlers returned it, in its own
+// request format; counted as the text of every message (system prompt, tools, images not counted).
+function contextTexts(messages) {
+    const texts = [];
+    for (const m of messages) {
+        if (typeof m?.content === "string") {
+            texts.push(m.content);
+        }
+        else if (Array.isArray(m?.content)) {
+            for (const part of m.content) {
+                if (isText(part)) {
+                    texts.push(part.text);
+                }
+            }
+        }
+    }
+    return texts;
+}
+
+function measureContext(messages, request) {
+    const rewritten = withExtension(messages);
+    const distinct = spansOfContext(messages, request);
+    const sides = {};
+    for (const config of CONFIGS) {
+        const list = config === "installed" || config === "dist" ? messages : rewritten;
+        sides[config] = sideOfTexts(contextTexts(list), previousContext[config]);
+        sides[config].kept = keptOf(distinct, sides[config].texts, seenIn[config]);
+    }
+    previousContext = Object.fromEntries(CONFIGS.map((c) => [c, sides[c].texts]));
+    return reply(sides, { collapsed: {}, directives: distinct.size });
 }
 
 function measure(request) {
     const messages = contextOf(request);
     const names = customToolNames(request.tools);
     const sentCount = sentOf(messages).length;
-    const reply = request.lane === "delta" && fns.delta ? measureDelta(messages, request, names) : measureFull(messages, request, names);
+    const result = request.lane === "context" ? measureContext(messages, request)
+        : request.lane === "delta" && fns.delta ? measureDelta(messages, request, names) : measureFull(messages, request, names);
     previousSent = sentCount;
     const keep = new Set(request.ids);
     for (const id of store.keys()) {
@@ -280,7 +329,7 @@ function measure(request) {
             store.delete(id);
         }
     }
-    return reply;
+    return result;
 }
 
 process.stdout.write(JSON.stringify({ ready: true, node: process.version, exact: session !== null }) + "\n");
@@ -296,8 +345,9 @@ for (let next = await lines.next(); !next.done; next = await lines.next()) {
     }
     else if (request.op === "reset") {
         store.clear();
-        previous = null;
-        seenIn = { original: new Map(), patched: new Map() };
+        previous = fresh();
+        previousContext = fresh();
+        seenIn = Object.fromEntries(CONFIGS.map((c) => [c, new Map()]));
         previousSent = 0;
     }
     else if (request.op === "flush") {

@@ -33,12 +33,23 @@ async function minimalHost() {
     };
 }
 
+// senpi's own loader and runner, when they import (a dist-only build lacks their dependencies:
+// then the minimal host alone proves the extension, and the report says why).
+let hostUnavailable = null;
 async function senpiHost() {
     if (!job.host) {
         return null;
     }
-    const loader = await import(pathToFileURL(job.host.loader).href);
-    const runnerModule = await import(pathToFileURL(job.host.runner).href);
+    let loader;
+    let runnerModule;
+    try {
+        loader = await import(pathToFileURL(job.host.loader).href);
+        runnerModule = await import(pathToFileURL(job.host.runner).href);
+    }
+    catch (error) {
+        hostUnavailable = String(error?.message ?? error).split("\n")[0].slice(0, 300);
+        return null;
+    }
     const runtime = loader.createExtensionRuntime();
     const loaded = await loader.loadExtensions([job.extension], job.cwd, undefined, runtime);
     const errors = loaded.errors ?? [];
@@ -107,7 +118,7 @@ async function main() {
                 "senpi's own runner gave different messages than a direct call");
         }
     }
-    return { node: process.version, host: senpi ? "senpi" : "minimal", results };
+    return { node: process.version, host: senpi ? "senpi" : "minimal", hostUnavailable, results };
 }
 
 try {

@@ -84,6 +84,39 @@ function verifyFixture(patch, pipeline, fixture, results, stats) {
     Object.assign(stats, patch.stats(run));
 }
 
+// The restart binding's target: its hashes of a stored branch, before and after the extension
+// published its rewrite (the patch's bindingChecks judge them).
+async function replayBinding(patch, results) {
+    const spec = job.binding;
+    const original = await load(spec.original, spec.export);
+    const candidate = await load(spec.candidate ?? spec.original, spec.export);
+    const key = Symbol.for("senpi-guard.extension.as-sent");
+    delete globalThis[key];
+    const alone = spec.fixtures.map((fixture) => candidate(structuredClone(fixture.context.messages)));
+    const extension = await import(pathToFileURL(spec.extension).href);
+    const handlers = [];
+    extension.default({ on: (event, handler) => event === "context" && handlers.push(handler) });
+    spec.fixtures.forEach((fixture, index) => {
+        const branch = structuredClone(fixture.context.messages);
+        const before = JSON.stringify(branch);
+        let withExtension;
+        try {
+            withExtension = candidate(branch);
+        }
+        catch (error) {
+            record(results, fixture.name, "binding-runs", false, `threw ${error}`);
+            return;
+        }
+        const run = { job, fixture, original, handler: handlers[0], alone: alone[index], withExtension,
+            mutated: JSON.stringify(branch) !== before };
+        for (const [name, check] of Object.entries(patch.bindingChecks ?? {})) {
+            const [ok, detail] = check.run(run);
+            record(results, fixture.name, name, ok, detail);
+        }
+    });
+    delete globalThis[key];
+}
+
 async function main() {
     const patch = await import(pathToFileURL(job.checks).href);
     const fns = {
@@ -105,6 +138,9 @@ async function main() {
         catch (error) {
             record(results, fixture.name, "runs", false, `threw ${error && error.stack ? error.stack.split("\n").slice(0, 2).join(" ") : error}`);
         }
+    }
+    if (job.binding) {
+        await replayBinding(patch, results);
     }
     return { node: process.version, results, stats };
 }

@@ -107,12 +107,13 @@ def read_header(source: bytes) -> Header | None:
 
 
 
-def check_function_shape(where: str, definition: FunctionDef, needs_param: bool) -> None:
-    """Refuse function shapes the wrap cannot handle."""
+def check_function_shape(where: str, definition: FunctionDef, needs_param: bool,
+                         wraps_returns: bool = True) -> None:
+    """Refuse function shapes the edit cannot handle."""
     if definition.is_generator:
         raise FatalError(f"{definition.name} in {where} is a generator: unknown return shape, "
                          "senpi-guard does not know this version; report it with the file")
-    if not definition.returns:
+    if wraps_returns and not definition.returns:
         raise FatalError(f"{definition.name} in {where} returns no value: unknown return shape, "
                          "senpi-guard does not know this version; report it with the file")
     if needs_param and (not definition.params or not definition.params[0]
@@ -131,10 +132,14 @@ def render(patch: Patch, config: Config, target: Target, base: bytes, where: str
     if len(defs) != 1:
         raise FatalError(f"{where}: expected one definition of {target.function}, found "
                          f"{len(defs)}; reinstall senpi")
-    check_function_shape(f"{where}:{defs[0].line}", defs[0], "{param0}" in target.wrap + target.entry)
+    check_function_shape(f"{where}:{defs[0].line}", defs[0], "{param0}" in target.wrap + target.entry,
+                         bool(target.wrap))
     header = Header(patch.name, patch.version, target.role, sha256(base), patch.config_digest(config))
     entry = None
     if target.entry and defs[0].body_open is not None:  # (an expression body gets no guard)
         entry = (defs[0].body_open, target.entry)
-    return apply_edit(base, defs[0].returns, target.wrap, defs[0].params,
-                      patch.render_payload(config), header, entry)
+    elif not target.wrap:
+        raise FatalError(f"{where}:{defs[0].line}: {target.function} has no braced body for its entry "
+                         "statement: unknown shape; report it with the file")
+    returns = defs[0].returns if target.wrap else ()
+    return apply_edit(base, returns, target.wrap, defs[0].params, patch.render_payload(config), header, entry)

@@ -24,8 +24,8 @@ class Target:
     role: str
     function: str
     required: bool
-    wrap: str
-    entry: str = ""  # a guard placed first in the function's body, on its first line (optional)
+    wrap: str  # the call each return value goes through ("": returns are left alone)
+    entry: str = ""  # a statement placed first in the function's body, on its first line (optional)
 
     @property
     def callee(self) -> str:
@@ -73,7 +73,7 @@ class Patch:
 
     @property
     def callees(self) -> tuple[str, ...]:
-        return tuple(t.callee for t in self.targets)
+        return tuple(t.callee for t in self.targets if t.callee)
 
     @property
     def checks_path(self) -> Path:
@@ -148,8 +148,10 @@ def patches_root() -> Path:
 
 def _parse(data: dict[str, Any], root: Path) -> Patch:
     payload = (root / data["payload"]).read_text("utf-8")
-    targets = tuple(Target(t["role"], t["function"], bool(t.get("required", False)), t["wrap"],
+    targets = tuple(Target(t["role"], t["function"], bool(t.get("required", False)), t.get("wrap", ""),
                            t.get("entry", "")) for t in data["targets"])
+    if any(not (t.wrap or t.entry) for t in targets):
+        raise ValueError("a target has neither a wrap nor an entry")
     shapes = tuple(KnownShape(s["range"], s["folder"], s["returns"], bool(s.get("upstream", False)))
                    for s in data.get("versions", {}).get("known", []))
     layer = data.get("extension")

