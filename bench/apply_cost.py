@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from senpi_guard import sample
+from senpi_guard.demo import sample
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:

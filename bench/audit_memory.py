@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from senpi_guard import sample, sample_session
+from senpi_guard.demo import sample, sample_session
 
 NAIVE = """import json, sys
 rows = []

@@ -21,8 +21,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from senpi_guard import config, sample
-from senpi_guard.patch import definition
+from senpi_guard.core.patch import definition
+from senpi_guard.demo import sample
+from senpi_guard.io import config
 
 GOALS = {"same-length": 3.0, "seven tags": 1.25, "one tag": 1.0}
 

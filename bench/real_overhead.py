@@ -33,8 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from senpi_guard import config
-from senpi_guard.patch import definition
+from senpi_guard.core.patch import definition
+from senpi_guard.io import config
 
 REPO = Path(__file__).resolve().parents[1]
 TARBALL = "senpi-2026.8.22-2.tgz"

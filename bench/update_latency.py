@@ -24,10 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from senpi_guard import config, discover, sample, service
-from senpi_guard.patch import definition
-from senpi_guard.patch.classify import State
-from senpi_guard.reconcile import Reconciler
+from senpi_guard import discover
+from senpi_guard.core.patch import definition
+from senpi_guard.core.patch.classify import State
+from senpi_guard.demo import sample
+from senpi_guard.io import config
+from senpi_guard.keep import service
+from senpi_guard.layers.dist import Reconciler
 
 GOALS = {"median_s": 1.0, "max_s": 5.0, "idle_cpu_s": 0.5, "rss_mb": 60.0}
 

@@ -13,11 +13,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from senpi_guard import config, sample
+from senpi_guard.core.patch import definition
+from senpi_guard.demo import sample
 from senpi_guard.discover import describe
-from senpi_guard.patch import definition
-from senpi_guard.reconcile import Reconciler
-from senpi_guard.store import Store
+from senpi_guard.io import config
+from senpi_guard.io.store import Store
+from senpi_guard.layers.dist import Reconciler
 
 RUNNER = """
 import { readFileSync } from "node:fs";

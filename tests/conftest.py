@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from senpi_guard import sample
 from senpi_guard.cli import main
-from senpi_guard.patch import apply as edit
+from senpi_guard.core.patch import apply as edit
+from senpi_guard.demo import sample
 
 pytest_plugins = ("realsenpi",)  # the real tier's fixtures (tests/realsenpi.py)
 

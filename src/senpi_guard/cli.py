@@ -12,9 +12,11 @@ import time
 import traceback
 from types import ModuleType
 
-from senpi_guard import __version__, store, ui
+from senpi_guard import __version__, ui
 from senpi_guard.errors import FatalError, UsageError
-from senpi_guard.write import private_dirs
+from senpi_guard.io import config as config_mod
+from senpi_guard.io import store
+from senpi_guard.io.write import private_dirs
 
 # The subcommands, in the order `--help` lists them, and the module that implements each (it has
 # SUMMARY, EXAMPLE, EXITS, configure(parser) and run(args) -> int). Only the module of the command
@@ -42,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _paths_epilog() -> str:
     where = store.Store()
-    return (f"files:\n  config  {store.config_file()}  (or $SENPI_GUARD_CONFIG)\n"
+    return (f"files:\n  config  {config_mod.config_file()}  (or $SENPI_GUARD_CONFIG)\n"
             f"  data    {where.data_dir}  (backups of original bytes)\n"
             f"  state   {where.state_dir}  (records, write lock, watcher pid)\n"
             f"  logs    {store.log_dir()}\n"

@@ -84,7 +84,7 @@ class ProbeCache:
 
     def save(self) -> None:
         if self.changed:
-            from senpi_guard.write import write_private
+            from senpi_guard.io.write import write_private
             # a cache that cannot be written only costs the next run a probe
             with contextlib.suppress(FatalError):
                 write_private(self.path, json.dumps(self.answers).encode())

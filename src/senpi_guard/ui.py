@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from senpi_guard.patch.classify import SETTLED, State
+from senpi_guard.core.patch.classify import SETTLED, State
 
 BAD = frozenset({State.ERROR, State.DRIFTED, State.UNSUPPORTED})
 _CODES = {"good": "32", "warn": "33", "bad": "31", "dim": "2"}

@@ -3,8 +3,8 @@ import json
 import pytest
 from conftest import SHAPE_REL, UPSTREAM_REL, hand_patched, run_cli, sha, tree_digest, write_user_config
 
-from senpi_guard import sample
-from senpi_guard.patch import apply as edit
+from senpi_guard.core.patch import apply as edit
+from senpi_guard.demo import sample
 
 
 def status_json(capsys, pkg):

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from conftest import SHAPE_REL, run_cli
 
-from senpi_guard import sample, sample_session
+from senpi_guard.demo import sample, sample_session
 
 
 def audit_json(capsys, *args) -> dict:

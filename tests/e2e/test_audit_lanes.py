@@ -7,8 +7,8 @@ import sys
 import pytest
 from conftest import SHAPE_REL, run_cli
 
-from senpi_guard import sample_session
-from senpi_guard.patch.fixtures import directive_text
+from senpi_guard.core.patch.fixtures import directive_text
+from senpi_guard.demo import sample_session
 
 PROVIDER = {1: "claude-agent-sdk", 2: "claude-sdk-oauth", 3: "claude-sdk-oauth"}
 
@@ -192,7 +192,7 @@ def test_custom_tools_are_named_as_senpi_names_them(npm_install, tmp_path, capsy
 
 
 def test_the_extension_layer_is_counted_on_the_delta_lane(npm_install, tmp_path, capsys):
-    from senpi_guard.patch import definition
+    from senpi_guard.core.patch import definition
     pkg = npm_install(3)
     path = recorded_session(tmp_path, 3, pkg, extras=False, compact_every=0, turns=12)
     (report,) = audit(capsys, path, "--root", pkg)[0]["sessions"]

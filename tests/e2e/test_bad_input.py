@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import SHAPE_REL, run_cli, tree_digest, write_user_config
 
-from senpi_guard import sample
+from senpi_guard.demo import sample
 
 REL = SHAPE_REL[2]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from senpi_guard import service
+from senpi_guard.keep import service
 
 
 def analyze(unit: Path, runtime: Path) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import SHAPE_REL, add_path, run_cli, sha, tool
 
-from senpi_guard import sample
+from senpi_guard.demo import sample
 
 
 def discovered(capsys) -> list[dict]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import run_cli, write_user_config
 
-from senpi_guard.patch import definition
+from senpi_guard.core.patch import definition
 
 PATCH = definition.load()
 NAME = PATCH.extension.file_name
@@ -58,7 +58,7 @@ def test_apply_installs_it_through_senpis_own_runner(npm_install, capsys, isolat
 
 
 def test_without_senpis_runner_a_minimal_host_proves_it(tmp_path, capsys, isolated_dirs):
-    from senpi_guard import sample
+    from senpi_guard.demo import sample
     pkg = tmp_path / "pkg"
     sample.write_sample_package(pkg, 2, fillers=0)
     for name in ("runner.js", "loader.js"):

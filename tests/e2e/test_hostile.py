@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import SHAPE_REL, hand_patched, harness_processes, run_cli, tree_digest, wait_for
 
-from senpi_guard import sample, sample_session
+from senpi_guard.demo import sample, sample_session
 
 USER = "senpi-guard-test"
 REL = SHAPE_REL[2]
@@ -211,7 +211,7 @@ def test_defer_on_a_hand_patched_install_says_what_happened(custom_package, caps
 
 
 def test_a_write_that_stops_half_way_reports_partial(npm_install, capsys, monkeypatch):
-    from senpi_guard import write
+    from senpi_guard.io import write
     pkg = npm_install(3)
     real_replace = write.replace
     calls = []

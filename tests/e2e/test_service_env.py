@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import SHAPE_REL, patched, run_cli, wait_for
 
-from senpi_guard import nodes, service
+from senpi_guard.keep import service
+from senpi_guard.prove import nodes
 
 NVM_VERSION = "v20.99.0"
 

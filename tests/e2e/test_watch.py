@@ -24,8 +24,8 @@ from conftest import (
     write_user_config,
 )
 
-from senpi_guard import sample
-from senpi_guard.patch import apply as edit
+from senpi_guard.core.patch import apply as edit
+from senpi_guard.demo import sample
 
 V1, V2 = "2026.7.30", "2026.8.1"
 

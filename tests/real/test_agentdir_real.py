@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from realsenpi import node24_bin
 
-from senpi_guard import agentdir
+from senpi_guard.core import agentdir
 from senpi_guard.errors import FatalError
 
 pytestmark = pytest.mark.real

@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from senpi_guard.config import Config
+from senpi_guard.core.patch import definition
 from senpi_guard.discover import describe
-from senpi_guard.patch import definition
-from senpi_guard.reconcile import Reconciler
+from senpi_guard.io.config import Config
+from senpi_guard.layers.dist import Reconciler
 
 pytestmark = pytest.mark.real
 

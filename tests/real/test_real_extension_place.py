@@ -14,7 +14,7 @@ import pytest
 from conftest import write_user_config
 from realsenpi import RealSenpi, senpi_guard
 
-from senpi_guard import service
+from senpi_guard.keep import service
 
 pytestmark = pytest.mark.real
 

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from senpi_guard import agentdir, sample
-from senpi_guard.agentdir import Brand, EnvRead, Resolved, resolve
+from senpi_guard.core import agentdir
+from senpi_guard.core.agentdir import Brand, EnvRead, Resolved, resolve
+from senpi_guard.demo import sample
 from senpi_guard.errors import FatalError
 
 # the lookup shape (2026.7.28 - 2026.8.11) is the sample packages' own config.js; the brand-aware
@@ -366,7 +367,7 @@ def test_normalize_is_posix_normpath_but_keeps_a_trailing_slash(path, absolute):
 
 
 def test_syntax_patterns():
-    from senpi_guard import jssyntax as js
+    from senpi_guard.core import jssyntax as js
 
     def node(source: str):
         statement = js.parse(source.encode()).root_node.named_children[0]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from conftest import hand_patched
 
-from senpi_guard import sample
-from senpi_guard.config import Config
-from senpi_guard.patch import apply, definition, reverse
-from senpi_guard.patch.classify import SETTLED, State, classify
+from senpi_guard.core.patch import apply, definition, reverse
+from senpi_guard.core.patch.classify import SETTLED, State, classify
+from senpi_guard.demo import sample
+from senpi_guard.io.config import Config
 
 PATCH = definition.load()
 CONFIG = Config()

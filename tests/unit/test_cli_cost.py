@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from senpi_guard import sample
+from senpi_guard.demo import sample
 
 
 def fake_npm(folder: Path, root: Path) -> Path:

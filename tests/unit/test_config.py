@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from senpi_guard import config
 from senpi_guard.errors import FatalError
+from senpi_guard.io import config
 
 
 def load(tmp_path, text: str) -> config.Config:

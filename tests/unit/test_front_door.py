@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from senpi_guard import __version__, sample, sample_session
+from senpi_guard import __version__
+from senpi_guard.demo import sample, sample_session
 
 ESC = "\033["
 
@@ -213,7 +214,7 @@ def test_status_imports_neither_watchdog_nor_filelock(pkg):
 
 
 def test_status_looks_where_the_target_was_and_walks_again_after_an_update(capsys, pkg, monkeypatch):
-    from senpi_guard import locate
+    from senpi_guard.core import locate
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     walks = []
     real_walk = locate.js_files

@@ -1,6 +1,7 @@
 import pytest
 
-from senpi_guard import jssyntax, sample
+from senpi_guard.core import jssyntax
+from senpi_guard.demo import sample
 
 
 def returns_of(source: str, name: str = "buildPromptBlocks") -> list[str]:
@@ -72,7 +73,7 @@ def test_param_reassignment_detected():
 
 
 def test_a_file_that_names_the_function_only_in_line_comments_is_not_parsed(tmp_path):
-    from senpi_guard import locate
+    from senpi_guard.core import locate
     commented = tmp_path / "a.js"
     commented.write_bytes(b"    // buildPromptBlocks is built elsewhere\n\xff not even UTF-8\n")
     defined = tmp_path / "b.js"

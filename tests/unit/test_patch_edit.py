@@ -3,11 +3,12 @@ from conftest import hand_patched
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from senpi_guard import jssyntax, sample
-from senpi_guard.config import Config
+from senpi_guard.core import jssyntax
+from senpi_guard.core.patch import apply as edit
+from senpi_guard.core.patch import definition, reverse
+from senpi_guard.demo import sample
 from senpi_guard.errors import FatalError
-from senpi_guard.patch import apply as edit
-from senpi_guard.patch import definition, reverse
+from senpi_guard.io.config import Config
 
 PATCH = definition.load()
 CONFIG = Config()

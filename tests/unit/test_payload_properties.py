@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from senpi_guard.config import Config
-from senpi_guard.patch import definition
+from senpi_guard.core.patch import definition
+from senpi_guard.io.config import Config
 
 PATCH = definition.load()
 TAGS = ("ultrawork-mode", "system-reminder", "omo-senpi-task")

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from senpi_guard import nodes, service
+from senpi_guard.keep import service
+from senpi_guard.prove import nodes
 
 text = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30)
 tricky = st.one_of(text, st.sampled_from(['a%b', 'x$y', 'q"uote', 'back\\slash', 'sp ace', '%i$HOME"\\']))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from senpi_guard import sample_session, session
+from senpi_guard.audit import session
+from senpi_guard.demo import sample_session
 
 
 def test_turns_follow_the_parent_chain_and_count_damage(tmp_path):

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from senpi_guard.errors import FatalError
-from senpi_guard.store import RECORDS_VERSION, Store, safe_version
+from senpi_guard.io.store import RECORDS_VERSION, Store, safe_version
 
 
 @pytest.fixture

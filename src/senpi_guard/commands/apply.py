@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from senpi_guard import extension_plan, ui
+from senpi_guard import ui
 from senpi_guard.commands import common
-from senpi_guard.reconcile import Reconciler
+from senpi_guard.layers import extension_plan
+from senpi_guard.layers.dist import Reconciler
 
 SUMMARY = "patch every senpi install (verified with node before writing)"
 EXAMPLE = ("senpi-guard apply            # every install found\n"

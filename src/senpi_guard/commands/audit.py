@@ -8,10 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import audit, discover, extension_plan, plot, session
+from senpi_guard import discover
+from senpi_guard.audit import plot, session
+from senpi_guard.audit import replay as audit
 from senpi_guard.commands import audit_view as view
 from senpi_guard.commands import common
+from senpi_guard.core import agentdir
 from senpi_guard.errors import FatalError, UsageError
+from senpi_guard.layers import extension_plan
 
 SUMMARY = "per-call prompt bytes of senpi sessions, as sent, with and without the patch"
 EXAMPLE = "senpi-guard audit --latest\n  senpi-guard audit ~/.senpi/agent/sessions/x.jsonl --json --plot turns.png"
@@ -39,7 +43,7 @@ def configure(parser) -> None:
 def _agent_dirs(installs) -> list[Path]:
     """Where the installs keep their sessions: each one's own agent dir (else the default one)."""
     places = [extension_plan.placement(i) for i in installs]
-    return list(dict.fromkeys(p.user.path for p in places if p.user is not None)) or [session.agent_dir()]
+    return list(dict.fromkeys(p.user.path for p in places if p.user is not None)) or [agentdir.default_agent_dir()]
 
 
 def _sessions(args, agent_dirs: list[Path]) -> list[Path]:
@@ -105,7 +109,7 @@ class JsonStream:
 
 def run(args) -> int:
     found = discover.explicit(args.root) if args.root else discover.discover()
-    files = _sessions(args, _agent_dirs(found.installs) if not args.session else [session.agent_dir()])
+    files = _sessions(args, _agent_dirs(found.installs) if not args.session else [agentdir.default_agent_dir()])
     if args.session:
         session.read_header(files[0])  # a bad file named by hand is refused before anything runs
     if args.plot:

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import config as config_mod
 from senpi_guard import discover, ui
+from senpi_guard.core.patch import definition
+from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
-from senpi_guard.findings import Outcome
-from senpi_guard.patch import definition
-from senpi_guard.patch.classify import SETTLED, State
+from senpi_guard.io import config as config_mod
+from senpi_guard.layers.findings import Outcome
 
 
 def add_root(parser: argparse.ArgumentParser) -> None:

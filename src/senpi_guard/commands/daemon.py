@@ -7,9 +7,11 @@ import shlex
 import shutil
 import sys
 
-from senpi_guard import nodes, service, store
 from senpi_guard.errors import FatalError
-from senpi_guard.write import write_private
+from senpi_guard.io import store
+from senpi_guard.io.write import write_private
+from senpi_guard.keep import service
+from senpi_guard.prove import nodes
 
 SUMMARY = "run the watcher as a user service (systemd user unit or launchd agent)"
 EXAMPLE = ("senpi-guard daemon install    # write the unit, enable and start it\n"

@@ -8,11 +8,13 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from senpi_guard import audit, extension, extension_plan, sample, sample_session
+from senpi_guard.audit import replay as audit
 from senpi_guard.commands import common
+from senpi_guard.core.patch.classify import State
+from senpi_guard.demo import sample, sample_session
 from senpi_guard.discover import Install, describe
-from senpi_guard.patch.classify import State
-from senpi_guard.reconcile import Reconciler
+from senpi_guard.layers import extension, extension_plan
+from senpi_guard.layers.dist import Reconciler
 
 SUMMARY = "try senpi-guard on a throw-away sample install (needs node and npm)"
 EXAMPLE = "senpi-guard demo --keep   # keep the temp prefix to look at"

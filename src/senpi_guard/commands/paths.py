@@ -7,10 +7,12 @@ import json
 import sys
 from typing import Any
 
-from senpi_guard import config as config_mod
-from senpi_guard import service, session, store
 from senpi_guard.commands import common
-from senpi_guard.patch import definition
+from senpi_guard.core import agentdir
+from senpi_guard.core.patch import definition
+from senpi_guard.io import config as config_mod
+from senpi_guard.io import store
+from senpi_guard.keep import service
 
 SUMMARY = "show the effective config and every path senpi-guard reads or writes"
 EXAMPLE = "senpi-guard paths --json"
@@ -41,7 +43,7 @@ def collect() -> dict[str, Any]:
         "watcher_pid_file": str(where.pid_file),
         "log_dir": str(store.log_dir()),
         "service_file": str(unit),
-        "senpi_agent_dir": str(session.agent_dir()),
+        "senpi_agent_dir": str(agentdir.default_agent_dir()),
     }
 
 

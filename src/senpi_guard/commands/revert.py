@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from senpi_guard import extension_plan
 from senpi_guard.commands import common
-from senpi_guard.reconcile import Reconciler
+from senpi_guard.layers import extension_plan
+from senpi_guard.layers.dist import Reconciler
 
 SUMMARY = "restore the original bytes of every patched install and remove the extension layer"
 EXAMPLE = "senpi-guard revert\n  senpi-guard revert --from-edit   # ignore backups, remove the edit"

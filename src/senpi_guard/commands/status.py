@@ -6,11 +6,13 @@ import json
 import time
 from typing import Any
 
-from senpi_guard import extension, extension_plan, nodes, ui
+from senpi_guard import ui
 from senpi_guard.commands import common
+from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
-from senpi_guard.patch.classify import SETTLED, State
-from senpi_guard.reconcile import Reconciler
+from senpi_guard.layers import extension, extension_plan
+from senpi_guard.layers.dist import Reconciler
+from senpi_guard.prove import nodes
 
 SUMMARY = "show each install's state, its last verification and the watcher"
 EXAMPLE = "senpi-guard status\n  senpi-guard status --json | jq '.installs[].state'"

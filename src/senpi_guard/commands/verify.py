@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from senpi_guard import ui
 from senpi_guard.commands import common
-from senpi_guard.reconcile import Reconciler
+from senpi_guard.layers.dist import Reconciler
 
 SUMMARY = "replay the fixture contexts through each install's code with node; change nothing"
 EXAMPLE = "senpi-guard verify --json"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from senpi_guard import config as config_mod
 from senpi_guard.commands import common
 from senpi_guard.errors import UsageError
+from senpi_guard.io import config as config_mod
 
 SUMMARY = "keep every install patched across `senpi update` (foreground; the daemon runs this)"
 EXAMPLE = "senpi-guard watch --rescan-interval 30"
@@ -24,7 +24,8 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from senpi_guard import notify, watcher  # watchdog is loaded only by the command that watches
+    from senpi_guard.keep import watcher  # watchdog is loaded only by the command that watches
+    from senpi_guard.keep import notify
 
     overrides = {k: v for k, v in (("rescan_interval", args.rescan_interval),
                                    ("quiet_period", args.quiet_period)) if v is not None}

@@ -1,0 +1,1 @@
+"""What senpi really sent, call by call, and what each layer changes in it."""

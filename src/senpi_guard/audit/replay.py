@@ -1,0 +1,271 @@
+"""Replay a session the way senpi sent it: per assistant turn, which lane the call took (senpi's own
+continuity record), the bytes that lane sent with and without the patch, what a prompt cache had to
+write anew, and senpi's own recorded payload size beside ours. One node process serves all sessions;
+requests are pipelined (a reader thread collects the replies in order)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from senpi_guard.audit import session
+from senpi_guard.audit.summary import Summary
+from senpi_guard.core import locate
+from senpi_guard.core.patch.classify import State
+from senpi_guard.core.patch.definition import Patch
+from senpi_guard.demo import sample
+from senpi_guard.discover import Install, describe
+from senpi_guard.errors import FatalError
+from senpi_guard.io.config import Config
+from senpi_guard.layers.dist import Reconciler
+from senpi_guard.prove import nodes, verify
+from senpi_guard.prove.mirror import mirror
+
+SESSION_FUNCTIONS = ("buildDeltaPromptBlocks", "buildSessionContext", "convertToLlm")
+FULL_KINDS = {"bootstrap", "flatten", "disabled"}
+DELTA_KINDS = {"delta", "fork"}
+CLAUDE_PROVIDERS = {"claude-sdk-oauth", "claude-agent-sdk"}  # the ones that serialise with buildPromptBlocks
+CONFIGS = ("installed", "dist", "extension", "both")
+IN_FLIGHT = 64
+
+
+@dataclass
+class Serializer:
+    """The live node process, where its serialisation comes from, and how contexts are rebuilt."""
+
+    label: str
+    proc: subprocess.Popen[str]
+    reconstruction: str  # "senpi" (its own buildSessionContext + convertToLlm) or "python"
+    resident_lane: bool  # the install has a delta lane (2026.7.31-2 and later)
+
+    def __post_init__(self) -> None:
+        self.replies: queue.Queue[str] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.replies.put(line.decode("utf-8", "replace"))
+        self.replies.put("")
+
+    def send(self, request: dict[str, Any]) -> None:
+        self.send_raw(json.dumps(request).encode())
+
+    def send_raw(self, line: bytes) -> None:
+        self.proc.stdin.write(line + b"\n")
+
+    def reply(self) -> dict[str, Any]:
+        self.proc.stdin.flush()
+        line = self.replies.get()
+        if not line:
+            tail = (self.proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+                    or ["no output"])[-1]
+            raise FatalError(f"the audit's node process ended early: {tail}")
+        return json.loads(line)
+
+
+def _pairs(reconciler: Reconciler, install: Install) -> dict[str, verify.ModulePair]:
+    insp = reconciler.inspect(install)
+    if insp.state in (State.ERROR, State.UNSUPPORTED):
+        raise FatalError(insp.detail)
+    return reconciler.module_pairs(insp, roles=("prompt", "upstream"))
+
+
+def _session_functions(install: Install) -> dict[str, Path]:
+    """senpi's own delta serialiser and session functions, found by what the files export; a name
+    defined in more than one place is left out (never guessed)."""
+    found = locate.find_exported_functions(locate.js_files(install.package_dir / "dist"), SESSION_FUNCTIONS)
+    return {name: hits[0].path for name, hits in found.items() if len({h.path for h in hits}) == 1}
+
+
+def _job(patch: Patch, config: Config, place, install: Install, pairs: dict[str, verify.ModulePair],
+         functions: dict[str, Path], exact: bool) -> dict[str, Any]:
+    job = verify.harness_job("audit", patch, config, place, pairs)
+
+    def spec(name: str) -> dict[str, Any] | None:
+        path = functions.get(name)
+        return {"original": str(place.in_package(install.package_dir, path)), "export": name} if path else None
+
+    job["delta"] = spec("buildDeltaPromptBlocks")
+    if exact and spec("buildSessionContext") and spec("convertToLlm"):
+        job["session"] = {"context": spec("buildSessionContext"), "convert": spec("convertToLlm")}
+    return job
+
+
+@contextmanager
+def serializer(installs: list[Install], patch: Patch, config: Config, allow_foreign_root: bool = False,
+               reconstruction: str = "auto") -> Iterator[Serializer]:
+    reconciler = Reconciler(patch, config, allow_foreign_root=allow_foreign_root)
+    with ExitStack() as stack:
+        chosen = next((i for i in installs if not i.unsupported), None)
+        pairs, own = None, True
+        if chosen is not None:
+            try:
+                pairs = _pairs(reconciler, chosen)
+                label = f"senpi {chosen.version} as installed ({chosen.package_dir})"
+            except FatalError as exc:
+                label = f"the sample shape-2 senpi (senpi {chosen.version} unusable: {exc})"
+        if pairs is None:
+            if chosen is None:
+                label = "the sample shape-2 senpi (no senpi install found)"
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="senpi-guard-audit-")))
+            sample.write_sample_package(folder / "pkg", 2, fillers=0)
+            chosen, own = describe(folder / "pkg", "sample"), False
+            pairs = _pairs(reconciler, chosen)
+        functions = _session_functions(chosen)
+        exact = reconstruction == "senpi" or (reconstruction == "auto" and own)
+        sandbox = reconciler.sandbox(chosen, pairs)
+        place = stack.enter_context(mirror(chosen.package_dir, list(pairs.values()), patch.checks_path,
+                                           sandbox.work_dir, sandbox.owner))
+        job = _job(patch, config, place, chosen, pairs, functions, exact)
+        if patch.extension is not None:  # the extension layer, as apply would install it
+            rendered = place.root / patch.extension.file_name
+            rendered.write_text(patch.render_extension(config), "utf-8")
+            job["extension"] = str(rendered)
+        proc = stack.enter_context(_node(chosen.package_dir, place, job))
+        ready = json.loads(proc.stdout.readline() or b"{}")
+        if reconstruction == "senpi" and not ready.get("exact"):
+            raise FatalError(f"senpi {chosen.version}'s own buildSessionContext/convertToLlm "
+                             "could not be used (not found, or they did not import under node); "
+                             "run without --reconstruction senpi to use senpi-guard's own")
+        yield Serializer(label, proc, "senpi" if ready.get("exact") else "python",
+                         "buildDeltaPromptBlocks" in functions)
+
+
+@contextmanager
+def _node(package_dir: Path, place, job: dict[str, Any]) -> Iterator[subprocess.Popen[str]]:
+    script = place.root / "audit.mjs"
+    shutil.copyfile(Path(str(resources.files("senpi_guard.audit").joinpath("audit.mjs"))), script)
+    proc = subprocess.Popen([nodes.node_for(package_dir).path, str(script)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            bufsize=1 << 20, **place.popen_kwargs())
+    try:
+        proc.stdin.write(json.dumps(job).encode() + b"\n")
+        proc.stdin.flush()
+        yield proc  # the caller reads the ready line
+    finally:
+        if proc.stdin and not proc.stdin.closed:
+            with suppress(BrokenPipeError):
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def lane_of(call: session.Call, resident_lane: bool) -> str:
+    """How this call went out: "full", "delta" or "unknown" for senpi's Claude provider (from its
+    own record when it has one), "context" for every other provider (the whole context, as the
+    `context` handlers returned it, in that provider's format: no buildPromptBlocks, no lanes)."""
+    if call.provider is not None and call.provider not in CLAUDE_PROVIDERS:
+        return "context"
+    if call.continuity in FULL_KINDS:
+        return "full"
+    if call.continuity in DELTA_KINDS:
+        return "delta"
+    if call.provider == "claude-agent-sdk":
+        return "full"  # the provider before 2026.7.31-2 re-sends the whole history every call
+    return "unknown" if resident_lane else "full"
+
+
+MEASURED_AS = {
+    "full": "the whole history through buildPromptBlocks (and upstream's dedupe where installed)",
+    "unknown": "as a full re-send, for want of a record",
+    "delta": "the new messages through buildDeltaPromptBlocks",
+    "context": "the text of every context message, as the context handlers returned them",
+}
+
+
+def recorded_as(recorded: int | None, sizes: dict[str, int]) -> str | None:
+    """Which configuration produced the call, from senpi's own payloadBytes: the one whose bytes it
+    equals; "unknown" when several give those bytes, "mismatch" when none does; None unrecorded."""
+    if recorded is None:
+        return None
+    matches = [config for config in CONFIGS if sizes[config] == recorded]
+    return matches[0] if len(matches) == 1 else "unknown" if matches else "mismatch"
+
+
+def audit_session(path: Path, server: Serializer,
+                  on_turn: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Audit one session; each turn's row goes to `on_turn` as soon as it is measured. Returns the
+    summary, the warnings and the per-turn byte series (not the rows)."""
+    found = session.index(path)
+    summary = Summary(server.resident_lane)
+    tools = sorted(found.tools)
+    sent: set[str] = set()
+    silent: set[str] = set()
+    pending: list[dict[str, Any]] = []
+    server.send({"op": "reset"})
+
+    def settle(limit: int) -> None:
+        while len(pending) > limit:
+            _finish(pending.pop(0), server.reply(), summary, on_turn)
+
+    with path.open("rb") as handle:
+        for turn in session.turns(found):
+            ids = turn.chain if server.reconstruction == "senpi" else turn.path
+            for entry_id in ids:
+                if entry_id in sent or entry_id in silent:
+                    continue
+                entry = found.entries[entry_id]
+                if server.reconstruction == "senpi" or entry.plain:  # sent as stored: no parse, no encode
+                    server.send_raw(b'{"op":"put","id":' + json.dumps(entry_id).encode() + b',"entry":'
+                                    + session.read_raw(handle, entry) + b"}")
+                    continue
+                message = session.to_message(session.read_entry(handle, found.entries[entry_id]))
+                if message is None:  # e.g. a `!!cmd` or an empty branch summary: senpi sends nothing
+                    silent.add(entry_id)
+                else:
+                    server.send({"op": "put", "id": entry_id, "message": message})
+            sent = set(ids)
+            raw_turn = session.read_entry(handle, found.entries[turn.entry_id])
+            call = session.call_of(raw_turn)
+            lane = lane_of(call, server.resident_lane)
+            server.send({"op": "measure", "ids": [i for i in ids if i not in silent], "leaf": turn.leaf,
+                         "lane": lane, "delta": call.delta_messages, "tools": tools})
+            pending.append({"turn": turn, "call": call, "lane": lane, "usage": session.usage_of(raw_turn)})
+            settle(IN_FLIGHT)
+    server.send({"op": "flush"})
+    settle(0)
+    server.reply()  # the flush request's own reply
+    return {"session": str(path), "serializer": server.label, "reconstruction": server.reconstruction,
+            "summary": summary.result(), "warnings": dict(found.warnings),
+            "series": (summary.unpatched_series, summary.patched_series)}
+
+
+def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary,
+            on_turn: Callable[[dict[str, Any]], None] | None) -> None:
+    turn, call = meta["turn"], meta["call"]
+    if "error" in result:
+        summary.skip(turn.index, result["error"])
+        return
+    sizes, cache = result["bytes"], result["cacheWrite"]
+    lane = meta["lane"]
+    row = {
+        "index": turn.index, "entry_id": turn.entry_id, "provider": call.provider,
+        "continuity": call.continuity, "sent": lane, "measured_as": MEASURED_AS[lane],
+        "bytes": sizes, "cache_write": cache if lane != "delta" else None,
+        "unpatched_bytes": sizes["installed"], "patched_bytes": sizes["dist"],
+        "recorded_payload_bytes": call.payload_bytes,
+        "recorded_as": recorded_as(call.payload_bytes, sizes),
+        "recorded_matches": [c for c in CONFIGS if call.payload_bytes is not None and sizes[c] == call.payload_bytes],
+        "collapsed": result["collapsed"],
+        "est_tokens_unpatched": sizes["installed"] // 4,
+        "est_tokens_patched": sizes["dist"] // 4,
+        "usage": meta["usage"], "model": turn.model,
+        "directives": {"distinct": result["directives"], **({f"kept_{c}": result["kept"][c] for c in CONFIGS}
+                                                           if lane != "delta" else {})},
+    }
+    summary.add(row)
+    if on_turn is not None:
+        on_turn(row)

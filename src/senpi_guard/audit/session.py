@@ -1,0 +1,311 @@
+"""senpi session JSONL -> the context of every assistant turn, streamed in bounded memory.
+
+One pass indexes the file (id -> byte offset, parent, type); a turn's context is then rebuilt from
+its parent chain by reading just those lines. Only the current path's messages are ever parsed and
+held, so memory follows the context window, not the file size.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from senpi_guard.errors import FatalError
+
+CONTEXT_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
+KNOWN_TYPES = CONTEXT_TYPES | {"custom", "model_change", "thinking_level_change", "label",
+                               "session_info"}
+COMPACTION_TEXT = ("The conversation history before this point was compacted into the following "
+                   "summary:\n\n<summary>\n{summary}\n</summary>")
+# (senpi closes a branch summary with no newline before </summary>, unlike a compaction's)
+BRANCH_TEXT = ("The following is a summary of a branch that this conversation came back from:"
+               "\n\n<summary>\n{summary}</summary>")
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    parent: str | None
+    kind: str
+    offset: int
+    length: int
+    role: str | None = None
+    first_kept: str | None = None
+    plain: bool = False  # a user/assistant/toolResult message with content: sent as it is stored
+
+
+@dataclass
+class Turn:
+    index: int
+    entry_id: str
+    path: list[str]  # context entry ids, oldest first (compaction entry first when present)
+    chain: list[str]  # every entry from the first one the context needs to the leaf, in file order
+    leaf: str | None
+    model: str | None
+
+
+@dataclass(frozen=True)
+class Call:
+    """What senpi recorded about how one assistant turn's request went out."""
+
+    continuity: str | None  # bootstrap, delta, fork, flatten, disabled; None when not recorded
+    reason: str | None
+    delta_messages: int | None
+    payload_bytes: int | None
+    provider: str | None
+
+
+@dataclass
+class SessionIndex:
+    path: Path
+    header: dict[str, Any]
+    entries: dict[str, Entry] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    warnings: Counter = field(default_factory=Counter)
+    models: dict[str, str] = field(default_factory=dict)  # assistant id -> model id
+    tools: set[str] = field(default_factory=set)  # every tool name called or answered
+
+
+def session_files(agent_dirs: list[Path]) -> list[Path]:
+    """Every session file under the agent dirs' sessions/ folders, oldest first."""
+    files = []
+    for folder in dict.fromkeys(agent_dirs):
+        root = folder / "sessions"
+        files += [p for p in root.glob("*/*.jsonl") if p.is_file()] if root.is_dir() else []
+    return sorted(files, key=lambda p: p.stat().st_mtime)
+
+
+def _header(path: Path, first: bytes) -> dict[str, Any]:
+    header = _parse(first)
+    if not isinstance(header, dict) or header.get("type") != "session":
+        raise FatalError(f"{path} is not a senpi session file (its first line is not a "
+                         "{\"type\":\"session\"} header); pass a file from an agent dir's sessions/ folder")
+    return header
+
+
+def _open(path: Path) -> BinaryIO:
+    try:
+        return path.open("rb")
+    except OSError as exc:
+        raise FatalError(f"cannot open session {path}: {exc.strerror}; check its permissions") from exc
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    with _open(path) as handle:
+        return _header(path, handle.readline(1 << 20))
+
+
+def index(path: Path) -> SessionIndex:
+    with _open(path) as handle:
+        first = handle.readline()
+        found = SessionIndex(path, _header(path, first))
+        model = None
+        offset = len(first)
+        for raw in iter(handle.readline, b""):
+            length = len(raw)
+            entry = _parse(raw)
+            at = offset
+            offset += length
+            if not raw.strip():
+                continue
+            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+                found.warnings["malformed line" if raw.endswith(b"\n") else "truncated last line"] += 1
+                continue
+            kind = entry.get("type")
+            if kind not in KNOWN_TYPES:
+                found.warnings[f"unknown entry type {str(kind)[:40]!r}"] += 1
+                continue
+            if kind == "model_change":
+                model = entry.get("modelId") or entry.get("model") or model
+            role = None
+            if kind == "message":
+                message = entry.get("message")
+                if not isinstance(message, dict) or "role" not in message:
+                    found.warnings["message without a role"] += 1
+                    continue
+                role = message["role"]
+                if role == "assistant":
+                    found.models[entry["id"]] = message.get("model") or model
+                _note_tools(found.tools, message)
+            parent = entry.get("parentId")
+            plain = role in ("user", "assistant", "toolResult") and entry["message"].get("content") is not None
+            found.entries[entry["id"]] = Entry(entry["id"], parent if isinstance(parent, str) else None,
+                                               kind, at, length, role, entry.get("firstKeptEntryId"), plain)
+            found.order.append(entry["id"])
+    return found
+
+
+def _note_tools(tools: set[str], message: dict[str, Any]) -> None:
+    if message.get("role") == "toolResult" and isinstance(message.get("toolName"), str):
+        tools.add(message["toolName"])
+    content = message.get("content")
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, dict) and part.get("type") == "toolCall" and isinstance(part.get("name"), str):
+            tools.add(part["name"])
+
+
+def _parse(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly deep JSON
+        return None
+
+
+def turns(found: SessionIndex) -> Iterator[Turn]:
+    """Every assistant entry, in file order, with the ids of its context."""
+    number = 0
+    for entry_id in found.order:
+        entry = found.entries[entry_id]
+        if entry.kind != "message" or entry.role != "assistant":
+            continue
+        walked = context_ids(found, entry.parent)
+        if walked is None:
+            continue
+        yield Turn(number, entry_id, walked[0], walked[1], entry.parent, found.models.get(entry_id))
+        number += 1
+
+
+def context_ids(found: SessionIndex, start: str | None) -> tuple[list[str], list[str]] | None:
+    """The context's entry ids, oldest first, and the chain of entries they came from, walking back
+    from `start` only as far as needed: the first compaction met is the latest, and nothing before
+    its firstKeptEntryId is read. Like senpi, other compactions are skipped when looking for that
+    entry (one that names an older compaction keeps nothing before itself). None (counted) when a
+    parent is missing."""
+    walked: list[str] = []  # context entries, newest first
+    chain: list[str] = []
+    seen: set[str] = set()
+    compaction: Entry | None = None
+    after_compaction = 0
+    met_kept = False
+    current = start
+    while current is not None:
+        entry = found.entries.get(current)
+        if entry is None or current in seen:
+            found.warnings["entry with a missing parent" if entry is None else "parent cycle"] += 1
+            return None
+        seen.add(current)
+        chain.append(current)
+        if entry.kind == "compaction":
+            if compaction is None:
+                compaction, after_compaction = entry, len(walked)
+                if not _can_keep(found, entry.first_kept):
+                    break  # nothing before this compaction can be kept: stop walking here
+        elif entry.kind in CONTEXT_TYPES:
+            walked.append(current)
+            if compaction is not None and current == compaction.first_kept:
+                met_kept = True
+                break
+        current = entry.parent
+    if compaction is not None and not met_kept:
+        kept = found.entries.get(compaction.first_kept or "")
+        if kept is None or kept.kind != "compaction":
+            found.warnings["compaction keeps an entry that is not on the path"] += 1
+        walked = walked[:after_compaction]
+    walked.reverse()
+    chain.reverse()
+    return (walked if compaction is None else [compaction.id, *walked]), chain
+
+
+def _can_keep(found: SessionIndex, first_kept: str | None) -> bool:
+    """Whether a compaction's firstKeptEntryId can be met walking back: senpi skips compactions
+    when looking for it, and an id that is in no entry is never met."""
+    kept = found.entries.get(first_kept or "")
+    return kept is not None and kept.kind != "compaction"
+
+
+def read_raw(handle: BinaryIO, entry: Entry) -> bytes:
+    """An entry's JSON text as it is in the file."""
+    handle.seek(entry.offset)
+    return handle.read(entry.length).strip()
+
+
+def read_entry(handle: BinaryIO, entry: Entry) -> dict[str, Any]:
+    handle.seek(entry.offset)
+    return json.loads(handle.read(entry.length))
+
+
+def to_message(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """The message an entry contributes to the context, as senpi's convertToLlm gives it to the
+    provider; None when it contributes nothing."""
+    kind = raw.get("type")
+    if kind == "message":
+        message = raw["message"]
+        role = message.get("role")
+        if role == "bashExecution":
+            return bash_execution_text(message)
+        if role not in ("user", "assistant", "toolResult"):
+            return None  # senpi drops a role it does not know
+        return message if message.get("content") is not None else {**message, "content": []}
+    if kind == "compaction":
+        return {"role": "user", "content": [{"type": "text", "text": COMPACTION_TEXT.format(
+            summary=raw.get("summary", ""))}]}
+    if kind == "branch_summary":
+        summary = raw.get("summary")
+        if not isinstance(summary, str) or not summary:  # senpi adds no empty branch summary
+            return None
+        return {"role": "user", "content": [{"type": "text", "text": BRANCH_TEXT.format(summary=summary)}]}
+    if kind == "custom_message":
+        content = raw.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        return {"role": "user", "content": parts if parts is not None else []}
+    return None
+
+
+CONTINUITY = "claude_sdk_oauth_session_continuity"
+
+
+def call_of(raw: dict[str, Any]) -> Call:
+    """The last continuity record of an assistant entry (the one that describes its call)."""
+    message = raw.get("message") if isinstance(raw.get("message"), dict) else {}
+    diagnostics = message.get("diagnostics") or raw.get("diagnostics") or []
+    details: dict[str, Any] = {}
+    for item in diagnostics if isinstance(diagnostics, list) else ():
+        if isinstance(item, dict) and item.get("type") == CONTINUITY and isinstance(item.get("details"), dict):
+            details = item["details"]
+    def number(key: str) -> int | None:
+        value = details.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    kind = details.get("kind")
+    provider = message.get("provider")
+    return Call(kind if isinstance(kind, str) else None,
+                details.get("reason") if isinstance(details.get("reason"), str) else None,
+                number("deltaMessages"), number("payloadBytes"),
+                provider if isinstance(provider, str) else None)
+
+
+def bash_execution_text(message: dict[str, Any]) -> dict[str, Any] | None:
+    """A user's `!cmd` as senpi sends it: user text; `!!cmd` (excludeFromContext) sends nothing."""
+    if message.get("excludeFromContext"):
+        return None
+    output = message.get("output")
+    text = f"Ran `{message.get('command', '')}`\n"
+    text += f"```\n{output}\n```" if output else "(no output)"
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif message.get("exitCode") not in (None, 0):
+        text += f"\n\nCommand exited with code {message.get('exitCode')}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def usage_of(raw: dict[str, Any]) -> dict[str, Any] | None:
+    usage = raw.get("message", {}).get("usage")
+    if not isinstance(usage, dict):
+        return None
+    return {k: usage.get(k) for k in ("input", "cacheRead", "cacheWrite", "totalTokens")}
+
+
+def context_window(model: str | None) -> int | None:
+    """Tokens, for the Claude models senpi's provider uses; None when unknown."""
+    if not model:
+        return None
+    name = model.lower()
+    if "claude" not in name and not re.search(r"opus|sonnet|haiku", name):
+        return None
+    return 1_000_000 if re.search(r"1m\b|\[1m\]|-1m", name) else 200_000

@@ -1,0 +1,67 @@
+"""Fixture contexts for the replay: deterministic directive texts and `repeat` templates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+FIXTURES_CODE = Path(__file__)  # (what expands the fixtures: a cache of them is keyed by it too)
+WORDS = ("verify", "every", "claim", "before", "reporting", "done", "run", "the", "tests", "read",
+         "files", "fully", "never", "stop", "early", "plan", "todo", "items", "parallel", "agents")
+
+
+def directive_text(tag: str, size: int, seed: str) -> str:
+    """A deterministic directive block of exactly `size` UTF-8 bytes (for size ≥ its tags)."""
+    head, tail = f"<{tag}>\n", f"\n</{tag}>"
+    lines: list[str] = []
+    total = len(head) + len(tail)
+    index = 0
+    while total < size:
+        words = " ".join(WORDS[(index * 7 + k + len(seed)) % len(WORDS)] for k in range(9))
+        line = f"{index + 1}. [{seed}] {words}."
+        lines.append(line)
+        total += len(line) + 1
+        index += 1
+    body = "\n".join(lines)
+    excess = len(head) + len(body) + len(tail) - size
+    if excess > 0:
+        body = body[: len(body) - excess]
+    return head + body + tail
+
+
+def _fill(value: Any, directives: dict[str, str], n: int) -> Any:
+    if isinstance(value, str):
+        for key, text in directives.items():
+            value = value.replace("{{" + key + "}}", text)
+        return value.replace("{{n}}", str(n))
+    if isinstance(value, list):
+        return [_fill(v, directives, n) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, directives, n) for k, v in value.items()}
+    return value
+
+
+def expand_fixture(raw: dict[str, Any], default_name: str) -> dict[str, Any]:
+    """`{{key}}` becomes the directive named `key`, `{{n}}` the repeat counter."""
+    directives = {key: directive_text(d["tag"], int(d.get("bytes", 400)), d.get("seed", key))
+                  for key, d in raw.get("directives", {}).items()}
+    messages: list[Any] = []
+    for item in raw["messages"]:
+        if "repeat" in item:
+            for n in range(int(item["repeat"])):
+                messages.extend(_fill(item["messages"], directives, n))
+        else:
+            messages.append(_fill(item, directives, 0))
+    return {
+        "name": raw.get("name", default_name),
+        "about": raw.get("about", ""),
+        "checks": list(raw.get("checks", [])),
+        "growing": bool(raw.get("growing", False)),
+        "context": {"messages": messages},
+    }
+
+
+def load_fixtures(folder: Path) -> list[dict[str, Any]]:
+    return [expand_fixture(json.loads(p.read_text("utf-8")), p.stem)
+            for p in sorted(folder.glob("*.json"))]

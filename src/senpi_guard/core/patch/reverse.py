@@ -1,0 +1,155 @@
+"""Undo edits: remove ours (the inverse of apply_edit) or a hand-applied hot-fix. Pure bytes -> bytes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from senpi_guard.core import jssyntax
+from senpi_guard.core.patch.apply import (
+    ENTRY_CLOSE,
+    ENTRY_OPEN,
+    HEADER_RE,
+    SEQUENCE_TAG,
+    EditError,
+    Header,
+    end_line,
+    read_header,
+    sha256,
+)
+from senpi_guard.core.patch.definition import Patch
+
+
+class Recovered(NamedTuple):
+    """What a target file is made of: whose edit it carries and the unpatched bytes under it."""
+
+    kind: str  # "plain", "ours" or "hand"
+    base: bytes | None  # None when the unpatched bytes cannot be recovered
+    header: Header | None
+    note: str  # why `base` is None; for a hand fix that can be removed, what apply will do
+
+
+def recover(data: bytes, patch: Patch) -> Recovered:
+    header = read_header(data)
+    if header is not None:
+        try:
+            return Recovered("ours", remove_edit(data, patch.callees), header, "")
+        except ValueError as exc:  # EditError, or a syntax error once the payload is cut
+            return Recovered("ours", None, header, str(exc))
+    if patch.hand_fix_function and _declares(data, patch.hand_fix_function):
+        try:
+            base = remove_hand_fix(data, patch.hand_fix_function)
+            return Recovered("hand", base, None, f"carries the hand-applied "
+                             f"{patch.hand_fix_function}; apply replaces it")
+        except ValueError as exc:  # EditError, JsSyntaxError
+            return Recovered("hand", None, None, str(exc))
+    return Recovered("plain", data, None, "")
+
+
+def _declares(data: bytes, function: str) -> bool:
+    """A top-level declaration by syntax tree; a mere mention in a comment or string is not one."""
+    if function.encode() not in data:
+        return False
+    try:
+        return bool(jssyntax.top_level_declarations(jssyntax.parse(data), function))
+    except jssyntax.JsSyntaxError:
+        return False
+
+
+def remove_edit(patched: bytes, wrap_callees: Sequence[str]) -> bytes:
+    """Undo apply_edit; the result's sha256 must equal the header's original-sha256."""
+    header = read_header(patched)
+    if header is None:
+        raise EditError("no senpi-guard header line")
+    start = HEADER_RE.search(patched).start()
+    end_re = re.compile(rb"^" + re.escape(end_line(header.name).encode()) + rb"\r?(\n|$)",
+                        re.MULTILINE)
+    end = end_re.search(patched, start)
+    if end is None:
+        raise EditError("the senpi-guard payload has no end line")
+    cut = _strip_entries(patched[:start] + patched[end.end():])
+    candidates = [cut]
+    if not end.group(1) and cut.endswith(b"\n"):
+        candidates.append(cut[:-2] if cut.endswith(b"\r\n") else cut[:-1])
+    for candidate in candidates:
+        try:
+            base = _unwrap_calls(candidate, wrap_callees)
+        except jssyntax.JsSyntaxError:
+            continue
+        if sha256(base) == header.original_sha256:
+            return base
+    raise EditError("removing the senpi-guard edit does not give back the original bytes "
+                    f"(sha256 {header.original_sha256[:12]}…)")
+
+
+ENTRY_RE = re.compile(re.escape(ENTRY_OPEN) + rb".*?" + re.escape(ENTRY_CLOSE))
+
+
+def _strip_entries(source: bytes) -> bytes:
+    """Remove our entry guards (each on one line, between its two marker comments)."""
+    return ENTRY_RE.sub(b"", source)
+
+
+def _unwrap_calls(source: bytes, callees: Sequence[str]) -> bytes:
+    tree = jssyntax.parse(source)
+    edits: list[tuple[int, int, bytes]] = []
+    for callee in callees:
+        for call in jssyntax.find_calls(tree, callee):
+            children = call.child_by_field_name("arguments").named_children
+            args = [a for a in children if a.type != "comment"]
+            if not args:
+                raise EditError(f"{callee}() without arguments")
+            first = args[0]
+            tagged = children[0].type == "comment" and children[0].text == SEQUENCE_TAG
+            if tagged and first.type == "parenthesized_expression" and first.named_children:
+                first = first.named_children[0]
+            edits.append((call.start_byte, call.end_byte, source[first.start_byte:first.end_byte]))
+    out = bytearray(source)
+    for start, end, text in sorted(edits, reverse=True):
+        out[start:end] = text
+    return bytes(out)
+
+
+def remove_hand_fix(source: bytes, function: str) -> bytes:
+    """Remove a hand-applied `function NAME(x) {…}` and unwrap every `NAME(expr)` call."""
+    tree = jssyntax.parse(source)
+    decls = jssyntax.top_level_declarations(tree, function)
+    if len(decls) != 1:
+        raise EditError(f"expected one top-level `function {function}`, found {len(decls)}")
+    decl = decls[0]
+    calls = [c for c in jssyntax.find_calls(tree, function)
+             if not (decl.start_byte <= c.start_byte < decl.end_byte)]
+    inside = sum(1 for c in jssyntax.find_calls(tree, function)
+                 if decl.start_byte <= c.start_byte < decl.end_byte)
+    if not calls:
+        raise EditError(f"`{function}` is declared but never called")
+    edits: list[tuple[int, int, bytes]] = []
+    for call in calls:
+        args = [a for a in call.child_by_field_name("arguments").named_children
+                if a.type != "comment"]
+        if len(args) != 1 or args[0].type == "spread_element":
+            raise EditError(f"a call to `{function}` at line {call.start_point[0] + 1} does not "
+                            "take exactly one argument")
+        edits.append((call.start_byte, call.end_byte, source[args[0].start_byte:args[0].end_byte]))
+    if jssyntax.mentions(tree, function) != 1 + len(calls) + inside:
+        raise EditError(f"`{function}` is used other than as a call wrapping a value")
+    line_start = source.rfind(b"\n", 0, decl.start_byte) + 1
+    if source[line_start:decl.start_byte].strip():
+        line_start = decl.start_byte
+    line_end = source.find(b"\n", decl.end_byte)
+    line_end = len(source) if line_end == -1 else line_end + 1
+    if source[decl.end_byte:line_end].strip():
+        line_end = decl.end_byte
+    edits.append((line_start, line_end, b""))
+    out = bytearray(source)
+    for start, end, text in sorted(edits, reverse=True):
+        out[start:end] = text
+    cleaned = bytes(out)
+    try:
+        left = jssyntax.mentions(jssyntax.parse(cleaned), function)
+    except jssyntax.JsSyntaxError as exc:
+        raise EditError(f"the file no longer parses after removing `{function}` ({exc})") from exc
+    if left:
+        raise EditError(f"`{function}` is still referenced after removing it")
+    return cleaned

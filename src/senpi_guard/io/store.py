@@ -1,0 +1,309 @@
+"""senpi-guard's own files: where they live, backups of original bytes, per-install records, the
+watcher's pid file and the one write lock. Nothing here writes into a senpi install."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import platformdirs
+
+from senpi_guard.errors import FatalError
+from senpi_guard.io.write import os_error, private_dirs, write_private
+
+APP = "senpi-guard"
+RECORDS_VERSION = 2  # 1 had the same layout without the field
+LOCK_TIMEOUT = 120.0
+log = logging.getLogger("senpi-guard")
+
+
+def log_dir() -> Path:
+    return Path(platformdirs.user_log_dir(APP))
+
+
+class Backup(NamedTuple):
+    path: Path
+    data: bytes
+
+
+def install_key(package_dir: Path) -> str:
+    real = str(Path(package_dir).resolve())
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", real).strip("-")[-40:]
+    return f"{hashlib.sha256(real.encode()).hexdigest()[:12]}-{slug}"
+
+
+def safe_version(version: str) -> str:
+    """A folder name that stays one folder: no separators, no `.`/`..`, bounded length."""
+    safe = re.sub(r"[^A-Za-z0-9.+-]", "_", version)[:80]
+    return safe if safe.strip(".") else f"_{len(version)}"
+
+
+def trusted(folder: Path) -> Path:
+    """`folder` if it may hold what senpi-guard trusts: not a symlink, owned by us, writable by no
+    one else. A missing folder is fine (it will be made by us)."""
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return folder
+    except OSError as exc:
+        raise FatalError(f"cannot look at {folder}: {exc.strerror}; fix it, then retry") from exc
+    if stat.S_ISLNK(st.st_mode):
+        problem = "is a symbolic link"
+    elif not stat.S_ISDIR(st.st_mode):
+        problem = "is not a folder"
+    elif st.st_uid != os.geteuid():
+        problem = f"belongs to uid {st.st_uid}, not to you (uid {os.geteuid()})"
+    elif st.st_mode & 0o022:
+        problem = f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    else:
+        return folder
+    raise FatalError(f"senpi-guard's folder {folder} {problem}; senpi-guard will not trust what is "
+                     "in it: remove it or make it yours (chown, chmod go-w), then retry")
+
+
+class Store:
+    """Owns the data dir (backups) and the state dir (records, pid file, write lock). Every
+    folder on the way to what it reads or writes is checked with `trusted`."""
+
+    def __init__(self, data_dir: Path | None = None, state_dir: Path | None = None) -> None:
+        self.data_dir = data_dir or Path(platformdirs.user_data_dir(APP))
+        self.state_dir = state_dir or Path(platformdirs.user_state_dir(APP))
+
+    def _trusted_chain(self, top: Path, folder: Path) -> Path:
+        """Check `top` and every folder below it down to `folder`."""
+        current = trusted(top)
+        for part in folder.relative_to(top).parts:
+            current = trusted(current / part)
+        return folder
+
+    @property
+    def backups_dir(self) -> Path:
+        return self.data_dir / "backups"
+
+    @property
+    def records_file(self) -> Path:
+        return self.state_dir / "state.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.state_dir / "write.lock"
+
+    def _lock_path(self, path: Path) -> str:
+        self._trusted_chain(self.state_dir, self.state_dir)
+        try:
+            private_dirs(self.state_dir)
+        except OSError as exc:
+            raise os_error(exc, "make", self.state_dir, "fix that folder, then retry") from exc
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise FatalError(f"{path} is not a plain file (a symbolic link?); senpi-guard will not "
+                             "lock through it: remove it, then retry")
+        return str(path)
+
+    @property
+    def pid_file(self) -> Path:
+        return self.state_dir / "watcher.json"
+
+    # ---- the write lock ------------------------------------------------------------------
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """One writer at a time across apply, revert, demo and the watcher; says when it waits."""
+        import filelock  # only the commands that write pay for it
+
+        timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
+        lock = filelock.FileLock(self._lock_path(self.lock_file))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            log.warning("waiting for the write lock %s (another senpi-guard is writing)…",
+                        self.lock_file)
+            try:
+                lock.acquire(timeout=timeout)
+            except filelock.Timeout as exc:
+                raise FatalError(f"another senpi-guard holds the write lock {self.lock_file} for "
+                                 f"over {timeout:g}s; wait for it or stop it, then retry") from exc
+        try:
+            yield
+        finally:
+            lock.release()
+
+    # ---- backups -------------------------------------------------------------------------
+    def backup_dir(self, package_dir: Path, version: str) -> Path:
+        folder = self.backups_dir / install_key(package_dir) / safe_version(version)
+        return self._trusted_chain(self.data_dir, folder)
+
+    def save_backup(self, package_dir: Path, version: str, rel: str, found: bytes,
+                    base_sha: str) -> Path:
+        folder = self.backup_dir(package_dir, version)
+        sha = hashlib.sha256(found).hexdigest()
+        blob = folder / f"{sha}.orig"
+        if not blob.exists():
+            write_private(blob, found)
+        record = {"package_dir": str(package_dir), "version": version, "file": rel, "sha256": sha,
+                  "base_sha256": base_sha, "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        write_private(folder / f"{sha}.json", json.dumps(record, indent=2).encode())
+        return blob
+
+    def find_backup(self, package_dir: Path, version: str, rel: str, base_sha: str) -> Backup | None:
+        """The bytes found before senpi-guard first patched `rel`, for the edit whose original is
+        base_sha. A backup whose content no longer matches its recorded sha256 is an error."""
+        folder = self.backup_dir(package_dir, version)
+        matches = []
+        for meta in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                record = json.loads(meta.read_text("utf-8"))
+                if record["file"] == rel and record["base_sha256"] == base_sha:
+                    matches.append((str(record["saved"]), meta.with_suffix(".orig"), record["sha256"]))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise FatalError(f"backup record {meta} is corrupt ({exc}); nothing was changed: "
+                                 "delete it, or revert with --from-edit") from exc
+        if not matches:
+            return None
+        _, blob, sha = max(matches)
+        try:
+            data = blob.read_bytes()
+        except OSError as exc:
+            raise FatalError(f"backup {blob} is unreadable ({exc.strerror}); nothing was changed: "
+                             "revert with --from-edit to remove the edit instead") from exc
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise FatalError(f"backup {blob} is corrupt (its sha256 is not the recorded {sha[:12]}…); "
+                             "nothing was changed: revert with --from-edit to remove the edit instead")
+        return Backup(blob, data)
+
+    def save_drifted(self, package_dir: Path, version: str, rel: str, found: bytes) -> Path:
+        """Keep a hand-edited patched file before anything replaces it."""
+        sha = hashlib.sha256(found).hexdigest()
+        copy = self.backup_dir(package_dir, version) / "drifted" / f"{sha}.drifted"
+        if not copy.exists():
+            write_private(copy, found)
+            write_private(copy.with_name(f"{sha}.about.json"), json.dumps({
+                "package_dir": str(package_dir), "version": version, "file": rel, "sha256": sha,
+                "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2).encode())
+        return copy
+
+    # ---- holds: `revert` asks the watcher to leave an install alone until `apply` -----------
+    def hold_file(self, package_dir: Path) -> Path:
+        folder = self._trusted_chain(self.data_dir, self.backups_dir / install_key(package_dir))
+        return folder / "hold.json"
+
+    def hold(self, package_dir: Path) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.hold_file(package_dir).read_text("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # unreadable: treat as held, never patch against it
+            return {"reason": f"hold file unreadable ({exc})"}
+        return data if isinstance(data, dict) else {"reason": "hold file malformed"}
+
+    def set_hold(self, package_dir: Path, reason: str) -> None:
+        write_private(self.hold_file(package_dir), json.dumps(
+            {"reason": reason, "time": time.time(), "package_dir": str(package_dir)}).encode())
+
+    def clear_hold(self, package_dir: Path) -> bool:
+        try:
+            self.hold_file(package_dir).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    # ---- records (last verification, last reconcile, back-off) ------------------------------
+    def load_records(self) -> dict[str, Any]:
+        path = self._trusted_chain(self.state_dir, self.state_dir) / "state.json"
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return {"version": RECORDS_VERSION, "installs": {}}
+        except OSError as exc:
+            raise FatalError(f"cannot read state file {path}: {exc.strerror}; fix its permissions "
+                             "or delete it (it only holds records)") from exc
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or not isinstance(data.get("installs", {}), dict):
+                raise ValueError("unexpected layout")
+            version = data.get("version", 1)
+            if not isinstance(version, int) or isinstance(version, bool):
+                raise ValueError(f"version {version!r} is not a number")
+        except (ValueError, RecursionError) as exc:
+            raise FatalError(f"state file {path} is corrupt ({exc}); nothing was changed: delete it "
+                             "(it only holds verification records) and run the command again") from exc
+        if version > RECORDS_VERSION:
+            raise FatalError(f"state file {path} was written by a newer senpi-guard (format "
+                             f"{version}); upgrade senpi-guard, or delete the file")
+        data["version"] = RECORDS_VERSION
+        data.setdefault("installs", {})
+        return data
+
+    def save_records(self, data: dict[str, Any]) -> None:
+        data["version"] = RECORDS_VERSION
+        write_private(self.records_file, json.dumps(data, indent=2, sort_keys=True).encode())
+
+    def update_install(self, package_dir: Path, **fields: Any) -> None:
+        data = self.load_records()
+        entry = data["installs"].setdefault(str(Path(package_dir).resolve()), {})
+        if not isinstance(entry, dict):
+            entry = data["installs"][str(Path(package_dir).resolve())] = {}
+        entry.update(fields)
+        self.save_records(data)
+
+    def install_record(self, package_dir: Path, records: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = records if records is not None else self.load_records()
+        entry = data["installs"].get(str(Path(package_dir).resolve()), {})
+        return entry if isinstance(entry, dict) else {}
+
+    # ---- agent dirs added by `apply --here` (a project's own .senpi/agent) ------------------
+    def agent_dirs(self) -> list[Path]:
+        found = self.load_records().get("agent_dirs", [])
+        return [Path(p) for p in found if isinstance(p, str)] if isinstance(found, list) else []
+
+    def remember_agent_dir(self, path: Path, keep: bool = True) -> None:
+        data = self.load_records()
+        known = [p for p in data.get("agent_dirs", []) if isinstance(p, str) and p != str(path)]
+        data["agent_dirs"] = [*known, str(path)] if keep else known
+        self.save_records(data)
+
+    # ---- the watcher: one per state dir, and its pid file ------------------------------------
+    @contextmanager
+    def watcher_lock(self) -> Iterator[None]:
+        """Held for a watcher's lifetime: a second watcher is refused with the first one's pid."""
+        import filelock
+
+        lock = filelock.FileLock(self._lock_path(self.state_dir / "watcher.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            running = self.running_watcher()
+            who = f"pid {running['pid']}" if running else "a process that is starting or stopping"
+            raise FatalError(f"another watcher is already running for {self.state_dir} ({who}); "
+                             "stop it first (senpi-guard daemon uninstall, or kill it)") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def write_pid(self, roots: list[Path]) -> None:
+        write_private(self.pid_file, json.dumps({"pid": os.getpid(), "since": time.time(),
+                                                 "roots": [str(r) for r in roots]}).encode())
+
+    def clear_pid(self) -> None:
+        try:
+            if json.loads(self.pid_file.read_text()).get("pid") == os.getpid():
+                self.pid_file.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def running_watcher(self) -> dict[str, Any] | None:
+        """The pid file's content when that process is alive, else None."""
+        try:
+            data = json.loads(self.pid_file.read_text())
+            os.kill(int(data["pid"]), 0)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return data

@@ -1,0 +1,1 @@
+"""Keeping the patch across updates: the watcher, the user service, notices."""

@@ -1,0 +1,49 @@
+"""How the watcher tells the user: a rotating log file (and stderr), and desktop notifications."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+
+from senpi_guard.io import store
+from senpi_guard.io.write import os_error, private_dirs
+
+log = logging.getLogger("senpi-guard.watch")
+
+
+def setup_logging(verbose: bool = True) -> Path:
+    folder = store.log_dir()
+    logfile = folder / "watch.log"
+    try:
+        private_dirs(folder)
+        handler = RotatingFileHandler(logfile, maxBytes=1 << 20, backupCount=3, encoding="utf-8")
+    except OSError as exc:
+        raise os_error(exc, "open the log", logfile, "fix that folder (or set XDG_STATE_HOME), then retry") from exc
+    log.setLevel(logging.INFO)
+    log.handlers.clear()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    if verbose:
+        console = logging.StreamHandler(sys.stderr)
+        console.setFormatter(logging.Formatter("senpi-guard watch: %(message)s"))
+        log.addHandler(console)
+    return logfile
+
+
+def notify(title: str, message: str) -> None:
+    """One desktop notification where the platform has a notifier; never fails the caller."""
+    if sys.platform == "darwin" and shutil.which("osascript"):
+        script = f"display notification {message!r} with title {title!r}".replace("'", '"')
+        argv = ["osascript", "-e", script]
+    elif shutil.which("notify-send"):
+        argv = ["notify-send", "--app-name=senpi-guard", title, message]
+    else:
+        return
+    try:
+        subprocess.run(argv, timeout=10, check=False, capture_output=True)
+    except (OSError, subprocess.TimeoutExpired):
+        log.info("desktop notification could not be shown")

@@ -1,0 +1,371 @@
+"""The reconciling watcher: file events plus a periodic rescan, settle, then the same reconcile as
+`apply` under the same lock. Failures back off per (version, target sha256)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import queue
+import signal
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from senpi_guard import discover
+from senpi_guard.core import locate
+from senpi_guard.core.patch.definition import Patch
+from senpi_guard.errors import FatalError
+from senpi_guard.io import config as config_mod
+from senpi_guard.io.config import Config
+from senpi_guard.io.store import Store
+from senpi_guard.keep.extension_keeper import ExtensionKeeper
+from senpi_guard.keep.notify import log, notify
+from senpi_guard.layers.dist import Reconciler
+
+# watchdog warns when a directory that was replaced (an update) is watched again at the same path;
+# the old watch is gone with the old inode, so the warning carries no information here.
+warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
+STAGING_PREFIXES = (".senpi-", "_tmp_", ".staging")
+MANAGER_ANSWER_MAX_AGE = 600.0  # seconds to reuse `npm root -g` & co. between rescans
+STABLE_PERIODS = 4  # quiet periods of unchanged targets that end a settle despite other events
+
+
+class _Events(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        self.watcher.event(str(event.src_path))
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
+def _file_stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _sha(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def _content_key(inst: discover.Install, target: str | None) -> str:
+    """What a failure is keyed on: the target file's sha256 or, when no target could be located,
+    a signature of every .js file under dist/ (so any change there lifts the back-off)."""
+    if target:
+        return _sha(Path(target))
+    digest = hashlib.sha256()
+    for path in locate.js_files(inst.package_dir / "dist"):
+        digest.update(f"{path}\0{_file_stat(path)}\0".encode())
+    return "dist:" + digest.hexdigest()
+
+
+@dataclass
+class Known:
+    """What the watcher remembers of an install between reconciles."""
+
+    files: list[Path] = field(default_factory=list)
+    fingerprint: tuple = ()
+
+
+class Watcher:
+    def __init__(self, patch: Patch, config: Config, roots: list[Path],
+                 overrides: dict[str, float] | None = None) -> None:
+        self.patch = patch
+        self.store = Store()
+        self.overrides = overrides or {}
+        self.config = dataclasses.replace(config, **self.overrides)
+        self.roots = roots
+        self.stop = threading.Event()  # also cancels a running replay and any write not started
+        self.triggers: queue.Queue[str] = queue.Queue()
+        self.last_event = 0.0  # of an event that can change a target (dist/, package.json, above)
+        self.observer = Observer()
+        self.watches: dict[Path, tuple[object, int | None, bool]] = {}
+        self.known: dict[Path, Known] = {}
+        self.seen: dict[Path, None] = {}
+        self._real_packages: tuple[str, ...] = ()
+        self.reload_requested = False
+        self.extension = ExtensionKeeper(self.store, self.stop)
+
+    # ---- events and watches ------------------------------------------------------------
+    def event(self, path: str) -> None:
+        """An event under a package dir matters only in dist/ or for package.json; one above it
+        (a package dir replaced, a staging dir) always does."""
+        for package in self._real_packages:
+            if path.startswith(package + os.sep):
+                rel = path[len(package) + 1:]
+                if rel != "package.json" and rel != "dist" and not rel.startswith("dist" + os.sep):
+                    return
+                break
+        self.last_event = time.monotonic()
+        self.triggers.put(f"event {path}")
+
+    def installs(self) -> list[discover.Install]:
+        if self.roots:
+            found = []
+            for root in self.roots:
+                described = discover.describe(root) if (root / "package.json").is_file() else None
+                if described is not None:
+                    found.append(described)
+        else:
+            found = discover.discover(max_age=MANAGER_ANSWER_MAX_AGE).installs
+        for inst in found:
+            if not inst.unsupported:
+                self.seen.setdefault(inst.package_dir, None)
+        return found
+
+    def watched_packages(self) -> list[Path]:
+        """--root dirs and every package dir ever found: an update moves a package dir aside or
+        swaps it, and discovery must not make the watcher forget where senpi lives meanwhile.
+        A dir whose parent is gone too (pnpm removed the whole project dir) is let go."""
+        for gone in [d for d in self.seen if not d.exists() and not d.parent.exists()]:
+            del self.seen[gone]
+        return list(dict.fromkeys([*self.roots, *self.seen]))
+
+    def _wanted_watches(self) -> dict[Path, bool]:
+        wanted: dict[Path, bool] = {}
+        for package_dir in self.watched_packages():
+            # ancestors, non-recursive: node_modules/@code-yeongyu survives an npm swap; pnpm's
+            # global dir (four levels up) sees a new project dir appear
+            for ancestor in list(package_dir.parents)[:4]:
+                wanted.setdefault(ancestor, False)
+            if package_dir.is_dir():
+                wanted[Path(os.path.realpath(package_dir))] = True
+        resolved: dict[Path, bool] = {}
+        for path, recursive in wanted.items():
+            while not path.is_dir() and path != path.parent:
+                path, recursive = path.parent, False
+            resolved[path] = resolved.get(path, False) or recursive
+        return resolved
+
+    def rearm(self) -> None:
+        """Watch what exists now; a directory that was replaced (new inode) is watched anew."""
+        wanted = self._wanted_watches()
+        self._real_packages = tuple(os.path.realpath(p) for p in self.watched_packages())
+        for path in list(self.watches):
+            handle, inode, recursive = self.watches[path]
+            if path not in wanted or _inode(path) != inode or wanted[path] != recursive:
+                self.observer.unschedule(handle)
+                del self.watches[path]
+        for path, recursive in wanted.items():
+            if path not in self.watches:
+                try:
+                    handle = self.observer.schedule(_Events(self), str(path), recursive=recursive)
+                except OSError as exc:
+                    log.warning("cannot watch %s: %s", path, exc)
+                    continue
+                self.watches[path] = (handle, _inode(path), recursive)
+
+    # ---- settle ------------------------------------------------------------------------
+    def _package_state(self, package_dir: Path) -> tuple:
+        """What must hold still before patching; `busy` when an update is visibly under way."""
+        try:
+            staging = tuple(sorted(e for e in os.listdir(package_dir.parent)
+                                   if e.startswith(STAGING_PREFIXES)))
+        except OSError:
+            staging = ()
+        manifest = discover.read_manifest(package_dir)
+        version = manifest.get("version") if manifest else None
+        present = package_dir.exists()
+        known = self.known.get(Path(os.path.realpath(package_dir)), Known())
+        busy = bool(staging) or (present and version is None)
+        return (str(package_dir), present, version, staging,
+                tuple(_file_stat(f) for f in known.files)), busy
+
+    def settle(self, rescan_at: float) -> bool:
+        """Wait until every install looks the same twice and either no relevant event came for
+        quiet_period, or package.json and the targets held still for STABLE_PERIODS of them
+        while other files under dist/ kept changing. Gives up at settle_timeout, and returns at
+        `rescan_at` so that a rescan is never postponed."""
+        deadline = min(time.monotonic() + self.config.settle_timeout, rescan_at)
+        previous, stable_since = None, time.monotonic()
+        while not self.stop.is_set():
+            self.installs()
+            self.rearm()
+            states = [self._package_state(d) for d in self.watched_packages()]
+            current = [fingerprint for fingerprint, _ in states]
+            busy = any(flag for _, flag in states)
+            now = time.monotonic()
+            quiet_for = now - self.last_event
+            if current != previous or busy:
+                stable_since = now
+            stable = current == previous and not busy
+            if stable and (quiet_for >= self.config.quiet_period
+                           or now - stable_since >= STABLE_PERIODS * self.config.quiet_period):
+                return True
+            previous = current
+            if now >= rescan_at:
+                return False
+            if now > deadline:
+                log.warning("installs did not settle within %gs; will retry on the next trigger",
+                            self.config.settle_timeout)
+                return False
+            self.stop.wait(max(0.05, min(self.config.quiet_period - quiet_for, rescan_at - now)))
+        return False
+
+    # ---- reconcile ---------------------------------------------------------------------
+    def _fingerprint(self, inst: discover.Install, files: list[Path]) -> tuple:
+        return (str(inst.real_dir), inst.version, _file_stat(inst.package_dir / "package.json"),
+                tuple((str(f), _file_stat(f)) for f in files))
+
+    def reload_config(self, force: bool = False) -> None:
+        """Pick up a changed config file, so the watcher never undoes an `apply` made with it;
+        `force` (SIGHUP) also forgets what it knew, so every install is looked at again."""
+        if force:
+            self.known.clear()
+        try:
+            fresh = config_mod.load()
+            self.patch.check_tags(fresh.tags)
+        except FatalError as exc:
+            log.error("config not reloaded, keeping the previous one: %s", exc)
+            return
+        fresh = dataclasses.replace(fresh, **self.overrides)
+        if fresh != self.config:
+            log.info("config changed; reconciling with tags=%s upstream_dedupe=%s",
+                     ",".join(fresh.tags), fresh.upstream_dedupe)
+            self.config = fresh
+            self.known.clear()
+
+    def reconcile_all(self, trigger: str) -> None:
+        self.reload_config()
+        installs = self.installs()
+        self.rearm()
+        for inst in installs:
+            if self.stop.is_set():
+                return
+            self.reconcile_one(inst, trigger)
+        self.extension.keep(self.patch, self.config, installs)
+
+    def _backed_off(self, inst: discover.Install) -> bool:
+        backoff = self.store.install_record(inst.package_dir).get("backoff")
+        return isinstance(backoff, dict) and backoff.get("version") == inst.version and \
+            _content_key(inst, backoff.get("target")) == backoff.get("sha256")
+
+    def reconcile_one(self, inst: discover.Install, trigger: str) -> None:
+        key = inst.real_dir
+        known = self.known.get(key)
+        if known and known.fingerprint == self._fingerprint(inst, known.files):
+            return  # nothing changed since the last reconcile
+        if inst.unsupported:
+            log.info("install=%s unsupported: %s", inst.package_dir, inst.unsupported)
+            self.known[key] = Known([], self._fingerprint(inst, []))
+            return
+        if self._backed_off(inst):
+            return
+        log.info("reconcile started install=%s (%s)", inst.package_dir, trigger.split(" ", 1)[0])
+        with self.store.lock():
+            reconciler = Reconciler(self.patch, self.config, self.store, cancel=self.stop)
+            outcome = reconciler.reconcile(inst, on_drift=self.config.on_drift)
+        if self.stop.is_set() and not outcome.ok:
+            log.info("install=%s stopped: %s", inst.package_dir, outcome.detail)
+            return
+        log.info("trigger=%s install=%s version=%s before=%s after=%s ok=%s ms=%d%s",
+                 trigger.split(" ", 1)[0], inst.package_dir, inst.version, outcome.before,
+                 outcome.after, outcome.ok, outcome.millis,
+                 f" wrote={','.join(outcome.changed)}" if outcome.changed else "")
+        result = {"time": time.time(), "trigger": trigger[:200], "before": outcome.before,
+                  "after": outcome.after, "ok": outcome.ok, "millis": outcome.millis,
+                  "detail": outcome.detail[:500]}
+        if outcome.ok and any(_sha(Path(path)) != sha for path, sha in outcome.final_shas.items()):
+            # changed after it was read (and we did not write it): what we would remember is stale
+            log.info("install=%s changed while reconciling; will look again", inst.package_dir)
+            self.triggers.put("retry changed-during-reconcile")
+            return
+        if outcome.ok:
+            self.known[key] = Known(outcome.files, self._fingerprint(inst, outcome.files))
+            self.store.update_install(inst.package_dir, last_reconcile=result, backoff=None)
+            return
+        self.store.update_install(inst.package_dir, last_reconcile=result)
+        target = str(outcome.files[0]) if outcome.files else None
+        failed = (inst.version, _content_key(inst, target))
+        self.stop.wait(self.config.quiet_period)  # was it an update still landing?
+        now = discover.describe(inst.package_dir)
+        if now is None or (now.version, _content_key(inst, target)) != failed:
+            log.info("install=%s changed while reconciling; will retry", inst.package_dir)
+            self.triggers.put("retry changed-during-reconcile")
+            return
+        log.error("install=%s version=%s could not be patched: %s (not retried until it changes "
+                  "or `senpi-guard apply` is run)", inst.package_dir, inst.version, outcome.detail)
+        kept = f"a copy of the hand-edited file is at {outcome.backups[0]}; " if outcome.backups else ""
+        notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {kept}{outcome.detail[:200]}")
+        self.store.update_install(inst.package_dir, backoff={
+            "version": inst.version, "sha256": failed[1], "target": target,
+            "error": outcome.detail[:500], "time": time.time()})
+        self.known[key] = Known(outcome.files, ())
+
+    # ---- main loop ---------------------------------------------------------------------
+    def run(self, logfile: Path | None = None) -> int:
+        with self.store.watcher_lock():
+            log.info("watching (rescan every %gs, quiet period %gs, log %s)",
+                     self.config.rescan_interval, self.config.quiet_period, logfile)
+            self.store.write_pid(self.roots)
+            self.observer.start()
+            try:
+                self._loop()
+            finally:
+                self.observer.stop()
+                self.observer.join(timeout=2)
+                self.store.clear_pid()
+        log.info("stopped")
+        return 0
+
+    def _loop(self) -> None:
+        self.reconcile_all("startup")
+        next_rescan = time.monotonic() + self.config.rescan_interval
+        while not self.stop.is_set():
+            try:
+                trigger = self.triggers.get(timeout=max(0.0, next_rescan - time.monotonic()))
+            except queue.Empty:
+                trigger = "rescan"
+            if self.stop.is_set():
+                break
+            if self.reload_requested:
+                self.reload_requested = False
+                self.reload_config(force=True)
+                trigger = "sighup"
+            elif time.monotonic() >= next_rescan:
+                trigger = "rescan"  # due: no stream of events may postpone it
+            elif not self.settle(next_rescan) and time.monotonic() < next_rescan:
+                continue
+            if trigger == "rescan" or time.monotonic() >= next_rescan:
+                next_rescan = time.monotonic() + self.config.rescan_interval
+            while not self.triggers.empty():
+                self.triggers.get_nowait()
+            try:
+                self.reconcile_all(trigger)
+            except FatalError as exc:
+                log.error("reconcile failed: %s", exc)
+
+    def install_signal_handlers(self) -> None:
+        def stop(signum, _frame) -> None:
+            log.info("received %s, stopping", signal.Signals(signum).name)
+            self.stop.set()
+            self.triggers.put("stop")
+
+        def reload(_signum, _frame) -> None:
+            log.info("received SIGHUP: reloading the config and looking at every install again")
+            self.reload_requested = True
+            self.triggers.put("sighup")
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGHUP, reload)

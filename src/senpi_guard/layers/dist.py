@@ -1,0 +1,390 @@
+"""Inspect, reconcile, verify and revert one install. apply, verify, revert, watch and demo all come
+through a `Reconciler`, which binds the patch, the config and the store once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from senpi_guard.core import locate
+from senpi_guard.core.patch import apply, reverse
+from senpi_guard.core.patch.classify import State, classify
+from senpi_guard.core.patch.definition import Patch, Target
+from senpi_guard.discover import Install
+from senpi_guard.errors import FatalError
+from senpi_guard.io import write
+from senpi_guard.io.config import Config
+from senpi_guard.io.store import Store
+from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, install_spec, overall_detail, overall_state
+from senpi_guard.prove import mirror, verify
+from senpi_guard.prove.replays import ReplayMemo, package_stamp, replay_key
+
+HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
+
+
+class Reconciler:
+    """`cancel`, when set, stops a running replay and any write that has not started."""
+
+    def __init__(self, patch: Patch, config: Config, store: Store | None = None,
+                 cancel: threading.Event | None = None, allow_foreign_root: bool = False,
+                 quick_locate: bool = False, reuse_stored_replays: bool = True) -> None:
+        self.patch = patch
+        # quick_locate (status only: it writes nothing): accept targets found exactly once in the
+        # known shapes' folders without walking the rest of dist/ for a second definition
+        self.quick_locate = quick_locate
+        # identical replays run once per process; a passing one is also trusted from an earlier
+        # run unless the caller asks for a fresh proof (`verify`)
+        self.reuse_stored_replays = reuse_stored_replays
+        self.config = config
+        self.store = store or Store()
+        self.replays = ReplayMemo(self.store.state_dir / "replays.json")
+        self.cancel = cancel or threading.Event()
+        self.allow_foreign_root = allow_foreign_root
+
+    # ---- looking -----------------------------------------------------------------------
+    def inspect(self, install: Install) -> Inspection:
+        if install.unsupported:
+            return Inspection(install, State.UNSUPPORTED, detail=install.unsupported)
+        try:
+            insp = self._inspect(install)
+        except FatalError as exc:
+            return Inspection(install, State.ERROR, detail=str(exc))
+        hold = self.store.hold(install.package_dir) if insp.state in HOLDABLE else None
+        if hold is not None:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hold["time"])) \
+                if isinstance(hold.get("time"), int | float) else "earlier"
+            return replace(insp, state=State.HELD, detail=f"held since {when} ({hold.get('reason')}): "
+                           "the watcher leaves it alone until `senpi-guard apply`")
+        return insp
+
+    def _inspect(self, install: Install) -> Inspection:
+        dist = install.package_dir / "dist"
+        hits, searched = self._locate(install, dist)
+        found: list[TargetFile] = []
+        for target in self.patch.targets:
+            located = hits[target.function]
+            if len(located) > 1:
+                where = ", ".join(f"{h.path.relative_to(dist)}:{h.definition.line}" for h in located)
+                raise FatalError(f"senpi {install.version} at {install.package_dir}: {len(located)} "
+                                 f"definitions of {target.function} ({where}); senpi-guard will "
+                                 "not guess: report this version")
+            if not located:
+                if target.required:
+                    raise FatalError(f"senpi {install.version} at {install.package_dir}: no file "
+                                     f"under dist/ defines and exports {target.function} (searched "
+                                     f"{searched} .js files); this version is not supported yet")
+                continue
+            found.append(self._target_file(install, target, located[0].path))
+        prompt = next((f for f in found if f.target.role == "prompt"), None)
+        shape = prompt and self.patch.shape_of(prompt.path, any(f.target.role == "upstream" for f in found))
+        return Inspection(install, overall_state(found, self.config), tuple(found),
+                          overall_detail(found, self.config), shape)
+
+    def _locate(self, install: Install, dist: Path) -> tuple[dict, int]:
+        """Where each target function is defined: where it was last time, when package.json and
+        dist/ look as they did then and the remembered files still define it; else one walk."""
+        names = [t.function for t in self.patch.targets]
+        remembered = self.store.install_record(install.package_dir).get("located")
+        stamp = package_stamp(install.package_dir)
+        if stamp is not None and isinstance(remembered, dict) and remembered.get("stamp") == stamp \
+                and isinstance(remembered.get("targets"), dict) and set(remembered["targets"]) == set(names):
+            rels = remembered["targets"]
+            paths = [install.package_dir / rel for rel in rels.values() if isinstance(rel, str)]
+            hits = locate.find_exported_functions([p for p in paths if p.is_file()], names)
+            if all([h.path for h in hits[name]] == ([install.package_dir / rels[name]] if rels[name] else [])
+                   for name in names):
+                return hits, len(paths)
+        if self.quick_locate:
+            found = self._locate_likely(dist, names)
+            if found is not None:
+                return found
+        files = locate.js_files(dist)
+        return locate.find_exported_functions(files, names), len(files)
+
+    def _locate_likely(self, dist: Path, names: list[str]) -> tuple[dict, int] | None:
+        files = [f for folder in self.patch.likely_folders if (dist / folder).is_dir()
+                 for f in locate.js_files(dist / folder)]
+        hits = locate.find_exported_functions(files, names)
+        required = [t.function for t in self.patch.targets if t.required]
+        if all(len(hits[name]) == 1 for name in required) and all(len(h) <= 1 for h in hits.values()):
+            return hits, len(files)
+        return None
+
+    def remember_location(self, insp: Inspection) -> dict:
+        """What `_locate` trusts next time (kept with the install's records)."""
+        targets = {t.function: next((f.rel for f in insp.files if f.target == t), None)
+                   for t in self.patch.targets}
+        return {"stamp": package_stamp(insp.install.package_dir), "targets": targets}
+
+    def _target_file(self, install: Install, target: Target, path: Path) -> TargetFile:
+        snapshot = write.read(path, install.package_dir)
+        recovered = reverse.recover(snapshot.data, self.patch)
+        wanted = None if recovered.base is None else apply.render(
+            self.patch, self.config, target, recovered.base, str(path))
+        classified = classify(snapshot.data, recovered, wanted, self.patch.version,
+                              self.patch.config_digest(self.config))
+        return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified, wanted)
+
+    def base_of(self, install: Install, tf: TargetFile) -> bytes:
+        """The unpatched bytes of a target: recovered from the file, else from a backup."""
+        c = tf.classified
+        if c.base is not None:
+            return c.base
+        if c.state == State.DRIFTED and c.header is not None:
+            backup = self._fitting_backup(install, tf)
+            if backup is not None:
+                return reverse.recover(backup.data, self.patch).base
+        label = f"senpi {install.version} at {install.package_dir}: {tf.rel}"
+        if c.state == State.HAND_PATCHED:
+            raise FatalError(f"{label} carries a hand-applied {self.patch.hand_fix_function} that "
+                             f"senpi-guard cannot remove cleanly ({c.detail}); reinstall senpi "
+                             f"(npm install -g {install_spec(install)}) and run apply again")
+        raise FatalError(f"{label} was changed after senpi-guard patched it ({c.detail}); reinstall "
+                         f"senpi (npm install -g {install_spec(install)}) and run apply again")
+
+    def _fitting_backup(self, install: Install, tf: TargetFile):
+        """The backup of this file, only if it fits: what it reduces to hashes to the original
+        our header names, and (when the edit can be removed) equals what removing it gives."""
+        header = tf.classified.header
+        backup = self.store.find_backup(install.package_dir, install.version, tf.rel,
+                                        header.original_sha256)
+        if backup is None:
+            return None
+        base = reverse.recover(backup.data, self.patch).base
+        if base is None or apply.sha256(base) != header.original_sha256 or \
+                (tf.classified.base is not None and tf.classified.base != base):
+            raise FatalError(f"the backup {backup.path} does not fit {tf.rel} (it is not the original "
+                             "the patch was made from); nothing was changed: delete that backup, or "
+                             "revert with --from-edit")
+        return backup
+
+    def module_pairs(self, insp: Inspection, roles: tuple[str, ...] | None = None
+                     ) -> dict[str, verify.ModulePair]:
+        """Each target's unpatched bytes beside what `apply` makes of them. Inspection rendered that
+        already wherever the file gave its base; only a base from a backup is rendered here."""
+        pairs = {}
+        for tf in insp.files:
+            if roles is not None and tf.target.role not in roles:
+                continue
+            base = self.base_of(insp.install, tf)
+            candidate = tf.wanted if tf.wanted is not None else apply.render(
+                self.patch, self.config, tf.target, base, str(tf.path))
+            pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
+        return pairs
+
+    def sandbox(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.Sandbox:
+        """Where and as whom node replays this install's code (never another user's as root)."""
+        work_dir = self.store.state_dir / "verify"
+        mirror.sweep(work_dir)
+        files = [pair.real_path for pair in pairs.values()]
+        return verify.Sandbox(work_dir, mirror.code_owner(install.package_dir, files, self.allow_foreign_root))
+
+    def replay(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.VerifyReport:
+        key = replay_key(self.patch, self.config, install.package_dir, pairs)
+        report = self.replays.get(key, self.reuse_stored_replays)
+        if report is None:
+            report = verify.replay(install.package_dir, pairs, self.patch, self.config,
+                                   self.sandbox(install, pairs), self.cancel)
+            self.replays.put(key, report)
+        return report
+
+    def _write(self, snapshot: write.Snapshot, data: bytes) -> None:
+        if self.cancel.is_set():
+            raise verify.Cancelled("stopped before writing; nothing more was written")
+        write.replace(snapshot, data)
+
+    # ---- records -----------------------------------------------------------------------
+    def _verified_before(self, install: Install, shas: dict[str, str]) -> bool:
+        last = self.store.install_record(install.package_dir).get("last_verify")
+        return isinstance(last, dict) and bool(last.get("ok")) and last.get("shas") == shas \
+            and last.get("patch") == self.patch.patch_id(self.config)
+
+    def record_verification(self, insp: Inspection, report: verify.VerifyReport,
+                            shas: dict[str, str]) -> None:
+        """What `status` shows as the last verification, what lets `apply` skip a re-run, and where
+        the targets are."""
+        install = insp.install
+        self.store.update_install(install.package_dir, version=install.version,
+                                  located=self.remember_location(insp), last_verify={
+            "ok": report.ok, "time": time.time(), "checks": report.checks_run, "shas": shas,
+            "node": report.node_version, "failures": [str(f) for f in report.failures[:5]],
+            "patch": self.patch.patch_id(self.config)})
+
+    # ---- acting ------------------------------------------------------------------------
+    def reconcile(self, install: Install, *, dry_run: bool = False, on_drift: str = "rebuild") -> Outcome:
+        """Bring one install to the wanted state (verified before anything is written). A held
+        install is left alone; a drifted file is kept aside first, and rebuilt only with
+        on_drift="rebuild"."""
+        started = time.monotonic()
+        insp = self.inspect(install)
+        start = Outcome.of(insp)
+        try:
+            write.remove_stale_temps(start.files)
+            if insp.state in (State.UNSUPPORTED, State.ERROR):
+                result = start
+            elif insp.state == State.HELD:
+                result = replace(start, ok=True)
+            elif insp.state == State.DRIFTED and on_drift != "rebuild":
+                result = self._report_drift(insp, start, dry_run)
+            elif insp.upstream_present and self.config.upstream_dedupe == "defer":
+                result = self._defer(insp, start, dry_run)
+            else:
+                result = self._patch(insp, start, dry_run)
+        except FatalError as exc:
+            result = replace(start, ok=False, after=start.before, detail=str(exc))
+        except OSError as exc:  # the disk or a folder failed us: one line, and the next install goes on
+            result = replace(start, ok=False, after=start.before, detail=str(write.os_error(
+                exc, "work on", exc.filename or install.package_dir, "fix that, then run apply again")))
+        result.millis = int((time.monotonic() - started) * 1000)
+        return result
+
+    def _keep_drifted(self, insp: Inspection) -> list[str]:
+        return [str(self.store.save_drifted(insp.install.package_dir, insp.install.version, tf.rel,
+                                            tf.snapshot.data))
+                for tf in insp.files if tf.classified.state == State.DRIFTED]
+
+    def _report_drift(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+        kept = [] if dry_run else self._keep_drifted(insp)
+        where = f"; a copy is kept at {', '.join(kept)}" if kept else ""
+        return replace(start, backups=kept, detail=f"{start.detail}{where}; not rebuilt (on_drift = "
+                       "\"report\"): run `senpi-guard apply` to rebuild it from the backup")
+
+    def _patch(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+        install = insp.install
+        kept = self._keep_drifted(insp) if not dry_run else []
+        pairs = self.module_pairs(insp)
+        wanted = {role: pair.candidate for role, pair in pairs.items()}
+        to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
+        shas = {tf.rel: apply.sha256(wanted[tf.target.role]) for tf in insp.files}
+        if not to_write and self._verified_before(install, shas):
+            return replace(start, ok=True, after=State.PATCHED, detail="already patched and verified")
+        report = self.replay(install, pairs)
+        if not dry_run:
+            self.record_verification(insp, report, shas)
+        if not report.ok:
+            first = report.failures[0] if report.failures else "no checks ran"
+            raise FatalError(f"verification failed, nothing was changed: {first} "
+                             f"({len(report.failures)} failed of {report.checks_run} checks)")
+        if dry_run:
+            from senpi_guard.diffview import window_diff
+            diff = "".join(window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role])
+                           for tf in to_write)
+            return replace(start, ok=True, report=report, diff=diff,
+                           would_write=[tf.rel for tf in to_write],
+                           detail="dry run: verified, nothing written")
+        changed, backups, final = [], [], start.final_shas
+        for tf in sorted(to_write, key=lambda t: t.target.role != "upstream"):
+            try:
+                if tf.classified.state not in (State.PATCHED, State.STALE, State.DRIFTED):
+                    backups.append(str(self.store.save_backup(
+                        install.package_dir, install.version, tf.rel, tf.snapshot.data,
+                        apply.sha256(pairs[tf.target.role].original))))
+                self._write(tf.snapshot, wanted[tf.target.role])
+            except (FatalError, OSError) as exc:
+                if not changed:
+                    raise
+                return replace(start, after=State.PARTIAL, changed=changed, backups=backups,
+                               final_shas=final, detail=f"wrote {', '.join(changed)}, then stopped: "
+                                                        f"{exc}; run apply again to complete it")
+            changed.append(tf.rel)
+            final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
+        detail = f"verified: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
+        if kept:
+            detail += f"; the hand-edited file was kept at {', '.join(kept)}"
+        return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed,
+                       backups=backups + kept, detail=detail, final_shas=final)
+
+    def _defer(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+        hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
+        if hand:
+            return replace(start, detail=f"upstream_dedupe = \"defer\", but {', '.join(hand)} carries "
+                           f"the hand-applied {self.patch.hand_fix_function}, which would run before "
+                           "upstream's dedupe; nothing was changed: reinstall senpi to remove it, or "
+                           "use upstream_dedupe = \"replace\"")
+        ours = [tf for tf in insp.files if tf.classified.header is not None]
+        plans = [(tf, self.base_of(insp.install, tf)) for tf in ours]
+        for tf, base in plans if not dry_run else []:
+            self._write(tf.snapshot, base)
+        rels = [tf.rel for tf in ours]
+        if dry_run:
+            return replace(start, ok=True, would_write=rels, detail="dry run: would remove the patch "
+                           "and leave the install to upstream's dedupe (upstream_dedupe = \"defer\")")
+        detail = ("upstream_dedupe = \"defer\": removed the patch, upstream's dedupe is in charge"
+                  if ours else "upstream_dedupe = \"defer\": left to upstream's dedupe")
+        final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
+        return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)
+
+    def verify(self, install: Install) -> Outcome:
+        """Replay the fixtures through the installed patch (or the one apply would write)."""
+        insp = self.inspect(install)
+        start = Outcome.of(insp)
+        if insp.state in (State.UNSUPPORTED, State.ERROR):
+            return start
+        began = time.monotonic()
+        try:
+            report = self.replay(install, self.module_pairs(insp))
+        except (FatalError, OSError) as exc:
+            return replace(start, detail=str(exc))
+        installed = insp.state == State.PATCHED
+        if installed:
+            self.record_verification(insp, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
+        what = "the installed patch" if installed else "the patch apply would write (not installed)"
+        if report.ok:
+            detail = f"{what}: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
+            for name in ("incident-3", "incident-21", "incident-70"):
+                stats = report.stats.get(name)
+                if stats:
+                    detail += f"; {name}: {stats['originalBytes']:,} -> {stats['patchedBytes']:,} bytes"
+        else:
+            detail = f"{what}: " + "; ".join(str(f) for f in report.failures[:3])
+        return replace(start, ok=report.ok and installed, report=report, detail=detail,
+                       millis=int((time.monotonic() - began) * 1000))
+
+    def revert(self, install: Install, *, from_edit: bool = False) -> Outcome:
+        """Give the install its original bytes and hold it there: the watcher leaves a held
+        install alone until `apply` lifts the hold."""
+        insp = self.inspect(install)
+        start = Outcome.of(insp)
+        if insp.state in (State.UNSUPPORTED, State.ERROR):
+            return start
+        try:
+            plans, how, backups = self._revert_plans(insp, from_edit)
+        except (FatalError, OSError) as exc:
+            return replace(start, detail=str(exc))
+        changed = []
+        for tf, data in sorted(plans, key=lambda p: p[0].target.role != "prompt"):
+            self._write(tf.snapshot, data)
+            changed.append(tf.rel)
+        self.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
+        final = {**start.final_shas, **{str(tf.path): apply.sha256(data) for tf, data in plans}}
+        return replace(start, ok=True, after=self.inspect(install).state, changed=changed, backups=backups,
+                       final_shas=final,
+                       detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert")
+
+    def _revert_plans(self, insp: Inspection, from_edit: bool) -> tuple[list, list[str], list[str]]:
+        install = insp.install
+        plans, how, backups = [], [], []
+        for tf in (tf for tf in insp.files if tf.classified.header is not None):
+            backup = None if from_edit else self._fitting_backup(install, tf)
+            if backup is not None:
+                plans.append((tf, backup.data))
+                how.append(f"{tf.path.name}: restored from the backup")
+                backups.append(str(backup.path))
+            elif tf.classified.base is not None:
+                plans.append((tf, tf.classified.base))
+                how.append(f"{tf.path.name}: removed the edit (sha256 matches the original)"
+                           + ("" if from_edit else "; no backup was found"))
+            else:
+                raise FatalError(f"senpi {install.version} at {install.package_dir}: {tf.rel} "
+                                 f"cannot be reverted ({tf.classified.detail}) and no backup "
+                                 f"exists; reinstall senpi (npm install -g {install_spec(install)})")
+        return plans, how, backups
+
+
+def _reused(report: verify.VerifyReport) -> str:
+    if report.reused_from is None:
+        return ""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.reused_from))
+    return f"; the identical replay passed at {when}"

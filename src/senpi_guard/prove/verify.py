@@ -1,0 +1,224 @@
+"""The node harness protocol: mirror the package with the candidate modules in place, run
+`node --check` beside the replay, feed the harness a JSON job and read its report.
+
+The job replays the patch's fixtures and runs its named checks (`patches/<name>/checks.mjs`).
+(audit serves measurements from its own node script, js/audit.mjs.)"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from senpi_guard.core.patch.definition import Patch
+from senpi_guard.core.patch.fixtures import FIXTURES_CODE, load_fixtures
+from senpi_guard.errors import FatalError
+from senpi_guard.io.config import Config
+from senpi_guard.io.write import write_private
+from senpi_guard.prove import nodes
+from senpi_guard.prove.mirror import Mirror, mirror
+
+
+class Cancelled(FatalError):
+    """The watcher is stopping: a running replay was killed, or a write was not started."""
+
+
+@dataclass
+class Failure:
+    fixture: str
+    check: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.check} failed on fixture {self.fixture}: {self.detail}"
+
+
+@dataclass
+class VerifyReport:
+    ok: bool
+    failures: list[Failure] = field(default_factory=list)
+    checks_run: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+    node_version: str = ""
+    reused_from: float | None = None  # when the identical replay ran (it was not run again)
+
+
+@dataclass(frozen=True)
+class ModulePair:
+    """One module to replay: its real path, and the bytes of its unpatched and patched versions."""
+
+    real_path: Path
+    export: str
+    original: bytes
+    candidate: bytes | None
+
+
+def start_node_check(node: str, path: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([node, "--check", str(path)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish_node_check(proc: subprocess.Popen[str], timeout: float) -> str | None:
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return f"node --check timed out after {timeout:g}s"
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "Error" in ln]
+        return "node --check failed: " + (errors[0] if errors else lines[-1] if lines
+                                           else f"exit {proc.returncode}")
+    return None
+
+
+def _communicate(proc: subprocess.Popen[str], timeout: float,
+                 cancel: threading.Event | None) -> tuple[str, str]:
+    """proc.communicate, in short slices so that `cancel` kills node within ~0.1 s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if cancel is not None and cancel.is_set():
+            proc.kill()
+            proc.communicate()
+            raise Cancelled("stopped during verification; nothing was written")
+        try:
+            return proc.communicate(timeout=min(0.1, max(0.01, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired as exc:
+            if time.monotonic() >= deadline:
+                proc.kill()
+                proc.communicate()
+                raise FatalError(f"verification timed out after {timeout:g}s in node; the target may "
+                                 "loop forever, or raise verify_timeout in the config") from exc
+
+
+def run_harness(node: str, place: Mirror, job: dict[str, Any], timeout: float,
+                cancel: threading.Event | None = None, fixtures: str | None = None) -> dict[str, Any]:
+    """`fixtures`, when given, is the fixtures' JSON text, spliced into the job as it is."""
+    # the job goes in through a file: communicate() in slices cannot resume writing a pipe
+    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=place.root) as job_file:
+        text = json.dumps(job)
+        job_file.write(text if fixtures is None else text[:-1] + ', "fixtures": ' + fixtures + "}")
+        job_file.seek(0)
+        proc = subprocess.Popen([node, str(place.harness)], stdin=job_file, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, **place.popen_kwargs())
+        try:
+            stdout, stderr = _communicate(proc, timeout, cancel)
+        except BaseException:  # ^C included: node must not outlive the replay it was started for
+            proc.kill()
+            proc.wait()
+            raise
+    try:
+        report = json.loads(stdout)
+    except json.JSONDecodeError as exc:
+        tail = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise FatalError(f"the verification harness crashed in node: {tail}") from exc
+    if "error" in report:
+        raise FatalError(f"verification could not load the modules: {report['error']}")
+    return report
+
+
+def harness_job(mode: str, patch: Patch, config: Config, place: Mirror,
+                pairs: dict[str, ModulePair]) -> dict[str, Any]:
+    """The first line the harness reads: what to load, which checks, which settings."""
+
+    def spec(module: ModulePair | None) -> dict[str, Any] | None:
+        if module is None:
+            return None
+        original, candidate = place.placed[module.real_path]
+        return {"original": str(original), "export": module.export,
+                "candidate": str(candidate) if module.candidate is not None else None}
+
+    job = {"mode": mode, "call": patch.call, "tags": list(config.tags),
+           "marker": patch.marker_template, "maxMarkerBytes": patch.max_marker_bytes,
+           "checks": str(place.checks), "prompt": spec(pairs.get("prompt")), "upstream": spec(pairs.get("upstream"))}
+    binding = spec(pairs.get("binding"))
+    if binding is not None and EXTENSION_COPY in place.extras:
+        job["binding"] = {**binding, "extension": str(place.extras[EXTENSION_COPY]),
+                          "fixtures": load_fixtures(patch.root / "fixtures" / "binding")}
+    return job
+
+
+# The rendered extension, beside the harness: the binding target's checks run it (.mjs: the mirror
+# folder has no package.json saying "module").
+EXTENSION_COPY = "extension.mjs"
+
+
+def extras_for(patch: Patch, config: Config, pairs: dict[str, ModulePair]) -> dict[str, bytes]:
+    """Files the harness needs beside the modules: the extension, when the binding is replayed."""
+    if "binding" not in pairs or patch.extension is None:
+        return {}
+    return {EXTENSION_COPY: patch.render_extension(config).encode("utf-8")}
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """Where node runs: the folder for mirrors, and whom node runs as (None: as we are)."""
+
+    work_dir: Path
+    owner: tuple[int, int] | None = None
+
+
+def replay(package_dir: Path, pairs: dict[str, ModulePair], patch: Patch, config: Config,
+           sandbox: Sandbox, cancel: threading.Event | None = None) -> VerifyReport:
+    """Run the harness once over all fixtures. The harness imports every candidate, so a syntax
+    error stops it; only then does `node --check` run, to say where the error is."""
+    node, version = nodes.node_for(package_dir)[:2]
+    modules = list(pairs.values())
+    timeout = config.verify_timeout
+    fixtures = fixtures_json(patch.root / "fixtures", sandbox.work_dir.parent / "cache")
+    with mirror(package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner,
+                extras_for(patch, config, pairs)) as place:
+        job = harness_job("verify", patch, config, place, pairs)
+        try:
+            report = run_harness(node, place, job, timeout, cancel, fixtures)
+        except Cancelled:
+            raise
+        except FatalError as failure:
+            errors = [f"{module.real_path.name}: {problem}" for module in modules
+                      if module.candidate is not None
+                      and (problem := finish_node_check(start_node_check(node, place.placed[module.real_path][1]),
+                                                        timeout))]
+            if errors:
+                return summarize({"node": version, "check_errors": errors})
+            raise failure
+        report["node"] = version
+        return summarize(report)
+
+
+def summarize(report: dict[str, Any]) -> VerifyReport:
+    if report.get("check_errors"):
+        failures = [Failure("-", "node-check", e) for e in report["check_errors"]]
+        return VerifyReport(False, failures, 0, {}, report.get("node", ""))
+    results = report.get("results", [])
+    failures = [Failure(r["fixture"], r["check"], r["detail"]) for r in results if not r["ok"]]
+    return VerifyReport(not failures and bool(results), failures, len(results),
+                        report.get("stats", {}), report.get("node", ""))
+
+
+def fixtures_json(folder: Path, cache_dir: Path | None = None) -> str:
+    """The expanded fixtures as JSON text (a few MB), kept in `cache_dir` by a digest of the
+    fixture files and of this expansion code: expanding and encoding them costs more than a replay's
+    own checks."""
+    sources = sorted(folder.glob("*.json"))
+    digest = hashlib.sha256(FIXTURES_CODE.read_bytes())
+    for path in sources:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    cached = cache_dir / f"fixtures-{digest.hexdigest()[:24]}.json" if cache_dir else None
+    if cached is not None:
+        with contextlib.suppress(OSError):
+            return cached.read_text("utf-8")
+    text = json.dumps(load_fixtures(folder))
+    if cached is not None:
+        with contextlib.suppress(FatalError):  # not keeping it only costs the next run the expansion
+            for old in cache_dir.glob("fixtures-*.json"):
+                old.unlink(missing_ok=True)
+            write_private(cached, text.encode())
+    return text
