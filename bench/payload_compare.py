@@ -18,7 +18,6 @@ import argparse
 import json
 import subprocess
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 from senpi_guard.core.patch import definition
@@ -62,7 +61,7 @@ def main() -> int:
     parser.add_argument("--repeat-budget", type=int, default=3000,
                         help="timed calls per prompt scale down with its size from this")
     args = parser.parse_args()
-    patch = definition.load()
+    patch = definition.load("directive-dedupe")
     by_name = {f["name"]: f for f in patch.fixtures()}
     fixtures = [by_name[name] for name in ("incident-3", "incident-21", "incident-70")]
     with tempfile.TemporaryDirectory(prefix="senpi-guard-bench-") as tmp:
@@ -70,7 +69,7 @@ def main() -> int:
         bridge = sample.write_sample_package(work / "pkg2", 2, fillers=0)
         upstream = sample.write_sample_package(work / "pkg3", 3, fillers=0).with_name("prompt-directive-dedupe.js")
         payloads = {}
-        one_tag = replace(config.Config(), tags=("ultrawork-mode",))
+        one_tag = config.Config().with_patch("directive-dedupe", tags=["ultrawork-mode"])
         for name, cfg in (("payloadAll", config.Config()), ("payloadOne", one_tag)):
             payloads[name] = work / f"{name}.js"
             payloads[name].write_text(patch.render_payload(cfg))

@@ -167,7 +167,7 @@ def work_copy(package: Path, dest: Path) -> Path:
 
 
 def bench_runner(pkg: Path, node: Path, work: Path, rounds: int) -> tuple[list[dict], dict]:
-    patch = definition.load()
+    patch = definition.load("directive-dedupe")
     extension = work / "ext" / patch.extension.file_name
     extension.parent.mkdir(parents=True)
     extension.write_text(patch.render_extension(config.Config()), "utf-8")
@@ -231,7 +231,7 @@ def bench_startup(prefix: Path, node_bin: Path, work: Path, rounds: int) -> tupl
     agents = {"no extension": work / "agent-plain", "senpi-guard": work / "agent-ours"}
     for agent in agents.values():
         (agent / "extensions").mkdir(parents=True)
-    patch = definition.load()
+    patch = definition.load("directive-dedupe")
     (agents["senpi-guard"] / "extensions" / patch.extension.file_name).write_text(
         patch.render_extension(config.Config()), "utf-8")
     for folder in ("home", "tmp", "cwd"):

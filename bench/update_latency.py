@@ -136,7 +136,7 @@ def main() -> int:
         tarballs[version] = sample.npm_pack(work / f"src{shape}", work / "packs")
     prefix = nvm_prefix(work / "home") if args.service_env else work / "prefix"
     package_dir = sample.npm_install_global(tarballs["2026.7.30"], prefix)
-    patch, cfg = definition.load(), config.load()
+    patch, cfg = definition.load("directive-dedupe"), config.load()
 
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "senpi_guard", "apply", "--root", str(package_dir)],

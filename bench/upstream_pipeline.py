@@ -51,7 +51,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="senpi-guard-bench-"))
     pkg = work / "pkg"
     sample.write_sample_package(pkg, 3, fillers=0)
-    patch = definition.load()
+    patch = definition.load("directive-dedupe")
     reconciler = Reconciler(patch, config.Config(), Store(work / "data", work / "state"))
     outcome = reconciler.reconcile(describe(pkg, "sample"))
     assert outcome.ok, outcome.detail

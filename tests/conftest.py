@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -35,7 +36,24 @@ def isolated_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("SENPI_GUARD_CONFIG", raising=False)
     monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
     monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(home / "agent"))  # where the extension goes
-    return home
+    before = real_user_dirs()
+    yield home
+    assert real_user_dirs() == before, "this test wrote into the real user's senpi-guard or senpi folders"
+
+
+def real_user_dirs() -> dict[str, tuple]:
+    """What the suite must never touch: senpi-guard's and senpi's folders in the real home (a test
+    that undoes the isolation above would write there)."""
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    seen = {}
+    for rel in (".local/state/senpi-guard", ".config/senpi-guard", ".local/share/senpi-guard",
+                ".cache/senpi-guard", ".senpi/agent/extensions"):
+        folder = home / rel
+        try:
+            seen[rel] = tuple(sorted((str(p), p.lstat().st_mtime_ns) for p in [folder, *folder.rglob("*")]))
+        except OSError:
+            seen[rel] = ()
+    return seen
 
 
 @pytest.fixture(scope="session")
@@ -73,6 +91,11 @@ def custom_package(tmp_path) -> Callable[..., Path]:
         return sample.npm_install_global(tarball, tmp_path / f"custom-prefix-{version}")
 
     return make
+
+
+def rows_of(doc: dict, patch: str = "directive-dedupe") -> list[dict]:
+    """apply/verify/revert --json report one row per install and patch: those of one patch."""
+    return [row for row in doc["installs"] if row.get("patch", patch) == patch]
 
 
 def cli(*args: str | Path) -> int:

@@ -1,138 +1,12 @@
+import { pathToFileURL } from "node:url";
+import { align, commonPrefix, contextTexts, countMarkers, countSpans, mapPosition, markersOf } from "./spans.mjs";
+
+export { spansOf } from "./spans.mjs"; // (the extension's checks import it from here)
+
 // The directive-dedupe patch's named checks, run by senpi-guard's harness after replaying each
 // fixture through the original and the patched module. Each check returns [ok, detail]; `when`
 // says whether it applies (default: the fixture lists it). These checks do not reuse the
 // payload's code: spans are found here by a plain scan per tag (what a lazy regex would match).
-
-// Outermost <tag>…</tag> spans of one text (the extension's checks use it too).
-export function spansOf(tags, text, outermostOnly) {
-    const spans = [];
-    for (const tag of tags) {
-        // what /<tag>[\s\S]*?<\/tag>/g matches, found with indexOf (a lazy regex over 25 KB spans
-        // is the slowest part of a replay)
-        const open = `<${tag}>`;
-        const close = `</${tag}>`;
-        for (let at = text.indexOf(open); at !== -1;) {
-            const end = text.indexOf(close, at + open.length);
-            if (end === -1) {
-                break;
-            }
-            spans.push({ tag, start: at, end: end + close.length, text: text.slice(at, end + close.length) });
-            at = text.indexOf(open, end + close.length);
-        }
-    }
-    if (!outermostOnly) {
-        return spans;
-    }
-    spans.sort((a, b) => a.start - b.start || b.end - a.end);
-    const outer = [];
-    let reach = -1;
-    for (const s of spans) {
-        if (s.start >= reach) {
-            outer.push(s);
-            reach = s.end;
-        }
-    }
-    return outer;
-}
-
-function countSpans(tags, texts, outermostOnly) {
-    const counts = new Map();
-    for (const text of texts) {
-        for (const s of spansOf(tags, text, outermostOnly)) {
-            counts.set(s.text, (counts.get(s.text) ?? 0) + 1);
-        }
-    }
-    return counts;
-}
-
-function contextTexts(context) {
-    const texts = [];
-    for (const message of context.messages) {
-        const parts = typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content ?? [];
-        for (const part of parts) {
-            if (part && part.type === "text" && typeof part.text === "string") {
-                texts.push(part.text);
-            }
-        }
-    }
-    return texts;
-}
-
-function markersOf(job) {
-    return job.tags.map((tag) => [tag, job.marker.split("{tag}").join(tag)]);
-}
-
-function countMarkers(markers, text) {
-    const counts = {};
-    for (const [tag, marker] of markers) {
-        let n = 0;
-        for (let at = text.indexOf(marker); at !== -1; at = text.indexOf(marker, at + marker.length)) {
-            n++;
-        }
-        if (n) {
-            counts[tag] = n;
-        }
-    }
-    return counts;
-}
-
-// Walk original and patched text together: they may differ only where the patched text has a tag's
-// marker and the original has a span of that tag whose exact text occurred earlier.
-function align(markers, orig, cand) {
-    const repls = [];
-    let i = 0;
-    let j = 0;
-    for (;;) {
-        while (i < orig.length && j < cand.length && orig.charCodeAt(i) === cand.charCodeAt(j)) {
-            i++;
-            j++;
-        }
-        if (i === orig.length && j === cand.length) {
-            return { ok: true, repls };
-        }
-        const hit = markers.find(([tag, marker]) => cand.startsWith(marker, j) && orig.startsWith(`<${tag}>`, i));
-        if (!hit) {
-            return { ok: false, repls, detail: `texts differ at byte ${i} with no marker there: ${JSON.stringify(orig.slice(i, i + 40))} vs ${JSON.stringify(cand.slice(j, j + 40))}` };
-        }
-        const close = `</${hit[0]}>`;
-        const end = orig.indexOf(close, i);
-        if (end === -1) {
-            return { ok: false, repls, detail: `a marker replaced an unclosed <${hit[0]}> at byte ${i}` };
-        }
-        const span = orig.slice(i, end + close.length);
-        if (orig.indexOf(span) >= i) {
-            return { ok: false, repls, detail: `the first copy of a <${hit[0]}> span (byte ${i}) was replaced` };
-        }
-        repls.push([i, end + close.length, j, j + hit[1].length]);
-        i = end + close.length;
-        j += hit[1].length;
-    }
-}
-
-function mapPosition(repls, p) {
-    let delta = 0;
-    for (const [os, oe, cs, ce] of repls) {
-        if (oe <= p) {
-            delta += (ce - cs) - (oe - os);
-        }
-        else if (os < p) {
-            return cs;
-        }
-        else {
-            break;
-        }
-    }
-    return p + delta;
-}
-
-function commonPrefix(a, b) {
-    const n = Math.min(a.length, b.length);
-    let i = 0;
-    while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) {
-        i++;
-    }
-    return i;
-}
 
 // What every check below looks at, computed once per fixture.
 export function prepare(run) {
@@ -250,6 +124,9 @@ export function stats(r) {
         };
         out.pipelineBytes = after.blocks ? r.util.textBytes(after.blocks) : null;
     }
+    // the one line `verify` prints for a headline fixture (what senpi sends as installed -> patched)
+    const installed = out.upstreamOnly?.bytes ?? out.originalBytes;
+    out.headline = `${installed.toLocaleString("en")} -> ${(out.pipelineBytes ?? out.patchedBytes).toLocaleString("en")} bytes`;
     return out;
 }
 
@@ -307,3 +184,119 @@ export const bindingChecks = {
     },
     "binding-input-not-mutated": { run: (r) => [!r.mutated, "the patched binding changed the branch it was given"] },
 };
+
+// ---- the replay the engine's harness hands this patch (by role: prompt, upstream, binding) ------
+// Content-block helpers, shared by the checks so that they have one meaning of "text".
+const util = {
+    blocksOf(result) {
+        if (Array.isArray(result)) {
+            return result;
+        }
+        return result !== null && typeof result === "object" && Array.isArray(result.blocks) ? result.blocks : null;
+    },
+    isText: (b) => b !== null && typeof b === "object" && b.type === "text" && typeof b.text === "string",
+    joined(blocks) {
+        return blocks.map((b) => (util.isText(b) ? b.text : "\u0000" + JSON.stringify(b) + "\u0000")).join("\u0001");
+    },
+    textsOf: (blocks) => blocks.filter(util.isText).map((b) => b.text),
+    textBytes: (blocks) => blocks.filter(util.isText).reduce((n, b) => n + Buffer.byteLength(b.text, "utf8"), 0),
+};
+
+function pipelineOf(job, prompt, up) {
+    const call = (fn, context) => {
+        const input = structuredClone(context);
+        return job.call === "messages" ? fn(input.messages) : fn(input);
+    };
+    const run = (context) => {
+        const original = util.blocksOf(call(prompt.original, context));
+        const candidate = prompt.candidate ? util.blocksOf(call(prompt.candidate, context)) : original;
+        return { original, candidate };
+    };
+    // The patched pipeline hands upstream's dedupe the very array the patched prompt returned, as
+    // senpi does (so its entry guard is exercised); the unpatched one gets a copy.
+    const applyUpstream = (fn, blocks, copy) => {
+        if (!fn || blocks === null) {
+            return { blocks, collapsed: undefined };
+        }
+        const result = fn(copy ? structuredClone(blocks) : blocks);
+        return { blocks: util.blocksOf(result), collapsed: result && !Array.isArray(result) ? result.collapsedDirectives : undefined };
+    };
+    return {
+        run,
+        upstream: up ? {
+            original: (blocks) => applyUpstream(up.original, blocks, true),
+            candidate: (blocks) => applyUpstream(up.candidate ?? up.original, blocks, false),
+        } : null,
+    };
+}
+
+function replayFixture(ctx, pipeline, fixture) {
+    const { original, candidate } = pipeline.run(fixture.context);
+    const shapeOk = original !== null && candidate !== null && original.every((b) => b && typeof b.type === "string")
+        && candidate.every((b) => b && typeof b.type === "string");
+    ctx.record(fixture.name, "returns-blocks", shapeOk, "the function did not return an array of content blocks");
+    if (!shapeOk) {
+        return;
+    }
+    const run = prepare({ job: ctx.job, util, pipeline, fixture, original, candidate, wanted: new Set(fixture.checks) });
+    for (const [name, check] of Object.entries(checks)) {
+        if (check.when ? check.when(run) : run.wanted.has(name)) {
+            const [ok, detail] = check.run(run);
+            ctx.record(fixture.name, name, ok, detail);
+        }
+    }
+    ctx.stats[fixture.name] = stats(run);
+}
+
+// The restart binding's target: its hashes of a stored branch, before and after the extension
+// published its rewrite (bindingChecks judge them).
+async function replayBinding(ctx, binding) {
+    const key = Symbol.for("senpi-guard.extension.as-sent");
+    const fixtures = ctx.job.targetFixtures.binding ?? [];
+    const candidate = binding.candidate ?? binding.original;
+    delete globalThis[key];
+    const alone = fixtures.map((fixture) => candidate(structuredClone(fixture.context.messages)));
+    const extension = await import(pathToFileURL(ctx.job.extension).href);
+    const handlers = [];
+    extension.default({ on: (event, handler) => event === "context" && handlers.push(handler) });
+    fixtures.forEach((fixture, index) => {
+        const branch = structuredClone(fixture.context.messages);
+        const before = JSON.stringify(branch);
+        let withExtension;
+        try {
+            withExtension = candidate(branch);
+        }
+        catch (error) {
+            ctx.record(fixture.name, "binding-runs", false, `threw ${error}`);
+            return;
+        }
+        const run = { job: ctx.job, fixture, original: binding.original, handler: handlers[0], alone: alone[index],
+            withExtension, mutated: JSON.stringify(branch) !== before };
+        for (const [name, check] of Object.entries(bindingChecks)) {
+            const [ok, detail] = check.run(run);
+            ctx.record(fixture.name, name, ok, detail);
+        }
+    });
+    delete globalThis[key];
+}
+
+export async function replay(ctx) {
+    const { prompt, upstream, binding } = ctx.modules;
+    for (const module of Object.values(ctx.modules)) {
+        if (module.error) {
+            throw new Error(`${module.spec.original}: ${module.error}`); // (every target of this patch must import)
+        }
+    }
+    const pipeline = pipelineOf(ctx.job, prompt, upstream);
+    for (const fixture of ctx.job.fixtures) {
+        try {
+            replayFixture(ctx, pipeline, fixture);
+        }
+        catch (error) {
+            ctx.record(fixture.name, "runs", false, `threw ${error && error.stack ? error.stack.split("\n").slice(0, 2).join(" ") : error}`);
+        }
+    }
+    if (binding) {
+        await replayBinding(ctx, binding);
+    }
+}

@@ -8,15 +8,12 @@ import importlib
 import json
 import os
 import sys
-import time
-import traceback
 from types import ModuleType
 
 from senpi_guard import __version__, ui
 from senpi_guard.errors import FatalError, UsageError
 from senpi_guard.io import config as config_mod
 from senpi_guard.io import store
-from senpi_guard.io.write import private_dirs
 
 # The subcommands, in the order `--help` lists them, and the module that implements each (it has
 # SUMMARY, EXAMPLE, EXITS, configure(parser) and run(args) -> int). Only the module of the command
@@ -84,21 +81,6 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _crash_log(exc: BaseException) -> str:
-    """Write the traceback of an unexpected error where the user can find it; return the path."""
-    folder = store.log_dir()
-    try:
-        private_dirs(folder)
-        path = folder / "crash.log"
-        with path.open("a", encoding="utf-8") as out:
-            out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} senpi-guard {__version__} "
-                      f"{' '.join(sys.argv[1:])}\n")
-            out.write("".join(traceback.format_exception(exc)))
-        return str(path)
-    except OSError:
-        return "(could not be written: " + "".join(traceback.format_exception_only(exc)).strip() + ")"
-
-
 def _fail(args, message: str) -> None:
     print(f"senpi-guard: {message}", file=sys.stderr)
     if getattr(args, "json", False):  # --json promises JSON on stdout, errors included
@@ -117,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return command_module(args.command).run(args)
     except UsageError as exc:
+        if args.command is None and "--json" in argv:  # (parsing stopped before it saw --json)
+            command = _chosen(argv)
+            args = argparse.Namespace(command=command if command in COMMANDS else None, json=True)
         _fail(args, str(exc))
         return 2
     except FatalError as exc:
@@ -131,5 +116,5 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except Exception as exc:  # the last line of defence: one line and a log
         _fail(args, f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in "
-                    f"{_crash_log(exc)}; please report it")
+                    f"{store.crash_log(exc)}; please report it")
         return 3

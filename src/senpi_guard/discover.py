@@ -129,6 +129,11 @@ def _probe_all(max_age: float, cache: ProbeCache | None) -> dict[tuple[str, ...]
     return answers
 
 
+# A question to a package manager leaves nothing behind: npm writes a debug log per run otherwise
+# (~/.npm/_logs), and checks for its own updates.
+QUIET_PROBES = {"npm_config_logs_max": "0", "npm_config_update_notifier": "false"}
+
+
 def _ask(argv: list[str]) -> str | None:
     exe = shutil.which(argv[0])
     if exe is None:
@@ -136,7 +141,8 @@ def _ask(argv: list[str]) -> str | None:
     try:
         # from HOME: a .npmrc/.yarnrc where the user stands must not point discovery elsewhere
         result = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=20,
-                                check=False, stdin=subprocess.DEVNULL, cwd=_probe_dir())
+                                check=False, stdin=subprocess.DEVNULL, cwd=_probe_dir(),
+                                env={**os.environ, **QUIET_PROBES})
     except (OSError, subprocess.TimeoutExpired):
         return None
     out = result.stdout.strip().splitlines()

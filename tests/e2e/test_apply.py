@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import SHAPE_REL, UPSTREAM_REL, hand_patched, run_cli, sha, tree_digest, write_user_config
+from conftest import SHAPE_REL, UPSTREAM_REL, hand_patched, rows_of, run_cli, sha, tree_digest, write_user_config
 
 from senpi_guard.core.patch import apply as edit
 from senpi_guard.demo import sample
@@ -18,7 +18,7 @@ def test_apply_patches_verifies_and_is_idempotent(npm_install, capsys, shape):
     target = pkg / SHAPE_REL[shape]
     original = target.read_bytes()
     code, row = status_json(capsys, pkg)
-    assert (code, row["state"], row["upstream_dedupe"]) == (1, "unpatched", shape == 3)
+    assert (code, row["state"], "upstream" in row["targets"]) == (1, "unpatched", shape == 3)
 
     code, out, err = run_cli(capsys, "apply", "--root", pkg, "--json")
     result = json.loads(out)["installs"][0]
@@ -239,3 +239,22 @@ def test_drifted_file_is_rebuilt_from_backup(npm_install, capsys):
     assert row["state"] == "drifted"
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     assert target.read_bytes() == current
+
+
+@pytest.mark.parametrize("shape, version, costly", [(2, "2026.8.1", False), (3, "2026.8.5", True)])
+def test_revert_says_when_it_puts_a_hand_fix_back_and_the_way_to_senpi_as_shipped(custom_package, capsys,
+                                                                                 shape, version, costly):
+    shipped = sample.prompt_bridge_source(shape)
+    pkg = custom_package(hand_patched(shipped), shape, version)
+    target = pkg / SHAPE_REL[shape]
+    assert b"dedupeRepeatedDirectiveBlocks(blocks)" in target.read_bytes()
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    code, out, _ = run_cli(capsys, "revert", "--root", pkg, "--json")
+    (row,) = rows_of(json.loads(out))
+    assert code == 0 and b"dedupeRepeatedDirectiveBlocks(blocks)" in target.read_bytes()  # byte-exact, as it was
+    assert "hand-applied dedupeRepeatedDirectiveBlocks" in row["detail"]
+    assert ("drops every directive block" in row["detail"]) == costly
+    assert "`senpi-guard apply`, then `senpi-guard revert --from-edit`" in row["detail"]
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # the way it names
+    assert run_cli(capsys, "revert", "--from-edit", "--root", pkg)[0] == 0
+    assert target.read_text() == shipped

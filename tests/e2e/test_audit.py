@@ -122,9 +122,9 @@ def test_fallback_without_senpi_and_latest(env, tmp_path, capsys, monkeypatch):
     import os
     os.utime(older, (1, 1))
     monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(agent))
-    code, out, err = run_cli(capsys, "audit", "--latest")
+    code, out, err = run_cli(capsys, "audit", "--latest", "--sample")
     assert code == 0, err
-    assert "no senpi install found" in out and str(newer) in out
+    assert "SAMPLE senpi" in out and "no senpi install found" in out and str(newer) in out
     assert "tokens are estimates" in out
 
 

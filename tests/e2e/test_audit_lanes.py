@@ -154,10 +154,10 @@ def test_plot_is_checked_before_the_audit_and_drawn_per_session(tmp_path, capsys
     path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=2, directive_bytes=300)
     code, out, err = run_cli(capsys, "audit", path, "--root", pkg, "--plot", tmp_path / "x.jpg")
     assert code == 1 and "use a .png or .svg" in err and out == ""
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
-    code, out, err = run_cli(capsys, "audit", path, "--root", pkg, "--plot", tmp_path / "x.png")
+    with monkeypatch.context() as patched:  # (undo only this: the XDG isolation must stay)
+        patched.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+        code, out, err = run_cli(capsys, "audit", path, "--root", pkg, "--plot", tmp_path / "x.png")
     assert code == 1 and "needs matplotlib" in err and out == ""
-    monkeypatch.undo()
     pytest.importorskip("matplotlib")
     sessions = tmp_path / "agent" / "sessions" / "--w--"
     for name in ("a", "b"):
@@ -199,7 +199,7 @@ def test_the_extension_layer_is_counted_on_the_delta_lane(npm_install, tmp_path,
     turns = report["turns"]
     # turn 2 sends step 1's user message alone: its directive repeats step 0's, so the extension
     # sends the marker in its place; turn 0 (bootstrap) holds the first copy, kept in full
-    marker = definition.load().marker("ultrawork-mode")
+    marker = definition.load("directive-dedupe").marker("ultrawork-mode")
     assert turns[2]["sent"] == "delta"
     assert turns[2]["bytes"]["extension"] == turns[2]["bytes"]["both"] \
         == len(f"{marker}\n\nstep 1: continue the work".encode())

@@ -25,6 +25,20 @@ def test_npm_global_prefix_is_honoured(env, tarballs, capsys):
     assert row["package_dir"] == str(env / "npm-global/lib/node_modules/@code-yeongyu/senpi")
 
 
+def test_status_leaves_no_package_manager_logs(env, tarballs, capsys, monkeypatch):
+    """A read-only command asks npm where its global root is; npm must not leave a debug log
+    behind (one file per run in ~/.npm/_logs otherwise)."""
+    monkeypatch.delenv("npm_config_cache", raising=False)
+    monkeypatch.delenv("NPM_CONFIG_CACHE", raising=False)
+    sample.npm_install_global(tarballs[2], env / "npm-global")
+    logs = env / "home" / ".npm" / "_logs"
+    before = sorted(logs.iterdir()) if logs.is_dir() else []
+    for _ in range(2):
+        assert len(discovered(capsys)) == 1
+        monkeypatch.setenv("XDG_STATE_HOME", str(env / f"fresh-state-{_}"))  # (no cached answers)
+    assert (sorted(logs.iterdir()) if logs.is_dir() else []) == before
+
+
 def test_nothing_installed_lists_every_place_searched(env, capsys):
     code, _out, err = run_cli(capsys, "status")
     assert code == 1

@@ -11,7 +11,7 @@ from conftest import run_cli, write_user_config
 
 from senpi_guard.core.patch import definition
 
-PATCH = definition.load()
+PATCH = definition.load("directive-dedupe")
 NAME = PATCH.extension.file_name
 
 
@@ -127,10 +127,15 @@ def test_a_failed_replay_writes_nothing(npm_install, capsys, isolated_dirs, monk
     real = common.load
 
     def load():
-        patch, config = real()
-        layer = dataclasses.replace(patch.extension, source=patch.extension.source.replace(
-            "const text = dedupe(message.content);", "const text = dedupe(message.content) + ' ';"))
-        return dataclasses.replace(patch, extension=layer), config
+        patches, config = real()
+
+        def broken(patch):
+            if patch.extension is None:
+                return patch
+            layer = dataclasses.replace(patch.extension, source=patch.extension.source.replace(
+                "const text = dedupe(message.content);", "const text = dedupe(message.content) + ' ';"))
+            return dataclasses.replace(patch, extension=layer)
+        return [broken(p) for p in patches], config
     monkeypatch.setattr(common, "load", load)
     code, doc, _ = apply_json(capsys, "--root", pkg)
     (layer,) = doc["extension"]
@@ -151,3 +156,50 @@ def test_an_unusable_extensions_folder_is_one_line_and_the_dist_layer_is_still_d
     assert status_row(capsys, pkg)["layers"] == {"dist": "patched", "extension": "error"}
     code, out, _ = run_cli(capsys, "revert", "--root", pkg)
     assert code == 1 and "restored" in out
+
+
+def test_extension_only_status_agrees_with_apply(npm_install, capsys, isolated_dirs):
+    """layers = ["extension"]: dist/ stays as installed, and that is what the user asked for; status
+    says "run apply" only while the extension is not there."""
+    pkg = npm_install(2)
+    write_user_config(isolated_dirs, 'layers = ["extension"]\n')
+    installed = isolated_dirs / "agent" / "extensions" / NAME
+    code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = json.loads(out)["installs"]
+    assert code == 1 and "installs the extension layer" in row["next"]
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0 and installed.is_file()
+    code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = json.loads(out)["installs"]
+    assert code == 0 and row["state"] == "unpatched" and row["as_wanted"] and row["next"] is None
+    installed.unlink()
+    assert run_cli(capsys, "status", "--root", pkg)[0] == 1
+
+
+def test_a_fifo_at_the_extension_path_hangs_nothing(npm_install, isolated_dirs):
+    """No writer ever opens this FIFO: reading it would block forever (apply holding the lock)."""
+    import os
+    import sys
+    pkg = npm_install(2)
+    extensions = isolated_dirs / "agent" / "extensions"
+    extensions.mkdir(parents=True)
+    fifo = extensions / NAME
+    os.mkfifo(fifo)
+    for command in ("status", "apply", "verify", "revert"):
+        done = subprocess.run([sys.executable, "-m", "senpi_guard", command, "--root", str(pkg)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert "not a regular file" in done.stdout + done.stderr, (command, done.stdout)
+    assert fifo.is_fifo()
+
+
+def test_a_killed_extension_replay_leaves_nothing_for_long(npm_install, capsys, isolated_dirs):
+    """What a kill -9 during the extension's replay leaves (its folder, of a pid now gone) goes at the
+    next extension replay, with no dist replay to sweep first."""
+    pkg = npm_install(2)
+    write_user_config(isolated_dirs, 'layers = ["extension"]\n')
+    verify_dir = isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify"
+    left = verify_dir / "senpi-guard-verify-999999999-ext-0badc0de"
+    (left / "node_modules").mkdir(parents=True)
+    (left / "extension-checks.mjs").write_text("// left by a killed run\n")
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    assert not left.exists()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, run_cli, tree_digest, wait_for
+from conftest import SHAPE_REL, run_cli, tree_digest, wait_for, write_user_config
 from test_hostile import one_error_line
 
 USER = "senpi-guard-test"
@@ -136,7 +136,167 @@ def test_planted_code_runs_as_its_owner_not_as_root(users_install, other_user, o
     assert {int(x) for x in log.read_text().split()} == {0}  # only when asked for
 
 
-def test_several_owners_are_refused_naming_the_escape_hatch(users_install, capsys):
+def test_several_owners_are_refused_naming_the_escape_hatch(users_install, capsys, isolated_dirs):
+    write_user_config(isolated_dirs, 'layers = ["dist"]\n')  # (the dist layer's refusal alone)
     os.chown(users_install / PROVIDER / "prompt-bridge.js", 12345, 12345)
     code, out, err = run_cli(capsys, "verify", "--root", users_install)
     assert code == 1 and "--allow-foreign-root" in one_error_line(out + err)
+
+
+# ---- 3. node and every module a replay may import run as the one owner they share ----------------
+
+def _logging_node(path: Path, log: Path) -> None:
+    """A `node` that notes who runs it, then is the real node."""
+    real = shutil.which("node")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\nid -u >> "{log}"\nexec "{real}" "$@"\n')
+    path.chmod(0o755)
+
+
+@pytest.fixture
+def roots_install(npm_install, open_dir):
+    """A senpi install root owns, in a prefix the other user can read."""
+    return npm_install(2, prefix=open_dir / "root-prefix")
+
+
+@pytest.fixture
+def uid_log(open_dir) -> Path:
+    log = open_dir / "who-ran-node"
+    log.touch()
+    log.chmod(0o666)
+    return log
+
+
+def test_a_users_node_in_the_prefix_never_runs_as_root(roots_install, other_user, uid_log, capsys):
+    """<prefix>/bin/node belongs to the user: status's `--version`, apply's replay and the
+    extension's replay all run it as that user."""
+    node = roots_install.parents[3] / "bin" / "node"
+    _logging_node(node, uid_log)
+    give_to(other_user, node)
+    for command in ("status", "apply", "verify"):
+        run_cli(capsys, command, "--root", roots_install)
+    ran_as = [int(x) for x in uid_log.read_text().split()]
+    assert ran_as and set(ran_as) == {other_user.pw_uid}, f"node ran as uids {sorted(set(ran_as))}"
+
+
+def test_a_users_module_in_a_roots_package_runs_as_that_user(roots_install, other_user, open_dir, capsys,
+                                                           monkeypatch):
+    """Not a target, not a target's folder: a module the target imports, chowned to the user."""
+    log = open_dir / "who-ran-it"
+    log.touch()
+    log.chmod(0o666)
+    tools = roots_install / PROVIDER / "tools.js"
+    tools.write_text(PLANTED + tools.read_text())
+    give_to(other_user, tools)
+    monkeypatch.setenv("SENPI_GUARD_PLANT_LOG", str(log))
+    assert run_cli(capsys, "apply", "--root", roots_install)[0] == 0
+    ran_as = {int(x) for x in log.read_text().split()}
+    assert ran_as == {other_user.pw_uid}, f"the user's module ran as uids {ran_as or 'none'}"
+
+
+def test_modules_of_two_users_are_refused_naming_them(roots_install, other_user, capsys, isolated_dirs):
+    write_user_config(isolated_dirs, 'layers = ["dist"]\n')  # (the dist layer's refusal alone)
+    tools = roots_install / PROVIDER / "tools.js"
+    give_to(other_user, tools)
+    stray = roots_install / "dist" / "config.js"
+    os.chown(stray, 12345, 12345)
+    before = tree_digest(roots_install)
+    code, out, err = run_cli(capsys, "apply", "--root", roots_install)
+    line = one_error_line(out + err)
+    assert code == 1 and "several users" in line and str(tools) in line and "uid 12345" in line
+    assert tree_digest(roots_install) == before
+
+
+# ---- 4. the agent dir: links as senpi follows them, root follows none of a user's, sudo serves the user
+
+def as_user(user: pwd.struct_passwd, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
+    """senpi-guard run as that user: a Python of the same version it can run, this checkout's code and
+    the venv's libraries (this venv's own Python may live where only root can reach)."""
+    import sysconfig
+    python = shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}", path="/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no system Python of this version for the other user to run")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    libs = sysconfig.get_paths()
+    paths = ":".join([os.environ.get("PYTHONPATH", src), src, libs["purelib"], libs["platlib"]])
+    return subprocess.run(["runuser", "-u", user.pw_name, "--", "env", "-i", f"PATH={os.environ['PATH']}",
+                           f"PYTHONPATH={paths}", *(f"{k}={v}" for k, v in env.items()),
+                           python, "-m", "senpi_guard", *argv], capture_output=True, text=True, timeout=300)
+
+
+def test_as_the_user_a_symlinked_extensions_folder_is_followed(users_install, other_user, open_dir):
+    home = open_dir / "user-home"
+    elsewhere = home / "dotfiles" / "senpi-extensions"
+    elsewhere.mkdir(parents=True)
+    (home / ".senpi" / "agent").mkdir(parents=True)
+    (home / ".senpi" / "agent" / "extensions").symlink_to(elsewhere)
+    give_to(other_user, home)
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config"),
+           "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache")}
+    done = as_user(other_user, env, "apply", "--root", str(users_install))
+    assert done.returncode == 0, done.stdout + done.stderr
+    installed = elsewhere / "senpi-guard-directive-dedupe.js"
+    assert installed.is_file() and installed.stat().st_uid == other_user.pw_uid
+
+
+def test_as_root_a_users_link_on_the_agent_dir_path_is_refused(users_install, other_user, open_dir, tmp_path,
+                                                              capsys, monkeypatch):
+    roots_place = tmp_path / "roots-own"  # somewhere only root may write
+    roots_place.mkdir()
+    home = open_dir / "user-home"
+    (home / ".senpi").mkdir(parents=True)
+    (home / ".senpi" / "agent").symlink_to(roots_place)
+    give_to(other_user, home)
+    monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(home / ".senpi" / "agent"))
+    code, out, err = run_cli(capsys, "apply", "--root", users_install)
+    assert code == 1 and "symbolic link owned by uid" in out + err and "run senpi-guard as that user" in out + err
+    assert list(roots_place.iterdir()) == []
+
+
+@pytest.fixture
+def users_home(other_user):
+    """The other user's own home, as the user database names it (made for the test when missing)."""
+    home = Path(other_user.pw_dir)
+    made = not home.exists()
+    if made:
+        home.mkdir(parents=True)
+        os.chown(home, other_user.pw_uid, other_user.pw_gid)
+    yield home
+    if made:
+        shutil.rmtree(home, ignore_errors=True)
+    else:
+        shutil.rmtree(home / ".senpi", ignore_errors=True)
+
+
+def test_under_sudo_the_extension_goes_to_the_users_agent_dir_not_roots(users_install, other_user, users_home,
+                                                                       tmp_path, capsys, monkeypatch):
+    roots_home = tmp_path / "root-home"
+    roots_home.mkdir()
+    monkeypatch.setenv("HOME", str(roots_home))  # (sudo sets HOME to root's)
+    monkeypatch.delenv("SENPI_CODING_AGENT_DIR")  # (sudo's env_reset drops it)
+    monkeypatch.setenv("SUDO_UID", str(other_user.pw_uid))
+    monkeypatch.setenv("SUDO_USER", other_user.pw_name)
+    assert run_cli(capsys, "apply", "--root", users_install)[0] == 0
+    installed = users_home / ".senpi" / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
+    assert installed.is_file() and not (roots_home / ".senpi").exists()
+    for path in (users_home / ".senpi", installed.parent, installed):
+        assert path.stat().st_uid == other_user.pw_uid, path
+    assert run_cli(capsys, "revert", "--root", users_install)[0] == 0 and not installed.exists()
+
+
+def test_an_unwritable_state_dir_is_one_line_not_a_crash(users_install, other_user, open_dir):
+    """The user's own state dir, made read-only (root ignores modes: this runs as that user)."""
+    home = open_dir / "user-home"
+    state = home / "state" / "senpi-guard"
+    state.mkdir(parents=True)
+    give_to(other_user, home)
+    state.chmod(0o500)
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config"),
+           "XDG_DATA_HOME": str(home / "data")}
+    before = tree_digest(users_install)
+    for command in ("apply", "revert"):
+        done = as_user(other_user, env, command, "--root", str(users_install))
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        line = one_error_line(done.stdout + done.stderr)
+        assert "cannot take the lock" in line and "writable" in line and "unexpected" not in line
+    assert tree_digest(users_install) == before

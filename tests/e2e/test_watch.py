@@ -166,10 +166,13 @@ def test_kill_9_never_leaves_a_broken_target(npm_install, tmp_path):
     assert run_cli_subprocess("apply", "--root", pkg) == 0
     full = target.read_bytes()
 
+    memo = Path(os.environ["XDG_STATE_HOME"]) / "senpi-guard" / "replays.json"
+
     def restore() -> None:
         scratch = target.with_name(".restore")
         scratch.write_bytes(original)
         os.replace(scratch, target)
+        memo.unlink(missing_ok=True)  # each reconcile replays with node: a span kills can land in
 
     # calibrate: how long does one reconcile take here, from its log line to the write?
     restore()
@@ -216,7 +219,7 @@ def test_backoff_attempts_once_logs_once_notifies_once(custom_package, tmp_path,
         (pkg / "dist" / f"touched{n}.txt").write_text("x")
         time.sleep(0.5)
     assert watcher.text().count("could not be patched") == 1
-    assert watcher.text().count("trigger=") == 1
+    assert watcher.text().count("patch=directive-dedupe trigger=") == 1
     assert len(calls.read_text().splitlines()) == 1
     code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
     assert code == 1 and json.loads(out)["installs"][0]["last_reconcile"]["ok"] is False
@@ -296,4 +299,35 @@ def test_the_watcher_installs_the_extension_layer_and_leaves_an_edited_one(npm_i
     wait_for(lambda: "extension layer" in watcher.text() and "modified" in watcher.text(),
              what="the watcher to report the edited extension")
     assert installed.read_text().endswith("// mine\n")  # reported, never replaced
+    watcher.stop()
+
+
+def test_the_watcher_keeps_only_the_layers_the_config_wants(npm_install, watch, isolated_dirs):
+    """layers = ["extension"]: the watcher goes through the same layers as apply, so dist/ stays as
+    installed. The dist layer comes first in that order: once the extension is there, a dist patch
+    would have been written already."""
+    pkg = npm_install(2)
+    write_user_config(isolated_dirs, 'layers = ["extension"]\n')
+    installed = isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
+    watcher = watch("--root", pkg, "--rescan-interval", "1")
+    wait_for(lambda: installed.is_file(), what="the extension layer installed by the watcher")
+    assert not patched(pkg / SHAPE_REL[2])
+    assert "reconcile started" not in watcher.text()
+    watcher.stop()
+
+
+def test_a_deeply_nested_target_neither_crashes_nor_ends_the_watcher(custom_package, watch):
+    """Valid JS nested far past Python's recursion limit inside the target function: the watcher
+    reconciles it (patched, or a one-line failure) and is still running after it (a crash would be a
+    restart loop under the service)."""
+    deep = "[" * 3000 + "blocks" + "]" * 3000
+    bridge = sample.prompt_bridge_source(2).replace(
+        "export function buildPromptBlocks(context, customNames) {\n",
+        f"export function buildPromptBlocks(context, customNames) {{\n    const deep = {deep};\n", 1)
+    assert bridge != sample.prompt_bridge_source(2)
+    pkg = custom_package(bridge)
+    watcher = watch("--root", pkg, "--rescan-interval", "300")
+    wait_for(lambda: "patch=directive-dedupe trigger=startup" in watcher.text(), what="the startup reconcile")
+    assert "RecursionError" not in watcher.text() and "unexpected" not in watcher.text()
+    assert watcher.proc.poll() is None
     watcher.stop()

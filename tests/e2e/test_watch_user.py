@@ -18,6 +18,7 @@ from conftest import (
     harness_processes,
     node_check,
     patched,
+    rows_of,
     run_cli,
     sha,
     wait_for,
@@ -90,7 +91,7 @@ def test_revert_holds_the_install_until_apply(reverted_by_hand, watch, capsys):
     watcher = watch("--root", pkg, "--rescan-interval", "1")
     wait_for(lambda: patched(target), what="patched at start-up")
     code, out, _ = run_cli(capsys, "revert", "--root", pkg, "--json")
-    (row,) = json.loads(out)["installs"]
+    (row,) = rows_of(json.loads(out))
     assert code == 0 and row["held"] is True and row["state"] == "held"
     assert target.read_bytes() == original
     wait_for(lambda: watcher.text().count("after=held") >= 1, what="the watcher to see the hold")
@@ -103,6 +104,26 @@ def test_revert_holds_the_install_until_apply(reverted_by_hand, watch, capsys):
     assert patched(target)
     time.sleep(1.5)
     assert patched(target) and watcher.text().count("after=held") >= seen
+    assert watcher.stop() < 2.0
+
+
+def test_revert_holds_the_extension_too_until_apply(npm_install, watch, capsys, isolated_dirs):
+    pkg = npm_install(2)
+    ours = isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
+    watcher = watch("--root", pkg, "--rescan-interval", "1")
+    wait_for(ours.is_file, what="the extension installed at start-up")
+    assert run_cli(capsys, "revert", "--root", pkg)[0] == 0
+    assert not ours.exists()
+    wait_for(lambda: f"extension layer {ours.parent.parent}: held" in watcher.text(),
+             what="the watcher to see the extension's hold")
+    passes = watcher.text().count("reconcile started")
+    for _ in range(2):  # two more full passes (each starts with a reconcile line, ends with the extension)
+        (pkg / "package.json").touch()
+        wait_for(lambda n=passes: watcher.text().count("reconcile started") > n, what="another pass")
+        passes = watcher.text().count("reconcile started")
+    assert not ours.exists()  # the watcher never undid the revert
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # lifts both holds
+    assert ours.is_file()
     assert watcher.stop() < 2.0
 
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.real
 
 
 def verify_with(full_senpi, entry: str | None) -> set[str]:
-    patch = definition.load()
+    patch = definition.load("directive-dedupe")
     if entry is not None:
         patch = dataclasses.replace(patch, targets=tuple(
             dataclasses.replace(t, entry=entry) if t.role == "binding" else t for t in patch.targets))

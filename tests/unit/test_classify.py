@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from conftest import hand_patched
 
@@ -10,7 +13,7 @@ from senpi_guard.core.patch.classify import SETTLED, State, classify
 from senpi_guard.demo import sample
 from senpi_guard.io.config import Config
 
-PATCH = definition.load()
+PATCH = definition.load("directive-dedupe")
 CONFIG = Config()
 BASE = sample.prompt_bridge_source(2).encode()
 TARGET = PATCH.target("prompt")
@@ -26,7 +29,7 @@ def test_every_state_of_a_file():
     patched = apply.render(PATCH, CONFIG, TARGET, BASE, "x.js")
     assert state_of(BASE) == State.UNPATCHED
     assert state_of(patched) == State.PATCHED
-    assert state_of(patched, Config(tags=("ultrawork-mode",))) == State.STALE
+    assert state_of(patched, Config().with_patch("directive-dedupe", tags=["ultrawork-mode"])) == State.STALE
     older = patched.replace(f"v{PATCH.version} role=".encode(), b"v1 role=")
     assert state_of(older) == State.STALE
     # a hand edit inside our payload: the original is still recoverable, the edit is not ours
@@ -47,9 +50,16 @@ def test_classify_needs_no_renderer_and_no_files():
     assert result.state == State.UNPATCHED and result.base == BASE
 
 
+def documented_states() -> dict[str, str]:
+    """The README's table of states ("When `apply` refuses"): each state's word and what to do."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    table = readme[readme.index("| state | what it means | what to do |"):].split("\n\n")[0]
+    return dict(re.findall(r"^\| `([\w-]+)` \|[^|]*\| (.*) \|$", table, re.MULTILINE))
+
+
 @pytest.mark.parametrize("state", list(State))
-def test_state_names_are_the_documented_words(state):
-    assert str(state) == state.value and state.value in {
-        "unpatched", "patched", "stale", "hand-patched", "drifted", "partial", "upstream",
-        "unsupported", "error", "held"}
-    assert (state in SETTLED) == (state in (State.PATCHED, State.UPSTREAM))
+def test_every_state_is_documented_with_what_to_do(state):
+    documented = documented_states()
+    assert state.value in documented, f"the README's state table has no row for {state.value!r}"
+    settled = state in SETTLED
+    assert settled == documented[state.value].startswith("nothing"), documented[state.value]

@@ -7,26 +7,46 @@ from pathlib import Path
 
 import pytest
 
+from senpi_guard.core.patch import definition
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config
 
+PATCHES = definition.load_all()
+DEDUPE = next(p for p in PATCHES if p.name == "directive-dedupe")
+
 
 def load(tmp_path, text: str) -> config.Config:
+    """The config as the commands load it: read, then every patch's settings checked."""
     path = tmp_path / "config.toml"
     path.write_text(text)
-    return config.load(path)
+    found = config.load(path)
+    definition.check_config(PATCHES, found)
+    return found
 
 
 def test_missing_file_gives_defaults(tmp_path):
     assert config.load(tmp_path / "none.toml") == config.Config()
 
 
-def test_every_key(tmp_path):
-    found = load(tmp_path, 'tags = ["ultrawork-mode"]\nupstream_dedupe = "defer"\nverify_timeout = 5\n'
-                           "rescan_interval = 30\nquiet_period = 0.2\nsettle_timeout = 10\n")
-    assert found.tags == ("ultrawork-mode",) and found.upstream_dedupe == "defer"
-    assert (found.verify_timeout, found.rescan_interval, found.quiet_period, found.settle_timeout) == \
-        (5.0, 30.0, 0.2, 10.0)
+ENGINE = {"verify_timeout": ("5", 5.0), "rescan_interval": ("30", 30.0), "quiet_period": ("0.2", 0.2),
+          "settle_timeout": ("10", 10.0), "on_drift": ('"rebuild"', "rebuild"),
+          "layers": ('["extension"]', ("extension",))}
+
+
+def test_every_engine_key_lands(tmp_path):
+    # every key the engine knows is in this test (a new one fails it until it is added here)
+    assert set(ENGINE) == set(config.ENGINE_KEYS) - {"patches"}
+    found = load(tmp_path, "".join(f"{key} = {text}\n" for key, (text, _) in ENGINE.items()))
+    assert {key: getattr(found, key) for key in ENGINE} == {key: value for key, (_, value) in ENGINE.items()}
+
+
+@pytest.mark.parametrize("form", ["table", "top level"])
+def test_every_patch_setting_lands_in_its_table_or_at_the_top(tmp_path, form):
+    given = {"tags": '["ultrawork-mode"]', "upstream_dedupe": '"defer"'}
+    assert set(given) == {s.name for s in DEDUPE.settings_schema}  # every setting is in this test
+    lines = "".join(f"{key} = {text}\n" for key, text in given.items())
+    found = load(tmp_path, f"[patches.directive-dedupe]\n{lines}" if form == "table" else lines)
+    assert DEDUPE.settings(found) == {"tags": ("ultrawork-mode",), "upstream_dedupe": "defer"}
 
 
 @pytest.mark.parametrize(("text", "phrase"), [
@@ -38,6 +58,13 @@ def test_every_key(tmp_path):
     ("quiet_period = true", "quiet_period"),
     ("colour = 1", "unknown key"),
     ("tags = [", "not valid TOML"),
+    ('[patches.directive-dedupe]\ntags = ["x", "x"]', "twice"),
+    ('[patches.directive-dedupe]\ncolour = 1', "unknown setting"),
+    ('[patches.nothing-by-this-name]\nx = 1', "names no patch"),
+    ('on_drift = "maybe"', "on_drift"),
+    ('layers = ["dist", "dist"]', "layers"),
+    ("tags = " + "[" * 5000 + "]" * 5000, "nests arrays or tables too deeply"),
+    ("tags = " + "{a = " * 3000 + "1" + "}" * 3000, "nests arrays or tables too deeply"),
 ])
 def test_bad_values_are_one_line_errors(tmp_path, text, phrase):
     with pytest.raises(FatalError) as info:

@@ -80,3 +80,21 @@ def test_a_file_that_names_the_function_only_in_line_comments_is_not_parsed(tmp_
     defined.write_bytes(b"// see buildPromptBlocks below\nexport function buildPromptBlocks() { return []; }\n")
     found = locate.find_exported_functions([str(commented), str(defined)], ["buildPromptBlocks"])
     assert [hit.path.name for hit in found["buildPromptBlocks"]] == ["b.js"]
+
+
+DEPTH = 5000  # far past Python's own recursion limit
+
+
+def test_deep_nesting_inside_the_target_is_walked_without_recursion():
+    deep = "[" * DEPTH + "x" + "]" * DEPTH
+    source = (f"export function buildPromptBlocks(x) {{\n  const deep = {deep};\n  x = 1;\n"
+              "  return [deep];\n}\n").encode()
+    (found,) = jssyntax.find_definitions(jssyntax.parse(source), "buildPromptBlocks")
+    assert found.reassigns_param0 and [r.node_type for r in found.returns] == ["array"]
+    assert len(jssyntax.tokens(jssyntax.parse(source).root_node)) > 2 * DEPTH
+
+
+def test_a_deep_syntax_error_is_reported_without_recursion():
+    source = ("export const deep = " + "(" * DEPTH + "1 +;" + ")" * DEPTH + "\n").encode()
+    with pytest.raises(jssyntax.JsSyntaxError):
+        jssyntax.parse(source)

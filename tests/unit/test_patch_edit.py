@@ -10,7 +10,7 @@ from senpi_guard.demo import sample
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 
-PATCH = definition.load()
+PATCH = definition.load("directive-dedupe")
 CONFIG = Config()
 
 
@@ -75,8 +75,9 @@ def test_upstream_entry_guard_sits_on_the_first_line_and_comes_off():
     base = sample.sample_source("prompt-directive-dedupe.js").encode()
     patched = edit.render(PATCH, CONFIG, PATCH.target("upstream"), base, "prompt-directive-dedupe.js")
     head = next(line for line in patched.split(b"\n") if line.startswith(b"export function dedupeUltraworkBlocks"))
-    assert head.endswith(b"{" + edit.ENTRY_OPEN + b"if (__senpiGuardSkip(blocks)) return "
-                         b"__senpiGuardUpstream(__senpiGuardSkipped, blocks);" + edit.ENTRY_CLOSE)
+    opening, closing = edit.entry_marks(PATCH.name)
+    assert head.endswith(b"{" + opening + b"if (__senpiGuardSkip(blocks)) return "
+                         b"__senpiGuardUpstream(__senpiGuardSkipped, blocks);" + closing)
     code = patched[:patched.index(b"// senpi-guard: directive-dedupe")]
     assert code.count(b"\n") == base[:base.rindex(b"//# sourceMappingURL")].count(b"\n")  # lines kept
     assert reverse.remove_edit(patched, PATCH.callees) == base
@@ -123,13 +124,14 @@ def test_marker_length_and_tag_checks():
     import dataclasses
 
     from senpi_guard.errors import FatalError
+    one = CONFIG.with_patch("directive-dedupe", tags=["ultrawork-mode"])
     long_marker = dataclasses.replace(PATCH, marker_template="[" + "x" * 110 + " {tag}]")
     with pytest.raises(FatalError, match="too long"):
-        long_marker.check_tags(("ultrawork-mode",))
+        long_marker.settings(one)
     opening = dataclasses.replace(PATCH, marker_template="[see <{tag}> above]")
     with pytest.raises(FatalError, match="would contain <ultrawork-mode>"):
-        opening.check_tags(("ultrawork-mode",))
-    PATCH.check_tags(CONFIG.tags)  # the shipped marker passes for every default tag
+        opening.settings(one)
+    assert PATCH.settings(CONFIG)["tags"]  # the shipped marker passes for every default tag
 
 
 BINDING = (b'import { sentMessageHashes } from "./session-sync.js";\n'
@@ -146,8 +148,8 @@ def test_an_entry_only_target_gets_one_statement_and_reverts_exactly():
     patched = edit.render(PATCH, CONFIG, target, BINDING, "session-binding.js")
     jssyntax.parse(patched)
     lines = patched.split(b"\n")
-    assert lines[1].endswith(b"{/*senpi-guard:entry*/branch = __senpiGuardBranchAsSent(branch);"
-                             b"/*senpi-guard:entry-end*/")
+    assert lines[1].endswith(b"{/*senpi-guard:entry directive-dedupe*/branch = __senpiGuardBranchAsSent(branch);"
+                             b"/*senpi-guard:entry-end directive-dedupe*/")
     assert b"return [];" in patched and b"return sentMessageHashes(messages);" in patched  # returns untouched
     assert reverse.remove_edit(patched, PATCH.callees) == BINDING
     assert edit.read_header(patched).role == "binding"
@@ -172,3 +174,17 @@ def test_a_target_with_neither_wrap_nor_entry_is_refused(tmp_path):
     toml.write_text(toml.read_text().replace('entry = "{param0} = __senpiGuardBranchAsSent({param0});"\n', ""))
     with pytest.raises(ValueError, match="neither a wrap nor an entry"):
         definition._parse(tomllib.loads(toml.read_text()), root / PATCH.name)
+
+
+def test_a_key_under_the_wrong_table_in_patch_toml_is_refused(tmp_path):
+    """A table header above a top-level key silently moves that key into the table: refused."""
+    import shutil
+    import tomllib
+    root = tmp_path / "patches"
+    shutil.copytree(PATCH.root, root / PATCH.name)
+    toml = root / PATCH.name / "patch.toml"
+    toml.write_text(toml.read_text().replace("\norder = ", "\n[misplaced]\norder = "))
+    with pytest.raises(ValueError, match="unknown top-level keys misplaced"):
+        definition._parse(tomllib.loads(toml.read_text()), root / PATCH.name)
+    for patch in definition.load_all():  # (and the real definitions have none)
+        assert patch.order < 100

@@ -70,7 +70,10 @@ def test_a_session_with_bash_executions_audits(tmp_path, capsys):
               "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}}]
     path.write_text("\n".join(lines + [json.dumps(e) for e in extra]) + "\n")
     code, out, err = run_cli(capsys, "audit", "--json", path)
+    assert code == 1 and "--sample" in err and len(err.strip().splitlines()) == 1  # never a sample silently
+    code, out, err = run_cli(capsys, "audit", "--json", "--sample", path)
     assert code == 0, err
+    assert "SAMPLE" in json.loads(out)["sessions"][0]["serializer"]
     rows = json.loads(out)["sessions"][0]["turns"]
     assert rows[-1]["entry_id"] == "ask" and len(rows) == 5
 

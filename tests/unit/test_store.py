@@ -6,6 +6,7 @@ import json
 import logging
 import multiprocessing
 import os
+from pathlib import Path
 
 import pytest
 
@@ -36,7 +37,8 @@ def test_version_strings_stay_one_folder(store, tmp_path, version):
     name = safe_version(version)
     assert "/" not in name and name.strip(".") and len(name) <= 80
     folder = store.backup_dir(tmp_path, version)
-    assert folder.parent.parent == store.backups_dir
+    # resolved: a folder named ".." would pass a lexical parent check while pointing elsewhere
+    assert folder.name == name and folder.resolve().parent.parent == store.backups_dir.resolve()
 
 
 def test_records_carry_a_version_and_refuse_a_newer_one(store, tmp_path):
@@ -114,3 +116,17 @@ def test_a_group_friendly_umask_still_makes_private_folders(tmp_path):
     for folder in (tmp_path / "data", store.backups_dir, store.backup_dir(tmp_path, "1.0"), tmp_path / "state"):
         assert st.S_IMODE(folder.stat().st_mode) == 0o700, folder
     assert store.find_backup(tmp_path, "1.0", "dist/a.js", "b" * 64).data == b"x"  # trusted again
+
+
+def test_the_crash_log_falls_back_to_the_temp_dir_when_its_folder_cannot_be_made(tmp_path, monkeypatch):
+    from senpi_guard.io import store as store_mod
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr(store_mod, "log_dir", lambda: blocker / "log")  # (a file in the way)
+    monkeypatch.setattr(store_mod.tempfile, "tempdir", str(tmp_path))
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        where = store_mod.crash_log(exc)
+    assert where.startswith(str(tmp_path / "senpi-guard-crash-"))
+    assert "ValueError: boom" in Path(where).read_text()

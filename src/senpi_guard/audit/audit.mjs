@@ -5,12 +5,14 @@
 //   {"op":"put","id","message"|"entry"}              a context message (or raw session entry)
 //   {"op":"measure","ids","leaf","lane","delta","tools"}
 // Each "measure" gets one reply line, in order; Python may send many before reading. Only the
-// messages of the measured context are kept, so memory follows the context, not the file.
+// messages of the measured context are kept, so memory follows the context, not the file. Every
+// line this script writes starts with the job's replyTag: what senpi's code prints is not a reply.
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
 const job = JSON.parse((await lines.next()).value ?? "{}");
+const TAG = job.replyTag ?? "";
 
 async function load(spec, which = "original") {
     if (!spec || !spec[which]) {
@@ -146,6 +148,10 @@ let seenIn = Object.fromEntries(CONFIGS.map((c) => [c, new Map()])); // span -> 
 let previousSent = 0;
 
 function contextOf(request) {
+    const missing = request.ids.find((id) => !store.has(id));
+    if (missing !== undefined) {
+        throw new Error(`entry ${missing} never arrived whole (its line changed while it was read)`);
+    }
     if (session) {
         const entries = request.ids.map((id) => store.get(id).entry);
         const byId = new Map(entries.map((e) => [e.id, e]));
@@ -332,13 +338,19 @@ function measure(request) {
     return result;
 }
 
-process.stdout.write(JSON.stringify({ ready: true, node: process.version, exact: session !== null }) + "\n");
+process.stdout.write(TAG + JSON.stringify({ ready: true, node: process.version, exact: session !== null }) + "\n");
 let out = [];
 for (let next = await lines.next(); !next.done; next = await lines.next()) {
     if (!next.value.trim()) {
         continue;
     }
-    const request = JSON.parse(next.value);
+    let request;
+    try {
+        request = JSON.parse(next.value);
+    }
+    catch {
+        continue; // a stored entry that changed while it was read: the measure that needs it says so
+    }
     if (request.op === "put") {
         const message = request.message ?? request.entry?.message;
         store.set(request.id, session ? { entry: request.entry } : { message, spans: messageSpans(message) });
@@ -351,7 +363,7 @@ for (let next = await lines.next(); !next.done; next = await lines.next()) {
         previousSent = 0;
     }
     else if (request.op === "flush") {
-        out.push("{}");
+        out.push(TAG + "{}");
         process.stdout.write(out.join("\n") + "\n");
         out = [];
     }
@@ -363,7 +375,7 @@ for (let next = await lines.next(); !next.done; next = await lines.next()) {
         catch (error) {
             reply = { error: String(error && error.message ? error.message : error).slice(0, 300) };
         }
-        out.push(JSON.stringify(reply));
+        out.push(TAG + JSON.stringify(reply));
         if (out.length >= 32) {
             process.stdout.write(out.join("\n") + "\n");
             out = [];

@@ -1,14 +1,13 @@
 """Replay a session the way senpi sent it: per assistant turn, which lane the call took (senpi's own
 continuity record), the bytes that lane sent with and without the patch, what a prompt cache had to
 write anew, and senpi's own recorded payload size beside ours. One node process serves all sessions;
-requests are pipelined (a reader thread collects the replies in order)."""
+requests are pipelined (audit/server.py: a reader thread collects the replies in order, and each
+step is bounded by verify_timeout)."""
 
 from __future__ import annotations
 
 import json
-import queue
 import shutil
-import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -16,9 +15,10 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from senpi_guard.audit import session
+from senpi_guard.audit.server import NodeServer
 from senpi_guard.audit.summary import Summary
 from senpi_guard.core import locate
 from senpi_guard.core.patch.classify import State
@@ -44,41 +44,26 @@ class Serializer:
     """The live node process, where its serialisation comes from, and how contexts are rebuilt."""
 
     label: str
-    proc: subprocess.Popen[str]
+    node: NodeServer
     reconstruction: str  # "senpi" (its own buildSessionContext + convertToLlm) or "python"
     resident_lane: bool  # the install has a delta lane (2026.7.31-2 and later)
-
-    def __post_init__(self) -> None:
-        self.replies: queue.Queue[str] = queue.Queue()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.replies.put(line.decode("utf-8", "replace"))
-        self.replies.put("")
 
     def send(self, request: dict[str, Any]) -> None:
         self.send_raw(json.dumps(request).encode())
 
     def send_raw(self, line: bytes) -> None:
-        self.proc.stdin.write(line + b"\n")
+        self.node.send_raw(line)
 
     def reply(self) -> dict[str, Any]:
-        self.proc.stdin.flush()
-        line = self.replies.get()
-        if not line:
-            tail = (self.proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
-                    or ["no output"])[-1]
-            raise FatalError(f"the audit's node process ended early: {tail}")
-        return json.loads(line)
+        return self.node.reply()
 
 
 def _pairs(reconciler: Reconciler, install: Install) -> dict[str, verify.ModulePair]:
+    """The serialiser and what runs after it (the roles the patch's [audit] names), unpatched and patched."""
     insp = reconciler.inspect(install)
     if insp.state in (State.ERROR, State.UNSUPPORTED):
         raise FatalError(insp.detail)
-    return reconciler.module_pairs(insp, roles=("prompt", "upstream"))
+    return reconciler.module_pairs(insp, roles=tuple(reconciler.patch.audit.values()))
 
 
 def _session_functions(install: Install) -> dict[str, Path]:
@@ -91,6 +76,8 @@ def _session_functions(install: Install) -> dict[str, Path]:
 def _job(patch: Patch, config: Config, place, install: Install, pairs: dict[str, verify.ModulePair],
          functions: dict[str, Path], exact: bool) -> dict[str, Any]:
     job = verify.harness_job("audit", patch, config, place, pairs)
+    job["prompt"] = job["modules"].get(patch.audit.get("serialiser", ""))
+    job["upstream"] = job["modules"].get(patch.audit.get("after", ""))
 
     def spec(name: str) -> dict[str, Any] | None:
         path = functions.get(name)
@@ -104,20 +91,26 @@ def _job(patch: Patch, config: Config, place, install: Install, pairs: dict[str,
 
 @contextmanager
 def serializer(installs: list[Install], patch: Patch, config: Config, allow_foreign_root: bool = False,
-               reconstruction: str = "auto") -> Iterator[Serializer]:
+               reconstruction: str = "auto", sample_ok: bool = False,
+               cancel: threading.Event | None = None) -> Iterator[Serializer]:
+    """senpi's own serialisers, from the first usable install; with `sample_ok`, from a sample senpi
+    of this project's when there is none (and the label says so) — never silently. Each step in
+    node is bounded by verify_timeout; `cancel` stops it."""
     reconciler = Reconciler(patch, config, allow_foreign_root=allow_foreign_root)
     with ExitStack() as stack:
         chosen = next((i for i in installs if not i.unsupported), None)
-        pairs, own = None, True
+        pairs, own, why = None, True, "no senpi install found"
         if chosen is not None:
             try:
                 pairs = _pairs(reconciler, chosen)
                 label = f"senpi {chosen.version} as installed ({chosen.package_dir})"
             except FatalError as exc:
-                label = f"the sample shape-2 senpi (senpi {chosen.version} unusable: {exc})"
+                why = f"senpi {chosen.version} at {chosen.package_dir} cannot serialise: {exc}"
+        if pairs is None and not sample_ok:
+            raise FatalError(f"{why}; audit counts with the installed senpi's own code: install senpi, pass "
+                             "--root PKG_DIR, or pass --sample to count with a sample senpi of senpi-guard's")
         if pairs is None:
-            if chosen is None:
-                label = "the sample shape-2 senpi (no senpi install found)"
+            label = f"a SAMPLE senpi 2026.8.1 of senpi-guard's own, not yours ({why}; --sample)"
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="senpi-guard-audit-")))
             sample.write_sample_package(folder / "pkg", 2, fillers=0)
             chosen, own = describe(folder / "pkg", "sample"), False
@@ -132,35 +125,30 @@ def serializer(installs: list[Install], patch: Patch, config: Config, allow_fore
             rendered = place.root / patch.extension.file_name
             rendered.write_text(patch.render_extension(config), "utf-8")
             job["extension"] = str(rendered)
-        proc = stack.enter_context(_node(chosen.package_dir, place, job))
-        ready = json.loads(proc.stdout.readline() or b"{}")
+        where = f"senpi {chosen.version} at {chosen.package_dir}"
+        node = stack.enter_context(_node(chosen.package_dir, place, job, config.verify_timeout, where, cancel))
+        ready = node.reply("while loading senpi's code")
         if reconstruction == "senpi" and not ready.get("exact"):
             raise FatalError(f"senpi {chosen.version}'s own buildSessionContext/convertToLlm "
                              "could not be used (not found, or they did not import under node); "
                              "run without --reconstruction senpi to use senpi-guard's own")
-        yield Serializer(label, proc, "senpi" if ready.get("exact") else "python",
+        yield Serializer(label, node, "senpi" if ready.get("exact") else "python",
                          "buildDeltaPromptBlocks" in functions)
 
 
 @contextmanager
-def _node(package_dir: Path, place, job: dict[str, Any]) -> Iterator[subprocess.Popen[str]]:
+def _node(package_dir: Path, place, job: dict[str, Any], timeout: float, where: str,
+          cancel: threading.Event | None) -> Iterator[NodeServer]:
     script = place.root / "audit.mjs"
     shutil.copyfile(Path(str(resources.files("senpi_guard.audit").joinpath("audit.mjs"))), script)
-    proc = subprocess.Popen([nodes.node_for(package_dir).path, str(script)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            bufsize=1 << 20, **place.popen_kwargs())
+    node = NodeServer([nodes.node_for(package_dir).path, str(script)], job, timeout, where, cancel,
+                      place.popen_kwargs())
+    ok = False
     try:
-        proc.stdin.write(json.dumps(job).encode() + b"\n")
-        proc.stdin.flush()
-        yield proc  # the caller reads the ready line
+        yield node  # the caller reads the ready line
+        ok = True
     finally:
-        if proc.stdin and not proc.stdin.closed:
-            with suppress(BrokenPipeError):
-                proc.stdin.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        node.close(ok)
 
 
 def lane_of(call: session.Call, resident_lane: bool) -> str:
@@ -198,49 +186,72 @@ def recorded_as(recorded: int | None, sizes: dict[str, int]) -> str | None:
 def audit_session(path: Path, server: Serializer,
                   on_turn: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Audit one session; each turn's row goes to `on_turn` as soon as it is measured. Returns the
-    summary, the warnings and the per-turn byte series (not the rows)."""
+    summary, the warnings and the per-turn byte series (not the rows). A session that fails part-way
+    leaves node ready for the next one (its replies in flight are read and dropped)."""
     found = session.index(path)
     summary = Summary(server.resident_lane)
+    server.send({"op": "reset"})
+    try:
+        with session.open_session(path) as handle:
+            _measure_turns(found, handle, server, summary, on_turn)
+    except Exception:
+        _resync(server)
+        raise
+    return {"session": str(path), "serializer": server.label, "reconstruction": server.reconstruction,
+            "summary": summary.result(), "warnings": dict(found.warnings),
+            "warning_lines": dict(found.warning_lines),
+            "series": (summary.unpatched_series, summary.patched_series)}
+
+
+def _measure_turns(found: session.SessionIndex, handle: BinaryIO, server: Serializer, summary: Summary,
+                   on_turn: Callable[[dict[str, Any]], None] | None) -> None:
     tools = sorted(found.tools)
     sent: set[str] = set()
     silent: set[str] = set()
     pending: list[dict[str, Any]] = []
-    server.send({"op": "reset"})
 
     def settle(limit: int) -> None:
         while len(pending) > limit:
             _finish(pending.pop(0), server.reply(), summary, on_turn)
 
-    with path.open("rb") as handle:
-        for turn in session.turns(found):
-            ids = turn.chain if server.reconstruction == "senpi" else turn.path
-            for entry_id in ids:
-                if entry_id in sent or entry_id in silent:
-                    continue
-                entry = found.entries[entry_id]
-                if server.reconstruction == "senpi" or entry.plain:  # sent as stored: no parse, no encode
-                    server.send_raw(b'{"op":"put","id":' + json.dumps(entry_id).encode() + b',"entry":'
-                                    + session.read_raw(handle, entry) + b"}")
-                    continue
-                message = session.to_message(session.read_entry(handle, found.entries[entry_id]))
-                if message is None:  # e.g. a `!!cmd` or an empty branch summary: senpi sends nothing
-                    silent.add(entry_id)
-                else:
-                    server.send({"op": "put", "id": entry_id, "message": message})
-            sent = set(ids)
-            raw_turn = session.read_entry(handle, found.entries[turn.entry_id])
-            call = session.call_of(raw_turn)
-            lane = lane_of(call, server.resident_lane)
-            server.send({"op": "measure", "ids": [i for i in ids if i not in silent], "leaf": turn.leaf,
-                         "lane": lane, "delta": call.delta_messages, "tools": tools})
-            pending.append({"turn": turn, "call": call, "lane": lane, "usage": session.usage_of(raw_turn)})
-            settle(IN_FLIGHT)
+    for turn in session.turns(found):
+        ids = turn.chain if server.reconstruction == "senpi" else turn.path
+        for entry_id in ids:
+            if entry_id not in sent and entry_id not in silent:
+                _put(found, handle, server, entry_id, silent)
+        sent = set(ids)
+        raw_turn = session.read_entry(handle, found.entries[turn.entry_id], found.path)
+        call = session.call_of(raw_turn)
+        lane = lane_of(call, server.resident_lane)
+        server.send({"op": "measure", "ids": [i for i in ids if i not in silent], "leaf": turn.leaf,
+                     "lane": lane, "delta": call.delta_messages, "tools": tools})
+        pending.append({"turn": turn, "call": call, "lane": lane, "usage": session.usage_of(raw_turn)})
+        settle(IN_FLIGHT)
     server.send({"op": "flush"})
     settle(0)
     server.reply()  # the flush request's own reply
-    return {"session": str(path), "serializer": server.label, "reconstruction": server.reconstruction,
-            "summary": summary.result(), "warnings": dict(found.warnings),
-            "series": (summary.unpatched_series, summary.patched_series)}
+
+
+def _put(found: session.SessionIndex, handle: BinaryIO, server: Serializer, entry_id: str,
+         silent: set[str]) -> None:
+    entry = found.entries[entry_id]
+    if server.reconstruction == "senpi" or entry.plain:  # sent as stored: no parse, no encode
+        server.send_raw(b'{"op":"put","id":' + json.dumps(entry_id).encode() + b',"entry":'
+                        + session.read_raw(handle, entry, found.path) + b"}")
+        return
+    message = session.to_message(session.read_entry(handle, entry, found.path))
+    if message is None:  # e.g. a `!!cmd` or an empty branch summary: senpi sends nothing
+        silent.add(entry_id)
+    else:
+        server.send({"op": "put", "id": entry_id, "message": message})
+
+
+def _resync(server: Serializer) -> None:
+    """Drop the replies still in flight: up to the empty reply of a flush (no measure replies {})."""
+    with suppress(FatalError):  # node itself is gone: the next session says so
+        server.send({"op": "flush"})
+        while server.reply():
+            pass
 
 
 def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary,

@@ -8,7 +8,9 @@ held, so memory follows the context window, not the file size.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ class Entry:
     kind: str
     offset: int
     length: int
+    line: int  # its line number in the file (1 is the header)
     role: str | None = None
     first_kept: str | None = None
     plain: bool = False  # a user/assistant/toolResult message with content: sent as it is stored
@@ -67,17 +70,28 @@ class SessionIndex:
     entries: dict[str, Entry] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     warnings: Counter = field(default_factory=Counter)
+    warning_lines: dict[str, int] = field(default_factory=dict)  # each warning -> the first line it is about
     models: dict[str, str] = field(default_factory=dict)  # assistant id -> model id
     tools: set[str] = field(default_factory=set)  # every tool name called or answered
+
+    def warn(self, what: str, line: int) -> None:
+        self.warnings[what] += 1
+        self.warning_lines.setdefault(what, line)
 
 
 def session_files(agent_dirs: list[Path]) -> list[Path]:
     """Every session file under the agent dirs' sessions/ folders, oldest first."""
-    files = []
+    found = []
     for folder in dict.fromkeys(agent_dirs):
         root = folder / "sessions"
-        files += [p for p in root.glob("*/*.jsonl") if p.is_file()] if root.is_dir() else []
-    return sorted(files, key=lambda p: p.stat().st_mtime)
+        for path in root.glob("*/*.jsonl") if root.is_dir() else ():
+            try:
+                st = path.stat()
+            except OSError:  # gone since the listing (or a dangling link): not a session to audit
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found.append((st.st_mtime, path))
+    return [path for _, path in sorted(found, key=lambda pair: pair[0])]
 
 
 def _header(path: Path, first: bytes) -> dict[str, Any]:
@@ -88,56 +102,99 @@ def _header(path: Path, first: bytes) -> dict[str, Any]:
     return header
 
 
-def _open(path: Path) -> BinaryIO:
+def not_a_file(path: Path, mode: int) -> str | None:
+    """Why `path` (of this st_mode) is no session file, or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return (f"{path} is a directory; pass one session .jsonl file from it, or use --latest or --all")
+    what = ("is a named pipe, not a session file" if stat.S_ISFIFO(mode) else
+            "is a character device, not a regular file" if stat.S_ISCHR(mode) else
+            "is a block device, not a regular file" if stat.S_ISBLK(mode) else
+            "is a socket, not a regular file" if stat.S_ISSOCK(mode) else "is not a regular file")
+    return f"{path} {what}; pass a senpi session .jsonl file, or use --latest"
+
+
+def open_session(path: Path) -> BinaryIO:
+    """The session file, for reading; a FIFO or a device is refused (O_NONBLOCK: opening a FIFO
+    with no writer must not wait for one)."""
     try:
-        return path.open("rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise FatalError(f"cannot open session {path}: {exc.strerror}; check its permissions") from exc
+    problem = not_a_file(path, os.fstat(fd).st_mode)
+    if problem is not None:
+        os.close(fd)
+        raise FatalError(problem)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def read_header(path: Path) -> dict[str, Any]:
-    with _open(path) as handle:
+    with open_session(path) as handle:
         return _header(path, handle.readline(1 << 20))
 
 
 def index(path: Path) -> SessionIndex:
-    with _open(path) as handle:
+    with open_session(path) as handle:
         first = handle.readline()
         found = SessionIndex(path, _header(path, first))
         model = None
         offset = len(first)
-        for raw in iter(handle.readline, b""):
-            length = len(raw)
-            entry = _parse(raw)
-            at = offset
-            offset += length
+        for line, raw in enumerate(iter(handle.readline, b""), start=2):
+            at, offset = offset, offset + len(raw)
             if not raw.strip():
                 continue
+            entry = _parse(raw)
             if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-                found.warnings["malformed line" if raw.endswith(b"\n") else "truncated last line"] += 1
+                found.warn("malformed line" if raw.endswith(b"\n") else "truncated last line", line)
                 continue
-            kind = entry.get("type")
-            if kind not in KNOWN_TYPES:
-                found.warnings[f"unknown entry type {str(kind)[:40]!r}"] += 1
-                continue
-            if kind == "model_change":
-                model = entry.get("modelId") or entry.get("model") or model
-            role = None
-            if kind == "message":
-                message = entry.get("message")
-                if not isinstance(message, dict) or "role" not in message:
-                    found.warnings["message without a role"] += 1
-                    continue
-                role = message["role"]
-                if role == "assistant":
-                    found.models[entry["id"]] = message.get("model") or model
-                _note_tools(found.tools, message)
-            parent = entry.get("parentId")
-            plain = role in ("user", "assistant", "toolResult") and entry["message"].get("content") is not None
-            found.entries[entry["id"]] = Entry(entry["id"], parent if isinstance(parent, str) else None,
-                                               kind, at, length, role, entry.get("firstKeptEntryId"), plain)
-            found.order.append(entry["id"])
+            model = _add(found, entry, at, len(raw), line, model)
     return found
+
+
+def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line: int,
+         model: str | None) -> str | None:
+    """Index one entry (or count why it is skipped); returns the model in force after it. A field of
+    the wrong type is never guessed at: the entry is skipped, or the field treated as absent."""
+    kind = entry.get("type")
+    if not isinstance(kind, str):
+        found.warn("entry whose type is not a string", line)
+        return model
+    if kind not in KNOWN_TYPES:
+        found.warn(f"unknown entry type {kind[:40]!r}", line)
+        return model
+    if kind == "model_change":
+        named = entry.get("modelId") or entry.get("model")
+        if named is not None and not isinstance(named, str):
+            found.warn("model_change whose model is not a string (ignored)", line)
+        model = named if isinstance(named, str) and named else model
+    role = None
+    if kind == "message":
+        message = entry.get("message")
+        if not isinstance(message, dict) or "role" not in message:
+            found.warn("message without a role", line)
+            return model
+        role = message["role"]
+        if not isinstance(role, str):
+            found.warn("message whose role is not a string", line)
+            return model
+        if role == "assistant":
+            own = message.get("model")
+            if own is not None and not isinstance(own, str):
+                found.warn("assistant model that is not a string (ignored)", line)
+            found.models[entry["id"]] = own if isinstance(own, str) and own else model
+        _note_tools(found.tools, message)
+    first_kept = entry.get("firstKeptEntryId")
+    if kind == "compaction" and first_kept is not None and not isinstance(first_kept, str):
+        found.warn("compaction whose firstKeptEntryId is not a string (keeps nothing before it)", line)
+    parent = entry.get("parentId")
+    plain = role in ("user", "assistant", "toolResult") and entry["message"].get("content") is not None
+    found.entries[entry["id"]] = Entry(entry["id"], parent if isinstance(parent, str) else None, kind, at,
+                                       length, line, role, first_kept if isinstance(first_kept, str) else None,
+                                       plain)
+    found.order.append(entry["id"])
+    return model
 
 
 def _note_tools(tools: set[str], message: dict[str, Any]) -> None:
@@ -163,14 +220,15 @@ def turns(found: SessionIndex) -> Iterator[Turn]:
         entry = found.entries[entry_id]
         if entry.kind != "message" or entry.role != "assistant":
             continue
-        walked = context_ids(found, entry.parent)
+        walked = context_ids(found, entry.parent, entry.line)
         if walked is None:
             continue
         yield Turn(number, entry_id, walked[0], walked[1], entry.parent, found.models.get(entry_id))
         number += 1
 
 
-def context_ids(found: SessionIndex, start: str | None) -> tuple[list[str], list[str]] | None:
+def context_ids(found: SessionIndex, start: str | None,
+                line: int = 0) -> tuple[list[str], list[str]] | None:
     """The context's entry ids, oldest first, and the chain of entries they came from, walking back
     from `start` only as far as needed: the first compaction met is the latest, and nothing before
     its firstKeptEntryId is read. Like senpi, other compactions are skipped when looking for that
@@ -186,7 +244,8 @@ def context_ids(found: SessionIndex, start: str | None) -> tuple[list[str], list
     while current is not None:
         entry = found.entries.get(current)
         if entry is None or current in seen:
-            found.warnings["entry with a missing parent" if entry is None else "parent cycle"] += 1
+            line = found.entries[chain[-1]].line if chain else line  # (the entry whose parent it is)
+            found.warn("entry with a missing parent" if entry is None else "parent cycle", line)
             return None
         seen.add(current)
         chain.append(current)
@@ -204,7 +263,7 @@ def context_ids(found: SessionIndex, start: str | None) -> tuple[list[str], list
     if compaction is not None and not met_kept:
         kept = found.entries.get(compaction.first_kept or "")
         if kept is None or kept.kind != "compaction":
-            found.warnings["compaction keeps an entry that is not on the path"] += 1
+            found.warn("compaction keeps an entry that is not on the path", compaction.line)
         walked = walked[:after_compaction]
     walked.reverse()
     chain.reverse()
@@ -218,15 +277,28 @@ def _can_keep(found: SessionIndex, first_kept: str | None) -> bool:
     return kept is not None and kept.kind != "compaction"
 
 
-def read_raw(handle: BinaryIO, entry: Entry) -> bytes:
-    """An entry's JSON text as it is in the file."""
+def read_raw(handle: BinaryIO, entry: Entry, path: Path) -> bytes:
+    """An entry's JSON text as it is in the file (still the complete object that was indexed)."""
     handle.seek(entry.offset)
-    return handle.read(entry.length).strip()
+    raw = handle.read(entry.length)
+    text = raw.strip()
+    if len(raw) != entry.length or not (text.startswith(b"{") and text.endswith(b"}")):
+        raise _changed(path, entry)
+    return text
 
 
-def read_entry(handle: BinaryIO, entry: Entry) -> dict[str, Any]:
+def read_entry(handle: BinaryIO, entry: Entry, path: Path) -> dict[str, Any]:
     handle.seek(entry.offset)
-    return json.loads(handle.read(entry.length))
+    raw = handle.read(entry.length)
+    parsed = _parse(raw) if len(raw) == entry.length else None
+    if not isinstance(parsed, dict) or parsed.get("id") != entry.id:
+        raise _changed(path, entry)
+    return parsed
+
+
+def _changed(path: Path, entry: Entry) -> FatalError:
+    return FatalError(f"{path} changed while it was being read (line {entry.line}, entry {entry.id[:40]!r}, "
+                      "is no longer what was indexed); audit it again once senpi has stopped writing it")
 
 
 def to_message(raw: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,11 +1,10 @@
-"""`senpi-guard apply`: patch every install, verified by replay before anything is written."""
+"""`senpi-guard apply`: every layer of every patch on every install, verified by replay before
+anything is written."""
 
 from __future__ import annotations
 
-from senpi_guard import ui
 from senpi_guard.commands import common
-from senpi_guard.layers import extension_plan
-from senpi_guard.layers.dist import Reconciler
+from senpi_guard.layers import pipeline
 
 SUMMARY = "patch every senpi install (verified with node before writing)"
 EXAMPLE = ("senpi-guard apply            # every install found\n"
@@ -24,30 +23,11 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    patch, config = common.load()
+    patches, config = common.load()
     found = common.installs(args)
-    reconciler = Reconciler(patch, config, allow_foreign_root=args.allow_foreign_root)
-    outcomes, layers = [], []
-    with reconciler.store.lock():
-        for install in found if "dist" in config.layers else []:
-            ui.progress(f"senpi {install.version} ({install.manager}): locating, patching and "
-                        "replaying the fixtures with node…")
-            if not args.dry_run:  # an apply by hand lifts the hold a revert left
-                reconciler.store.clear_hold(install.package_dir)
-            outcomes.append(reconciler.reconcile(install, dry_run=args.dry_run))
-            record = reconciler.store.install_record(install.package_dir)
-            if not args.dry_run and record.get("backoff"):  # a hand-run apply lifts the watcher's back-off
-                reconciler.store.update_install(install.package_dir, backoff=None)
-        if "extension" in config.layers and patch.extension is not None:
-            ui.progress("extension layer: replaying the fixture sessions through it with node…")
-            upstream = {o.install.package_dir: o.upstream_present for o in outcomes}
-
-            def upstream_of(install) -> bool:
-                if install.package_dir not in upstream:
-                    upstream[install.package_dir] = reconciler.inspect(install).upstream_present
-                return upstream[install.package_dir]
-
-            layers = extension_plan.install_all(patch, config, reconciler.store, found, upstream_of,
-                                                args.dry_run, args.allow_foreign_root, args.here)
-    common.print_outcomes(outcomes, args.json, layers=layers)
-    return 0 if all(o.ok for o in outcomes) and all(layer.ok for layer in layers) else 1
+    flow = pipeline.build(patches, config, allow_foreign_root=args.allow_foreign_root)
+    with flow.store.lock():
+        flow.run("apply", found, pipeline.Run(dry_run=args.dry_run, here=args.here,
+                                              allow_foreign_root=args.allow_foreign_root))
+    common.print_results(flow, args.json)
+    return 0 if flow.ok else 1

@@ -15,6 +15,7 @@ from senpi_guard.commands import audit_view as view
 from senpi_guard.commands import common
 from senpi_guard.core import agentdir
 from senpi_guard.errors import FatalError, UsageError
+from senpi_guard.io import store
 from senpi_guard.layers import extension_plan
 
 SUMMARY = "per-call prompt bytes of senpi sessions, as sent, with and without the patch"
@@ -23,8 +24,9 @@ EXITS = ("0 audited; 1 no such session, not a session file, node could not run s
          "(with --all) some session could not be audited (each named on stderr, the others audited)")
 DESCRIPTION = """Per-call prompt bytes of senpi sessions, as sent (full re-send or delta, from senpi's own
 records), with and without the patch and the extension layer.
---json prints one object {"sessions": [...]}: per session its turns, summary and warnings, or
-{"session", "error"} for one that could not be audited."""
+--json prints one object {"sessions": [...]}: per session its turns, summary and warnings (with the
+first line each is about), or {"session", "error"} for one that could not be audited; a run that
+stops adds its "error"."""
 
 
 def configure(parser) -> None:
@@ -36,6 +38,9 @@ def configure(parser) -> None:
     parser.add_argument("--reconstruction", choices=("auto", "senpi", "python"), default="auto",
                         help="rebuild contexts with senpi's own buildSessionContext/convertToLlm "
                              "(senpi), senpi-guard's (python), or senpi's when they import (auto)")
+    parser.add_argument("--sample", action="store_true",
+                        help="with no usable senpi install, count with a sample senpi of senpi-guard's own "
+                             "(the output says so)")
     common.add_install_options(parser)
     common.add_foreign_root(parser)
 
@@ -51,14 +56,7 @@ def _sessions(args, agent_dirs: list[Path]) -> list[Path]:
     if chosen != 1:
         raise UsageError("give one of: SESSION.jsonl, --latest, --all")
     if args.session:
-        path = Path(args.session)
-        if path.is_dir():
-            raise FatalError(f"{path} is a directory; pass one session .jsonl file from it, or use "
-                             "--latest or --all")
-        if not path.is_file():
-            raise FatalError(f"session {path} does not exist; pass a .jsonl file from "
-                             f"{agent_dirs[0] / 'sessions'}, or use --latest")
-        return [path]
+        return [_named(Path(args.session), agent_dirs[0])]
     files = session.session_files(agent_dirs)
     if not files:
         where = ", ".join(str(d / "sessions") for d in agent_dirs)
@@ -67,17 +65,36 @@ def _sessions(args, agent_dirs: list[Path]) -> list[Path]:
     return files[-1:] if args.latest else files
 
 
+def _named(path: Path, agent_dir: Path) -> Path:
+    """The session file named by hand, refused for what it is when it is not one (a stat, never an
+    open: a FIFO would block)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise FatalError(f"session {path} does not exist; pass a .jsonl file from {agent_dir / 'sessions'}, "
+                         "or use --latest") from None
+    except OSError as exc:
+        raise FatalError(f"cannot look at session {path}: {exc.strerror}; check the path and its "
+                         "folders' permissions") from exc
+    problem = session.not_a_file(path, mode)
+    if problem is not None:
+        raise FatalError(problem)
+    return path
+
+
 def _plot_path(base: Path, path: Path, many: bool) -> Path:
     return base.with_name(f"{base.stem}-{path.stem}{base.suffix}") if many else base
 
 
 class JsonStream:
-    """Writes the JSON report as it is produced (rows are never all held in memory); a session that
-    fails part-way is closed with its error, so the output is always valid JSON."""
+    """Writes the JSON report as it is produced (rows are never all held in memory). It is opened
+    once node is ready (an error before that is the cli's own one document), and every way out
+    closes it: a session that fails part-way with its error, a run that stops with the document's."""
 
     def __init__(self) -> None:
         self.sessions = 0
         self.rows = 0
+        self.in_session = False
         sys.stdout.write('{"sessions": [')
 
     def start(self, path: Path, server: audit.Serializer) -> None:
@@ -86,6 +103,7 @@ class JsonStream:
                          f'"reconstruction": {json.dumps(server.reconstruction)}, "turns": [\n')
         self.sessions += 1
         self.rows = 0
+        self.in_session = True
 
     def row(self, row: dict[str, Any]) -> None:
         sys.stdout.write(("," if self.rows else "") + json.dumps(row) + "\n")
@@ -93,18 +111,67 @@ class JsonStream:
 
     def end(self, report: dict[str, Any]) -> None:
         sys.stdout.write(f'], "summary": {json.dumps(report["summary"])}, '
-                         f'"warnings": {json.dumps(report["warnings"])}}}')
+                         f'"warnings": {json.dumps(report["warnings"])}, '
+                         f'"warning_lines": {json.dumps(report["warning_lines"])}}}')
+        self.in_session = False
 
-    def fail(self, path: Path, error: str, started: bool) -> None:
-        if started:
+    def fail(self, path: Path, error: str) -> None:
+        if self.in_session:
             sys.stdout.write(f'], "error": {json.dumps(error)}}}')
+            self.in_session = False
             return
         sys.stdout.write(f'{", " if self.sessions else ""}'
                          + json.dumps({"session": str(path), "error": error}))
         self.sessions += 1
 
-    def close(self) -> None:
-        sys.stdout.write("]}\n")
+    def close(self, error: str | None = None) -> None:
+        if self.in_session:
+            self.fail(Path(), error or "stopped")
+        sys.stdout.write("]" + (f', "error": {json.dumps(error)}' if error else "") + "}\n")
+        sys.stdout.flush()
+
+
+def _audit_one(path: Path, server: audit.Serializer, stream: JsonStream | None, args, many: bool) -> None:
+    session.read_header(path)
+    if stream:
+        stream.start(path, server)
+        report = audit.audit_session(path, server, stream.row)
+    else:
+        view.print_header(path, server)
+        report = audit.audit_session(path, server, view.print_row)
+        view.print_summary(report)
+    if args.plot:
+        out = _plot_path(Path(args.plot), path, many)
+        plot.draw(report, out)
+        if not stream:
+            print(f"plot written to {out}")
+    if stream:
+        stream.end(report)
+
+
+def _unexpected(exc: Exception) -> str:
+    return (f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store.crash_log(exc)}; "
+            "please report it")
+
+
+def _audit_each(files: list[Path], server: audit.Serializer, stream: JsonStream | None, args) -> int:
+    """Every session, each failure its own (one bad file does not end --all); the exit code."""
+    code = 0
+    for path in files:
+        try:
+            _audit_one(path, server, stream, args, len(files) > 1)
+            continue
+        except FatalError as exc:
+            message, failed = str(exc), 1
+        except BrokenPipeError:  # the reader went away (`| head`): the cli says nothing more
+            raise
+        except Exception as exc:  # one session's surprise is that session's error
+            message, failed = _unexpected(exc), 3
+        code = max(code, failed)
+        print(f"senpi-guard: could not audit {path}: {message}", file=sys.stderr)
+        if stream:
+            stream.fail(path, message)
+    return code
 
 
 def run(args) -> int:
@@ -114,35 +181,29 @@ def run(args) -> int:
         session.read_header(files[0])  # a bad file named by hand is refused before anything runs
     if args.plot:
         plot.check(Path(args.plot))
-    patch, config = common.load()
-    stream = JsonStream() if args.json else None
-    failed = 0
-    with audit.serializer(found.installs, patch, config, args.allow_foreign_root,
-                          args.reconstruction) as server:
-        for path in files:
-            started = False
-            try:
-                session.read_header(path)
-                if stream:
-                    stream.start(path, server)
-                    started = True
-                    report = audit.audit_session(path, server, stream.row)
-                    stream.end(report)
-                else:
-                    view.print_header(path, server)
-                    report = audit.audit_session(path, server, view.print_row)
-                    view.print_summary(report)
-            except FatalError as exc:
-                failed += 1
-                print(f"senpi-guard: could not audit {path}: {exc}", file=sys.stderr)
-                if stream:
-                    stream.fail(path, str(exc), started)
-                continue
-            if args.plot:
-                out = _plot_path(Path(args.plot), path, len(files) > 1)
-                plot.draw(report, out)
-                if not args.json:
-                    print(f"plot written to {out}")
+    patches, config = common.load()
+    patch = next((p for p in patches if p.audit), None)
+    if patch is None:
+        raise FatalError("no installed patch says how to audit a session; reinstall senpi-guard")
+    stream: JsonStream | None = None
+    try:
+        with audit.serializer(found.installs, patch, config, args.allow_foreign_root,
+                              args.reconstruction, sample_ok=args.sample) as server:
+            stream = JsonStream() if args.json else None
+            code = _audit_each(files, server, stream, args)
+    except KeyboardInterrupt:
+        if stream:
+            stream.close("interrupted")
+        raise
+    except BrokenPipeError:
+        raise
+    except Exception as exc:
+        if stream is None:  # nothing written yet: the cli's one line (and one document)
+            raise
+        message = f"error: {exc}" if isinstance(exc, FatalError) else _unexpected(exc)
+        print(f"senpi-guard: {message}", file=sys.stderr)
+        stream.close(message)
+        return 1 if isinstance(exc, FatalError) else 3
     if stream:
         stream.close()
-    return 1 if failed else 0
+    return code

@@ -150,5 +150,11 @@ def print_summary(report: dict[str, Any]) -> None:
          "prompt cache writes anew; recorded = senpi's own payloadBytes and the configuration it matches "
          "(=? when several give those bytes; ! when none does); tokens are estimates (bytes / 4)")
     if report["warnings"]:
-        skipped = ", ".join(f"{n} {what}" for what, n in sorted(report["warnings"].items()))
-        print(f"warnings: skipped {skipped}", file=sys.stderr)
+        lines = report.get("warning_lines", {})
+
+        def where(what: str, n: int) -> str:
+            line = lines.get(what)
+            return "" if line is None else f" (line {line})" if n == 1 else f" (first at line {line})"
+
+        skipped = ", ".join(f"{n} {what}{where(what, n)}" for what, n in sorted(report["warnings"].items()))
+        print(f"warnings in {report['session']}: skipped {skipped}", file=sys.stderr)

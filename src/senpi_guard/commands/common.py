@@ -12,6 +12,8 @@ from senpi_guard.core.patch import definition
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
+from senpi_guard.io.store import Store
+from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.findings import Outcome
 
 
@@ -50,11 +52,24 @@ def installs(args, state_dir: Path | None = None) -> list[discover.Install]:
     return found.installs
 
 
-def load() -> tuple[definition.Patch, config_mod.Config]:
-    patch = definition.load()
+def load() -> tuple[list[definition.Patch], config_mod.Config]:
+    """Every patch and the config, every patch's settings checked (one line on the first problem)."""
+    patches = definition.load_all()
     config = config_mod.load()
-    patch.check_tags(config.tags)
-    return patch, config
+    definition.check_config(patches, config)
+    return patches, config
+
+
+def reconcilers(patches: list[definition.Patch], config: config_mod.Config, **options: Any) -> list[Reconciler]:
+    """One per patch, sharing one store (and its lock)."""
+    store = options.pop("store", None) or Store()
+    return [Reconciler(patch, config, store, **options) for patch in patches]
+
+
+def print_results(flow, as_json: bool, next_steps: bool = False) -> None:
+    """What a pipeline run did: the dist layer per install, then the extension layer per agent dir."""
+    outcomes, layers = flow.split()
+    print_outcomes(outcomes, as_json, next_steps=next_steps, layers=layers)
 
 
 def outcome_json(outcome: Outcome) -> dict[str, Any]:
@@ -70,7 +85,8 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         "changed": outcome.changed,
         "would_write": outcome.would_write,
         "backups": outcome.backups,
-        "upstream_dedupe": outcome.upstream_present,
+        "patch": outcome.patch,
+        "targets": sorted(outcome.present),
         "held": outcome.after == State.HELD,
         "detail": outcome.detail,
         "verification": None if report is None else {
@@ -103,7 +119,7 @@ def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = Fa
     for o in outcomes:
         if ui.quiet() and o.ok:
             continue
-        print(f"senpi {o.install.version} ({o.install.manager})  {o.install.package_dir}")
+        print(f"senpi {o.install.version} ({o.install.manager})  {o.install.package_dir}  [{o.patch}]")
         if o.target:
             print(f"  target   {o.target}")
         print(f"  state    {state_line(o)}")

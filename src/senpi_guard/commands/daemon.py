@@ -6,10 +6,11 @@ import plistlib
 import shlex
 import shutil
 import sys
+from pathlib import Path
 
 from senpi_guard.errors import FatalError
 from senpi_guard.io import store
-from senpi_guard.io.write import write_private
+from senpi_guard.io.write import os_error, write_private
 from senpi_guard.keep import service
 from senpi_guard.prove import nodes
 
@@ -43,7 +44,7 @@ def _print_environment(argv: list[str], env: dict[str, str]) -> None:
     print(f"node      {node or 'none recorded: the service finds node on its PATH only'}")
     for key, value in env.items():
         if key != nodes.RECORDED:
-            print(f"  {key}={value}")
+            print(f"  {key}={value if value.isprintable() else repr(value)}")  # one line each
 
 
 def _show_recorded(spec: service.ServiceSpec) -> None:
@@ -51,38 +52,86 @@ def _show_recorded(spec: service.ServiceSpec) -> None:
           f"{spec.environment['PATH']}")
 
 
-def _linux(action: str) -> int:
-    unit = service.systemd_unit_path()
-    if action == "status":
-        return _status_linux(unit)
+def _unit_place(unit: Path, action: str) -> bool:
+    """Whether the unit file is there; FatalError, before anything is changed, when its place holds
+    something else (a file where a folder belongs, a folder where the unit belongs)."""
+    again = f"then run `senpi-guard daemon {action}` again"
+    try:
+        folder = next(f for f in (unit.parent, *unit.parent.parents) if f.exists())
+        if not folder.is_dir():
+            raise FatalError(f"{folder} is a file, but systemd user units live in the folder {unit.parent}: "
+                             f"move that file aside (e.g. `mv {folder} {folder}.bak`), {again}")
+        if unit.exists() and not unit.is_file():
+            kind = "a folder" if unit.is_dir() else "not a regular file"
+            raise FatalError(f"{unit} is {kind}, where senpi-guard's unit file belongs: move it aside "
+                             f"(e.g. `mv {unit} {unit}.bak`), {again}")
+        return unit.exists()
+    except OSError as exc:
+        raise os_error(exc, "look at", unit, f"fix that folder's permissions, {again}") from exc
+
+
+def _read_unit(unit: Path) -> str:
+    try:
+        return unit.read_text("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FatalError(f"{unit} is not UTF-8 text, so it is not a unit senpi-guard wrote: run "
+                         "`senpi-guard daemon install` to replace it, or `senpi-guard daemon uninstall` "
+                         "to remove it") from exc
+    except OSError as exc:
+        raise os_error(exc, "read", unit, "fix its permissions, then run `senpi-guard daemon status` "
+                                          "again") from exc
+
+
+def _install_linux(unit: Path) -> int:
+    spec = service.spec(service.SYSTEMD_PATH)
+    text = service.systemd_unit(spec)  # refuses what systemd could not be told, before any change
+    _unit_place(unit, "install")
     why = service.systemd_available()
-    if action == "install":
+    try:
         unit.parent.mkdir(parents=True, exist_ok=True)
-        spec = service.spec(service.SYSTEMD_PATH)
-        write_private(unit, service.systemd_unit(spec).encode())
-        print(f"wrote {unit}")
-        _show_recorded(spec)
-        if why:
-            raise _manual(f"the unit is written but {why}")
-        for argv in (["systemctl", "--user", "daemon-reload"],
-                     ["systemctl", "--user", "enable", "--now", service.UNIT_NAME]):
-            result = service.run(argv)
-            if result.returncode != 0:
-                raise FatalError(f"`{' '.join(argv)}` failed: {result.stderr.strip()[-300:]}")
-        print(f"enabled and started {service.UNIT_NAME}")
-        return 0
+    except OSError as exc:
+        raise os_error(exc, "create", unit.parent, "fix that folder's permissions, then run "
+                                                   "`senpi-guard daemon install` again") from exc
+    write_private(unit, text.encode())
+    print(f"wrote {unit}")
+    _show_recorded(spec)
+    if why:
+        raise _manual(f"the unit is written but {why}")
+    for argv in (["systemctl", "--user", "daemon-reload"],
+                 ["systemctl", "--user", "enable", "--now", service.UNIT_NAME]):
+        result = service.run(argv)
+        if result.returncode != 0:
+            raise FatalError(f"`{' '.join(argv)}` failed: {result.stderr.strip()[-300:]}")
+    print(f"enabled and started {service.UNIT_NAME}")
+    return 0
+
+
+def _uninstall_linux(unit: Path) -> int:
+    existed = _unit_place(unit, "uninstall")
+    why = service.systemd_available()
     if not why:
         service.run(["systemctl", "--user", "disable", "--now", service.UNIT_NAME])
-    existed = unit.exists()
-    unit.unlink(missing_ok=True)
+    try:
+        unit.unlink(missing_ok=True)
+    except OSError as exc:
+        raise os_error(exc, "remove", unit, "fix that folder's permissions, then run "
+                                            "`senpi-guard daemon uninstall` again") from exc
     if not why:
         service.run(["systemctl", "--user", "daemon-reload"])
     print(f"removed {unit}" if existed else f"{unit} was not installed")
     return 0
 
 
-def _status_linux(unit) -> int:
-    installed = unit.exists()
+def _linux(action: str) -> int:
+    unit = service.systemd_unit_path()
+    if action == "status":
+        return _status_linux(unit)
+    return _install_linux(unit) if action == "install" else _uninstall_linux(unit)
+
+
+def _status_linux(unit: Path) -> int:
+    installed = _unit_place(unit, "status")
+    text = _read_unit(unit) if installed else None
     why = service.systemd_available()
     enabled = active = "unknown"
     if not why:
@@ -93,8 +142,8 @@ def _status_linux(unit) -> int:
     print(f"enabled   {enabled}" + (f" ({why})" if why else ""))
     print(f"active    {active}")
     print("watcher   " + (f"running, pid {running['pid']}" if running else "not running"))
-    if installed:
-        _print_environment(*service.read_systemd_unit(unit.read_text("utf-8")))
+    if text is not None:
+        _print_environment(*service.read_systemd_unit(text))
     return 0 if installed and (running or active == "active") else 1
 
 

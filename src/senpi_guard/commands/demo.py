@@ -31,6 +31,9 @@ def _say(text: str = "") -> None:
     print(textwrap.fill(text, 100, subsequent_indent=indent or "   ") if len(text) > 100 else text, flush=True)
 
 
+DEMO_PATCH = "directive-dedupe"
+
+
 def run(args) -> int:
     work = Path(tempfile.mkdtemp(prefix="senpi-guard-demo-"))
     saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME",
@@ -59,10 +62,11 @@ def _demo(work: Path) -> int:
     package_dir = sample.npm_install_global(tarball, work / "prefix")
     _say(f"   npm install -g --prefix {work / 'prefix'} {tarball.name}")
     install: Install = describe(package_dir, "npm")
-    patch, config = common.load()
+    patches, config = common.load()
+    patch = next(p for p in patches if p.name == DEMO_PATCH)  # what this demo shows
     reconciler = Reconciler(patch, config)
     before = reconciler.inspect(install)
-    _say(f"2. status: {before.state}  ({before.prompt.rel if before.prompt else '?'})")
+    _say(f"2. status: {before.state}  ({before.primary.rel if before.primary else '?'})")
     _say("3. apply: locate buildPromptBlocks by syntax tree, wrap its return, replay the fixture "
          "contexts through the original and patched modules with node, then write atomically; then the "
          "extension layer (every provider, the delta lane too), proven through senpi's own extension "
@@ -77,7 +81,7 @@ def _demo(work: Path) -> int:
     _say("4. one full re-send of incident-shaped contexts (N identical ~25 KB <ultrawork-mode> "
          "blocks + one variant); 'as installed' is senpi with its own keep-last dedupe:")
     _say(f"   {'context':<14}{'as installed':>14}{'patched':>11}{'change':>9}{'directives kept':>26}")
-    for name in ("incident-3", "incident-21", "incident-70"):
+    for name in patch.headline:
         s = outcome.report.stats.get(name, {})
         if s:
             _say("   " + _incident_row(name, s))

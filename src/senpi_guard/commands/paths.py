@@ -24,10 +24,14 @@ def configure(parser) -> None:
 
 
 def collect() -> dict[str, Any]:
+    patches = definition.load_all()
     config = config_mod.load()
+    definition.check_config(patches, config)
     where = store.Store()
-    settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "source"}
-    settings["tags"] = list(config.tags)
+    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()
+                if k not in ("source", "tables", "loose")}
+    settings["patches"] = {p.name: {k: list(v) if isinstance(v, tuple) else v for k, v in p.settings(config).items()}
+                           for p in patches}
     config_file = config_mod.config_path()
     unit = service.launchd_plist_path() if sys.platform == "darwin" else service.systemd_unit_path()
     return {
@@ -55,7 +59,14 @@ def run(args) -> int:
     source = "" if found["config_file_exists"] else "  (not there: defaults in use)"
     print(f"config file        {found['config_file']}{source}")
     for key, value in found["config"].items():
-        shown = ", ".join(value) if isinstance(value, list) else value
+        if key == "patches":
+            for name, table in value.items():
+                for setting, item in table.items():
+                    shown = ", ".join(item) if isinstance(item, list) else item
+                    print(f"  {f'{name}.{setting}':<17}{shown}")
+            continue
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else f"{value:g}" \
+            if isinstance(value, float) else value
         print(f"  {key:<17}{shown}")
     for key in ("patches", "data_dir", "backups", "state_dir", "records", "write_lock",
                 "watcher_pid_file", "log_dir", "service_file", "senpi_agent_dir"):

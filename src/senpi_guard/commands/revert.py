@@ -1,10 +1,10 @@
-"""`senpi-guard revert`: give every install its original bytes back."""
+"""`senpi-guard revert`: give every install its original bytes back and take the extension away;
+both are held there (the watcher leaves them alone until `apply`)."""
 
 from __future__ import annotations
 
 from senpi_guard.commands import common
-from senpi_guard.layers import extension_plan
-from senpi_guard.layers.dist import Reconciler
+from senpi_guard.layers import pipeline
 
 SUMMARY = "restore the original bytes of every patched install and remove the extension layer"
 EXAMPLE = "senpi-guard revert\n  senpi-guard revert --from-edit   # ignore backups, remove the edit"
@@ -18,11 +18,11 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    patch, config = common.load()
+    patches, config = common.load()
     found = common.installs(args)
-    reconciler = Reconciler(patch, config)
-    with reconciler.store.lock():
-        outcomes = [reconciler.revert(i, from_edit=args.from_edit) for i in found]
-        layers = extension_plan.remove_all(patch, config, reconciler.store, found) if patch.extension else []
-    common.print_outcomes(outcomes, args.json, layers=layers)
-    return 0 if all(o.ok for o in outcomes) and all(layer.ok for layer in layers) else 1
+    # every layer there may be (an earlier config may have put one in place); the last applied comes off first
+    flow = pipeline.build(patches, config, all_layers=True)
+    with flow.store.lock():
+        flow.run("revert", found, pipeline.Run(from_edit=args.from_edit))
+    common.print_results(flow, args.json)
+    return 0 if flow.ok else 1

@@ -11,7 +11,6 @@ from senpi_guard.commands import common
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
 from senpi_guard.layers import extension, extension_plan
-from senpi_guard.layers.dist import Reconciler
 from senpi_guard.prove import nodes
 
 SUMMARY = "show each install's state, its last verification and the watcher"
@@ -38,18 +37,12 @@ def _layer(patch, config, agent_dir) -> extension.LayerStatus:
         return extension.LayerStatus("error", extension.target_path(patch, agent_dir), str(exc))
 
 
-def risk(insp, layer_state: str, config) -> str:
+def risk(patch, insp, layer_state: str, config) -> str:
     """What the extension costs where the dist layer is not in place (an update's window, or
-    layers without "dist"): restarts that re-send everything, a first copy lost after a compaction."""
-    if layer_state != "installed" or insp.state == State.PATCHED:
+    layers without "dist"): the patch's own list (`[[extension.risks]]`), for the targets there."""
+    if layer_state != "installed" or insp.state == State.PATCHED or patch.extension is None:
         return ""
-    costs = []
-    if any(f.target.role == "binding" for f in insp.files):
-        costs.append("a restart that would resume re-sends the whole history instead (senpi's restart "
-                     "binding hashes the stored messages, not the ones the extension sent)")
-    if insp.upstream_present:
-        costs.append("after a compaction, upstream's keep-last drops the first copy on the next full "
-                     "re-send (the prompt's prefix changes)")
+    costs = [text for role, text in patch.extension.risks if role in insp.present]
     if not costs:
         return ""
     return ("the extension is here without the dist layer: " + "; ".join(costs)
@@ -69,36 +62,73 @@ def _extension_row(patch, config, insp, place: extension_plan.Placement) -> dict
         here = {"agent_dir": str(place.here.path), "how": place.here.how, "state": found.state}
     return {"path": str(layer.path), "agent_dir": str(place.user.path), "how": place.user.how,
             "state": layer.state, "detail": layer.detail, "wanted": "extension" in config.layers,
-            "risk": risk(insp, layer.state, config), "here": here}
+            "risk": risk(patch, insp, layer.state, config), "here": here}
 
 
-def collect(args) -> tuple[list[dict[str, Any]], Reconciler]:
-    patch, config = common.load()
-    reconciler = Reconciler(patch, config, quick_locate=True)
-    records = reconciler.store.load_records()
+def _as_wanted(config, dist_state: State, layer: dict[str, Any] | None) -> tuple[bool, str | None]:
+    """Whether the layers the config wants are in place, and what to run when not. Without "dist" in
+    `layers`, dist/ is meant to stay as installed: the extension is what must be there."""
+    if "dist" in config.layers:
+        return dist_state in SETTLED, None if dist_state in SETTLED else ui.NEXT_STEPS.get(dist_state)
+    if dist_state in (State.ERROR, State.UNSUPPORTED):
+        return False, ui.NEXT_STEPS.get(dist_state)
+    if layer is None or layer["state"] == "installed" or "extension" not in config.layers:
+        return True, None
+    return False, "run `senpi-guard apply` (installs the extension layer; layers leaves out \"dist\")"
+
+
+def _patch_row(reconciler, install, insp, record, place) -> dict[str, Any]:
+    patch, config = reconciler.patch, reconciler.config
+    layer = _extension_row(patch, config, insp, place)
+    as_wanted, step = _as_wanted(config, insp.state, layer)
+    return {
+        "patch": patch.name,
+        "target": str(insp.primary.path) if insp.primary else None,
+        "target_rel": insp.primary.rel if insp.primary else None,
+        "targets": sorted(insp.present),
+        "shape": insp.shape.range if insp.shape else None,
+        "state": insp.state,
+        "layers": {"dist": insp.state, "extension": layer["state"] if layer else None},
+        "extension": layer,
+        "detail": insp.detail,
+        "as_wanted": as_wanted,
+        "next": step,
+        "last_verify": _dict(record.get("last_verify")),
+        "last_reconcile": _dict(record.get("last_reconcile")),
+    }
+
+
+def _combined(states: list[State]) -> State:
+    """An install's state over every patch: the first that is not as wanted, else the first."""
+    unsettled = [s for s in states if s not in SETTLED]
+    if unsettled:
+        return unsettled[0]
+    return next((s for s in states if s != State.CLEAN), states[0] if states else State.CLEAN)
+
+
+def collect(args) -> tuple[list[dict[str, Any]], Any]:
+    patches, config = common.load()
+    reconcilers = common.reconcilers(patches, config, quick_locate=True)
+    store = reconcilers[0].store
+    records = store.load_records()
     rows = []
-    for install in common.installs(args, reconciler.store.state_dir):
-        insp = reconciler.inspect(install)
-        record = reconciler.store.install_record(install.package_dir, records)
-        layer = _extension_row(patch, config, insp, extension_plan.placement(install))
+    for install in common.installs(args, store.state_dir):
+        place = extension_plan.placement(install)
+        subs = [_patch_row(r, install, r.inspect(install), store.install_record(install.package_dir, records,
+                                                                                  patch=r.patch.name), place)
+                for r in reconcilers]
+        first = next((sub for sub in subs if sub["target"]), subs[0])
         rows.append({
-            "package_dir": str(install.package_dir),
-            "version": install.version,
-            "manager": install.manager,
-            "target": str(insp.prompt.path) if insp.prompt else None,
-            "target_rel": insp.prompt.rel if insp.prompt else None,
-            "shape": insp.shape.range if insp.shape else None,
-            "state": insp.state,
-            "layers": {"dist": insp.state, "extension": layer["state"] if layer else None},
-            "extension": layer,
-            "upstream_dedupe": insp.upstream_present,
-            "detail": insp.detail,
-            "next": None if insp.state in SETTLED else ui.NEXT_STEPS.get(insp.state),
+            "package_dir": str(install.package_dir), "version": install.version, "manager": install.manager,
+            **{k: first[k] for k in ("target", "target_rel", "targets", "shape", "layers", "extension",
+                                     "detail", "last_verify", "last_reconcile")},
+            "state": _combined([sub["state"] for sub in subs]),
             "node": _node(install),
-            "last_verify": _dict(record.get("last_verify")),
-            "last_reconcile": _dict(record.get("last_reconcile")),
+            "patches": subs,
         })
-    return rows, reconciler
+        rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs)
+        rows[-1]["next"] = next((sub["next"] for sub in subs if not sub["as_wanted"]), None)
+    return rows, store
 
 
 def _dict(value: Any) -> dict[str, Any] | None:
@@ -120,32 +150,38 @@ def _node(install) -> dict[str, str]:
 def _print_row(row: dict[str, Any]) -> None:
     print(f"senpi {row['version']} ({row['manager']})  {row['package_dir']}")
     print(f"  state     {ui.state_text(row['state'])}")
-    if row["target"]:
-        print(f"  target    {row['target'] if ui.verbose() else row['target_rel']}")
-    if row["shape"]:
-        upstream = ", with upstream's keep-last dedupe" if row["upstream_dedupe"] else ""
-        print(f"  shape     senpi {row['shape']}{upstream}")
     node = row["node"]
     if node:
         print(f"  node      {node['version']} ({node['source']}: {node['path']})" if "path" in node
               else f"  node      {ui.paint('error:', 'bad')} {node['error']}")
-    last = row["last_verify"]
-    verdict = "never verified" if not last else (
-        f"{'passed' if last.get('ok') else ui.paint('FAILED', 'bad')} {last.get('checks', 0)} checks at "
-        f"{_when(last.get('time'))}")
-    print(f"  verified  {verdict}")
-    last = row["last_reconcile"]
+    for sub in row["patches"]:
+        _print_patch(sub, len(row["patches"]) > 1)
+    if row["next"]:
+        print(f"  next      {row['next']}")
+
+
+def _print_patch(sub: dict[str, Any], several: bool) -> None:
+    if several:
+        print(f"  patch     {sub['patch']}: {ui.state_text(sub['state'])}")
+    if sub["target"]:
+        print(f"  target    {sub['target'] if ui.verbose() else sub['target_rel']}")
+    if sub["shape"]:
+        print(f"  shape     senpi {sub['shape']}")
+    last = sub["last_verify"]
+    if sub["target"] and sub["state"] != State.CLEAN:
+        verdict = "never verified" if not last else (
+            f"{'passed' if last.get('ok') else ui.paint('FAILED', 'bad')} {last.get('checks', 0)} checks at "
+            f"{_when(last.get('time'))}")
+        print(f"  verified  {verdict}")
+    last = sub["last_reconcile"]
     if last:
         outcome = "ok" if last.get("ok") else ui.paint("FAILED", "bad")
         print(f"  watcher   last reconcile {_when(last.get('time'))}: {last.get('before')} -> "
               f"{last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})")
-    layer = row["extension"]
-    if layer:
-        _print_extension(layer)
-    if row["detail"]:
-        print(f"  detail    {row['detail']}")
-    if row["next"]:
-        print(f"  next      {row['next']}")
+    if sub["extension"]:
+        _print_extension(sub["extension"])
+    if sub["detail"]:
+        print(f"  detail    {sub['detail']}")
 
 
 def _print_extension(layer: dict[str, Any]) -> None:
@@ -164,8 +200,8 @@ def _print_extension(layer: dict[str, Any]) -> None:
 
 
 def run(args) -> int:
-    rows, reconciler = collect(args)
-    running = reconciler.store.running_watcher()
+    rows, store = collect(args)
+    running = store.running_watcher()
     if args.json:
         print(json.dumps({"installs": rows, "watcher": running}, indent=2))
     else:
@@ -173,6 +209,6 @@ def run(args) -> int:
             print("watcher: " + (f"running, pid {running['pid']} since {_when(running['since'])}"
                                  if running else "not running (start it: senpi-guard daemon install)"))
         for row in rows:
-            if not (ui.quiet() and row["state"] in SETTLED):
+            if not (ui.quiet() and row["as_wanted"]):
                 _print_row(row)
-    return 0 if rows and all(r["state"] in SETTLED for r in rows) else 1
+    return 0 if rows and all(r["as_wanted"] for r in rows) else 1

@@ -24,8 +24,10 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from senpi_guard.keep import watcher  # watchdog is loaded only by the command that watches
-    from senpi_guard.keep import notify
+    from senpi_guard.keep import (
+        notify,
+        watcher,  # watchdog is loaded only by the command that watches
+    )
 
     overrides = {k: v for k, v in (("rescan_interval", args.rescan_interval),
                                    ("quiet_period", args.quiet_period)) if v is not None}
@@ -33,9 +35,9 @@ def run(args) -> int:
         problem = config_mod.number_problem(key, value)
         if problem:
             raise UsageError(problem.replace(f"'{key}'", f"--{key.replace('_', '-')}"))
-    patch, config = common.load()
+    patches, config = common.load()
     roots = [Path(r).absolute() for r in args.root]
     logfile = notify.setup_logging(verbose=not args.quiet)
-    guard = watcher.Watcher(patch, config, roots, overrides)
+    guard = watcher.Watcher(patches, config, roots, overrides)
     guard.install_signal_handlers()
     return guard.run(logfile)

@@ -60,14 +60,15 @@ def parse(source: bytes) -> Tree:
     return tree
 
 
-def _first_error(node: Node) -> Node | None:
-    if node.type == "ERROR" or node.is_missing:
-        return node
-    for child in node.children:
-        if child.has_error or child.is_missing or child.type == "ERROR":
-            found = _first_error(child)
-            if found is not None:
-                return found
+# The walks below keep their own stack: a deeply nested (valid) file must not exhaust Python's.
+
+def _first_error(root: Node) -> Node | None:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            return node
+        stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing or c.type == "ERROR"]))
     return None
 
 
@@ -144,8 +145,10 @@ def _describe(node: Node, name: str, local: str) -> FunctionDef:
                        tuple(returns), params, is_generator, reassigns, body_open)
 
 
-def _collect_returns(node: Node, out: list[ReturnSite]) -> None:
-    for child in node.named_children:
+def _collect_returns(root: Node, out: list[ReturnSite]) -> None:
+    stack = list(reversed(root.named_children))
+    while stack:
+        child = stack.pop()
         if child.type in FUNCTION_TYPES:
             continue
         if child.type == "return_statement":
@@ -153,19 +156,20 @@ def _collect_returns(node: Node, out: list[ReturnSite]) -> None:
             if exprs:
                 out.append(ReturnSite(Span(exprs[0].start_byte, exprs[-1].end_byte), exprs[0].type))
             continue
-        _collect_returns(child, out)
+        stack.extend(reversed(child.named_children))
 
 
-def _assigns(node: Node, name: str) -> bool:
-    for child in node.named_children:
+def _assigns(root: Node, name: str) -> bool:
+    stack = list(root.named_children)
+    while stack:
+        child = stack.pop()
         if child.type in ("assignment_expression", "augmented_assignment_expression"):
             left = child.child_by_field_name("left")
             if left is not None and left.type == "identifier" and _text(left) == name:
                 return True
         if child.type == "update_expression" and _text(child.child_by_field_name("argument")) == name:
             return True
-        if _assigns(child, name):
-            return True
+        stack.extend(child.named_children)
     return False
 
 
@@ -292,10 +296,16 @@ def constant_string(tree: Tree, node: Node) -> str | None:
     return string_value(top_level_binding(tree, _text(node)) if node.type == "identifier" else node)
 
 
-def tokens(node: Node) -> list[str]:
-    if node.child_count == 0:
-        return [] if node.type in _UNCOMPARED else [_text(node)]
-    return [t for child in node.children for t in tokens(child)]
+def tokens(root: Node) -> list[str]:
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        if node.child_count == 0:
+            if node.type not in _UNCOMPARED:
+                out.append(_text(node))
+        else:
+            stack.extend(reversed(node.children))
+    return out
 
 
 def _placeholder(node: Node) -> str | None:

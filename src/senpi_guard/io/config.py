@@ -1,47 +1,71 @@
-"""The user's config file: which tags to dedupe, and how to treat upstream's own dedupe."""
+"""The user's config file: the engine's own settings (layers, timings, the watcher) at the top, and
+each patch's settings in its own `[patches.<name>]` table, checked against what that patch declares
+(patches/<name>/patch.toml `[settings]`). A patch setting may also be given at the top of the file
+when the patch says so (`top_level`): configs written before the tables keep working."""
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
 from senpi_guard.errors import FatalError
 
-DEFAULT_TAGS = (
-    "ultrawork-mode",
-    "omo-senpi-task",
-    "omo-senpi-ulw-loop",
-    "omo-senpi-start-work",
-    "omo-fallback-architect",
-    "omo-fallback-architect-reminder",
-    "system-reminder",
-)
-UPSTREAM_MODES = ("replace", "defer")
 LAYERS = ("dist", "extension")
 DRIFT_MODES = ("report", "rebuild")
 # Numeric settings: (lowest, highest). nan and inf fall outside every range.
 RANGES = {"verify_timeout": (0.01, 3600), "rescan_interval": (1, 86400), "quiet_period": (0.05, 60),
           "settle_timeout": (0.5, 3600)}
-TAG_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,39}")
+ENGINE_KEYS = frozenset({"on_drift", "layers", "patches", *RANGES})
+
+
+def _frozen(table: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in table.items()))
 
 
 @dataclass(frozen=True)
 class Config:
-    tags: tuple[str, ...] = DEFAULT_TAGS
-    upstream_dedupe: str = "replace"
     verify_timeout: float = 60.0
     rescan_interval: float = 60.0
     quiet_period: float = 0.5
     settle_timeout: float = 30.0
     on_drift: str = "report"  # the watcher: "report" a hand-edited patched file, or "rebuild" it
     layers: tuple[str, ...] = LAYERS  # which layers apply installs: the dist patch, the extension
+    tables: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # [patches.<name>] -> its settings
+    loose: tuple[tuple[str, Any], ...] = ()  # other top-level keys: patch settings given the old way
     source: Path | None = field(default=None, compare=False)
+
+    def table(self, patch: str) -> dict[str, Any]:
+        """The settings this config gives one patch: its table, else what it has at the top."""
+        return dict(dict(self.tables).get(patch, ()))
+
+    def loose_value(self, key: str) -> Any:
+        return dict(self.loose).get(key)
+
+    def with_patch(self, patch: str, **settings: Any) -> Config:
+        """A copy with these settings for one patch (tests, benchmarks)."""
+        tables = dict(self.tables)
+        tables[patch] = _frozen({**dict(tables.get(patch, ())), **settings})
+        return replace(self, tables=tuple(sorted(tables.items())))
+
+    def check_claimed(self, claimed: Iterable[str], patches: Iterable[str]) -> None:
+        """Every top-level key is the engine's or a patch's, and every table names a patch."""
+        where = self.source or "config"
+        unknown = sorted(k for k, _ in self.loose if k not in set(claimed))
+        if unknown:
+            known = ", ".join(sorted({*ENGINE_KEYS - {"patches"}, *claimed}))
+            raise FatalError(f"config {where}: unknown key {unknown[0]!r} (known keys: {known}); nothing was changed")
+        names = set(patches)
+        stray = sorted(name for name, _ in self.tables if name not in names)
+        if stray:
+            raise FatalError(f"config {where}: [patches.{stray[0]}] names no patch (known: "
+                             f"{', '.join(sorted(names))}); nothing was changed")
 
 
 def config_dir() -> Path:
@@ -76,6 +100,9 @@ def load(path: Path | None = None) -> Config:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise FatalError(f"config {path} is not valid TOML ({exc}); fix or delete it") from exc
+    except RecursionError as exc:  # (tomllib parses nested arrays and tables recursively)
+        raise FatalError(f"config {path} nests arrays or tables too deeply to read; senpi-guard's "
+                         "settings nest at most two levels: fix or delete it") from exc
     return _validate(data, path)
 
 
@@ -83,22 +110,6 @@ def _validate(data: dict, path: Path) -> Config:
     def bad(what: str) -> FatalError:
         return FatalError(f"config {path}: {what}; nothing was changed")
 
-    known = {"tags", "upstream_dedupe", "on_drift", "layers", *RANGES}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        return_keys = ", ".join(sorted(known))
-        raise bad(f"unknown key {unknown[0]!r} (known keys: {return_keys})")
-    tags = data.get("tags", list(DEFAULT_TAGS))
-    if not isinstance(tags, list) or not tags or not all(isinstance(t, str) for t in tags):
-        raise bad("'tags' must be a non-empty list of tag names, e.g. tags = [\"ultrawork-mode\"]")
-    for tag in tags:
-        if not TAG_PATTERN.fullmatch(tag):
-            raise bad(f"tag {tag!r} is not a plain tag name (letters, digits, - _ . :; at most 40)")
-    if len(set(tags)) != len(tags):
-        raise bad("'tags' lists a tag twice")
-    mode = data.get("upstream_dedupe", "replace")
-    if mode not in UPSTREAM_MODES:
-        raise bad(f"'upstream_dedupe' is {mode!r}; use \"replace\" or \"defer\"")
     drift = data.get("on_drift", "report")
     if drift not in DRIFT_MODES:
         raise bad(f"'on_drift' is {drift!r}; use \"report\" or \"rebuild\"")
@@ -113,8 +124,13 @@ def _validate(data: dict, path: Path) -> Config:
         if problem:
             raise bad(problem)
         numbers[key] = float(data.get(key, getattr(Config, key)))
-    return Config(tags=tuple(tags), upstream_dedupe=mode, on_drift=drift, layers=tuple(layers),
-                  source=path, **numbers)
+    tables = data.get("patches", {})
+    if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
+        raise bad("'patches' must hold one table per patch, e.g. [patches.directive-dedupe]")
+    loose = {k: v for k, v in data.items() if k not in ENGINE_KEYS}
+    return Config(on_drift=drift, layers=tuple(layers), source=path,
+                  tables=tuple(sorted((name, _frozen(t)) for name, t in tables.items())),
+                  loose=_frozen(loose), **numbers)
 
 
 def number_problem(key: str, value: object) -> str | None:

@@ -9,7 +9,10 @@ import logging
 import os
 import re
 import stat
+import sys
+import tempfile
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,13 +24,52 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io.write import os_error, private_dirs, write_private
 
 APP = "senpi-guard"
-RECORDS_VERSION = 2  # 1 had the same layout without the field
+RECORDS_VERSION = 3  # 1-2 kept one patch's fields on the install itself (see _migrate)
+# Records of format 2 and older were all written for the one patch there was then.
+LEGACY_PATCH = "directive-dedupe"
+PER_PATCH = ("located", "last_verify", "last_reconcile", "backoff")
 LOCK_TIMEOUT = 120.0
 log = logging.getLogger("senpi-guard")
 
 
 def log_dir() -> Path:
     return Path(platformdirs.user_log_dir(APP))
+
+
+def crash_log(exc: BaseException) -> str:
+    """Write the traceback of an unexpected error where the user can find it; return the path (in
+    the log dir, else a new file in the system temp dir: the log dir may be what failed)."""
+    text = (f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} senpi-guard {' '.join(sys.argv[1:])}\n"
+            + "".join(traceback.format_exception(exc)))
+    folder = log_dir()
+    try:
+        private_dirs(folder)
+        path = folder / "crash.log"
+        with path.open("a", encoding="utf-8") as out:
+            out.write(text)
+        return str(path)
+    except OSError:
+        pass
+    try:
+        fd, name = tempfile.mkstemp(prefix="senpi-guard-crash-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        return name
+    except OSError:
+        return "(could not be written: " + "".join(traceback.format_exception_only(exc)).strip() + ")"
+
+
+def _acquire(lock, timeout: float, path: Path) -> None:
+    """filelock's acquire, with an OS failure (an unwritable state dir, a full disk) as one line."""
+    import filelock
+
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:  # (a TimeoutError, so an OSError too: the caller's to handle)
+        raise
+    except OSError as exc:
+        raise os_error(exc, "take the lock", path, f"make {path.parent} writable (chmod u+w) or point "
+                       "XDG_STATE_HOME elsewhere, then retry") from exc
 
 
 class Backup(NamedTuple):
@@ -121,12 +163,12 @@ class Store:
         timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
         lock = filelock.FileLock(self._lock_path(self.lock_file))
         try:
-            lock.acquire(timeout=0)
+            _acquire(lock, 0, self.lock_file)
         except filelock.Timeout:
             log.warning("waiting for the write lock %s (another senpi-guard is writing)…",
                         self.lock_file)
             try:
-                lock.acquire(timeout=timeout)
+                _acquire(lock, timeout, self.lock_file)
             except filelock.Timeout as exc:
                 raise FatalError(f"another senpi-guard holds the write lock {self.lock_file} for "
                                  f"over {timeout:g}s; wait for it or stop it, then retry") from exc
@@ -237,25 +279,39 @@ class Store:
         if version > RECORDS_VERSION:
             raise FatalError(f"state file {path} was written by a newer senpi-guard (format "
                              f"{version}); upgrade senpi-guard, or delete the file")
-        data["version"] = RECORDS_VERSION
         data.setdefault("installs", {})
+        if version < 3:
+            _migrate(data)
+        data["version"] = RECORDS_VERSION
         return data
 
     def save_records(self, data: dict[str, Any]) -> None:
         data["version"] = RECORDS_VERSION
         write_private(self.records_file, json.dumps(data, indent=2, sort_keys=True).encode())
 
-    def update_install(self, package_dir: Path, **fields: Any) -> None:
+    def update_install(self, package_dir: Path, patch: str | None = None, **fields: Any) -> None:
+        """Record fields of an install (with `patch`: of that patch on it)."""
         data = self.load_records()
-        entry = data["installs"].setdefault(str(Path(package_dir).resolve()), {})
+        key = str(Path(package_dir).resolve())
+        entry = data["installs"].get(key)
         if not isinstance(entry, dict):
-            entry = data["installs"][str(Path(package_dir).resolve())] = {}
+            entry = data["installs"][key] = {}
+        if patch is not None:
+            patches = entry.get("patches")
+            patches = entry["patches"] = patches if isinstance(patches, dict) else {}
+            record = patches.get(patch)
+            entry = patches[patch] = record if isinstance(record, dict) else {}
         entry.update(fields)
         self.save_records(data)
 
-    def install_record(self, package_dir: Path, records: dict[str, Any] | None = None) -> dict[str, Any]:
+    def install_record(self, package_dir: Path, records: dict[str, Any] | None = None,
+                       patch: str | None = None) -> dict[str, Any]:
         data = records if records is not None else self.load_records()
         entry = data["installs"].get(str(Path(package_dir).resolve()), {})
+        entry = entry if isinstance(entry, dict) else {}
+        if patch is not None:
+            patches = entry.get("patches")
+            entry = patches.get(patch, {}) if isinstance(patches, dict) else {}
         return entry if isinstance(entry, dict) else {}
 
     # ---- agent dirs added by `apply --here` (a project's own .senpi/agent) ------------------
@@ -277,7 +333,7 @@ class Store:
 
         lock = filelock.FileLock(self._lock_path(self.state_dir / "watcher.lock"))
         try:
-            lock.acquire(timeout=0)
+            _acquire(lock, 0, self.state_dir / "watcher.lock")
         except filelock.Timeout:
             running = self.running_watcher()
             who = f"pid {running['pid']}" if running else "a process that is starting or stopping"
@@ -307,3 +363,11 @@ class Store:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         return data
+
+
+def _migrate(data: dict[str, Any]) -> None:
+    """Format 2 -> 3: the per-patch fields move under `patches.<the one patch of then>`."""
+    for entry in data["installs"].values():
+        if isinstance(entry, dict) and any(key in entry for key in PER_PATCH):
+            moved = {key: entry.pop(key) for key in PER_PATCH if key in entry}
+            entry.setdefault("patches", {}).setdefault(LEGACY_PATCH, {}).update(moved)

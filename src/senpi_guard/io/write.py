@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import folders
 
 TEMP_SUFFIX = ".senpi-guard"
 
@@ -147,23 +148,35 @@ def _same_folder(snapshot: Snapshot, dir_fd: int) -> None:
 
 
 def _replace_in(snapshot: Snapshot, data: bytes, dir_fd: int) -> None:
-    name = snapshot.parts[-1]
-    tmp = f".{name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
-    try:
+    def prepare(fd: int) -> None:
         try:
             os.fchown(fd, snapshot.uid, snapshot.gid)
         except PermissionError as exc:
             raise FatalError(f"{snapshot.path} belongs to {snapshot.uid}:{snapshot.gid}, which "
                              "senpi-guard cannot keep; nothing was changed: run it as the owner") from exc
+        os.fchmod(fd, snapshot.mode)
+
+    _swap_in(dir_fd, snapshot.parts[-1], data, 0o600, prepare, snapshot.sha256,
+             f"{snapshot.path} changed while senpi-guard was working on it (a senpi update in progress?); "
+             "nothing was written: run the command again")
+    with contextlib.suppress(OSError):
+        os.fsync(dir_fd)
+
+
+def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_sha: str, changed: str) -> None:
+    """The one atomic write: a temp file beside `name` (made ready by `prepare(fd)`), its bytes synced,
+    then renamed over `name` relative to the folder opened, unless `name` is no longer `expected_sha`
+    ("missing": nothing there). The temp file never outlives a failure."""
+    tmp = f".{name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=dir_fd)
+    try:
+        prepare(fd)
         with os.fdopen(fd, "wb", closefd=False) as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.fchmod(fd, snapshot.mode)
-        if _current_sha(name, dir_fd) != snapshot.sha256:
-            raise FatalError(f"{snapshot.path} changed while senpi-guard was working on it (a senpi "
-                             "update in progress?); nothing was written: run the command again")
+        if _current_sha(name, dir_fd) != expected_sha:
+            raise FatalError(changed)
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -171,8 +184,6 @@ def _replace_in(snapshot: Snapshot, data: bytes, dir_fd: int) -> None:
         raise
     finally:
         os.close(fd)
-    with contextlib.suppress(OSError):
-        os.fsync(dir_fd)
 
 
 def _current_sha(name: str, dir_fd: int) -> str:
@@ -226,3 +237,58 @@ def write_private(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def place(folder: Path, name: str, data: bytes, expected: bytes | None) -> None:
+    """Write `folder/name` atomically (a temp file beside it, renamed relative to the folder opened,
+    made when missing: io/folders), unless what is there is no longer `expected` (None: nothing).
+    The new file takes the folder's owner when root writes into another user's folder. For files
+    outside a package (the extension in an agent dir); an OS failure is one line."""
+    target = folder / name
+    try:
+        with folders.opened(folder, create=True) as dir_fd:
+            owner = os.fstat(dir_fd)
+
+            def prepare(fd: int) -> None:
+                if os.geteuid() == 0 and owner.st_uid != 0:
+                    os.fchown(fd, owner.st_uid, owner.st_gid)
+
+            _swap_in(dir_fd, name, data, 0o644, prepare,
+                     "missing" if expected is None else hashlib.sha256(expected).hexdigest(),
+                     f"{target} changed while senpi-guard was working on it; nothing was written: run the "
+                     "command again")
+    except OSError as exc:
+        raise os_error(exc, "write", target, "free space or fix the folder's permissions, then retry") from exc
+
+
+def take(folder: Path, name: str, expected: bytes) -> None:
+    """Remove `folder/name` (relative to the folder opened), unless it is no longer `expected`."""
+    target = folder / name
+    try:
+        with folders.opened(folder) as dir_fd:
+            if dir_fd is None or _current_sha(name, dir_fd) != hashlib.sha256(expected).hexdigest():
+                raise FatalError(f"{target} changed while senpi-guard was working on it; it was left as "
+                                 "it is: run the command again")
+            os.unlink(name, dir_fd=dir_fd)
+    except OSError as exc:
+        raise os_error(exc, "remove", target, "fix the folder's permissions, then retry") from exc
+
+
+def read_in(folder: Path, name: str) -> bytes | None:
+    """The bytes of `folder/name` opened as `place` would write it (None: absent); never waits on a
+    FIFO and never follows a link in the file's own place."""
+    try:
+        with folders.opened(folder) as dir_fd:
+            if dir_fd is None:
+                return None
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+            except FileNotFoundError:
+                return None
+    except OSError as exc:
+        raise os_error(exc, "read", folder / name, "fix the permissions of that folder, then retry") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise FatalError(f"{folder / name} is not a regular file (a FIFO or a device?); senpi-guard "
+                             "never reads or replaces it: move it away, then retry")
+        return handle.read()

@@ -28,8 +28,8 @@ class ExtensionKeeper:
         if "extension" not in config.layers or patch.extension is None or not installs:
             return
         reconciler = Reconciler(patch, config, self.store, quick_locate=True)
-        planned, errors = extension_plan.targets(installs, config, self.store,
-                                                 lambda inst: reconciler.inspect(inst).upstream_present)
+        planned, errors = extension_plan.targets(patch, installs, config, self.store,
+                                                 lambda inst: reconciler.inspect(inst).present)
         for line in errors:
             self._note(("error", line), "extension layer: %s", line)
         for target in planned:
@@ -44,6 +44,10 @@ class ExtensionKeeper:
             log.warning(message, *args)
 
     def _keep_in(self, patch: Patch, config: Config, target: extension_plan.AgentTarget) -> None:
+        if self.store.hold(target.agent_dir) is not None:  # reverted by hand
+            self._note(("held", str(target.agent_dir)), "extension layer %s: held by `senpi-guard revert`; left "
+                       "alone until `senpi-guard apply`", target.agent_dir)
+            return
         if target.unsafe:
             self._note(("unsafe", str(target.agent_dir)), "extension layer %s: %s", target.agent_dir, target.unsafe)
             return
@@ -57,7 +61,8 @@ class ExtensionKeeper:
             if status.state == "installed" or wanted in self.failed:
                 return
             with self.store.lock():
-                outcome = extension.install(patch, config, target.installs, self.store, target.agent_dir)
+                outcome = extension.install(patch, config, target.installs, self.store, target.agent_dir,
+                                            cancel=self.stop)
         except FatalError as exc:
             log.error("extension layer %s: %s", target.agent_dir, exc)
             return

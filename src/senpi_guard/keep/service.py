@@ -25,9 +25,11 @@ UNIT_NAME = "senpi-guard.service"
 SYSTEMD_PATH = "/usr/local/bin:/usr/bin:/bin"
 LAUNCHD_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 TOOLS = ("node", "npm", "pnpm", "yarn", "bun")
+# The commands discover.discover() follows on PATH to find an install.
+PATH_COMMANDS = ("senpi", "pi")
 # Where things live: passed on when set, so the service finds what the user's shell finds.
-PASSED_ON = ("HOME", "NPM_CONFIG_PREFIX", "PNPM_HOME", "BUN_INSTALL", "NVM_DIR", "FNM_DIR",
-             "VOLTA_HOME", "ASDF_DATA_DIR", "YARN_GLOBAL_FOLDER", "XDG_CONFIG_HOME",
+PASSED_ON = ("HOME", "NPM_CONFIG_PREFIX", "npm_config_prefix", "PNPM_HOME", "BUN_INSTALL", "NVM_DIR",
+             "FNM_DIR", "VOLTA_HOME", "ASDF_DATA_DIR", "YARN_GLOBAL_FOLDER", "PREFIX_YARN", "XDG_CONFIG_HOME",
              "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "SENPI_GUARD_CONFIG",
              "SENPI_GUARD_NODE")
 # Where senpi looks for its agent dir (so where the extension goes): passed on whenever *defined*,
@@ -75,11 +77,23 @@ def resolved_tools() -> dict[str, str]:
     return found
 
 
+def recorded_path(tools: dict[str, str], base_path: str) -> str:
+    """The folders of the tools and of the `senpi`/`pi` commands this shell finds, in this shell's
+    PATH order (so each name resolves to the same file under the service), then `base_path`. The
+    commands matter because discovery follows them: an install found only through a prefix's bin
+    folder on PATH is found by the service only if that folder is recorded."""
+    wanted = {str(Path(p).parent) for p in tools.values()}
+    wanted |= {str(Path(os.path.abspath(found)).parent)
+               for name in PATH_COMMANDS if (found := shutil.which(name))}
+    shell = [os.path.abspath(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    ordered = [folder for folder in shell if folder in wanted]
+    off_path = sorted(wanted.difference(ordered))  # e.g. the folder of $SENPI_GUARD_NODE
+    return ":".join(dict.fromkeys([*off_path, *ordered, *base_path.split(":")]))
+
+
 def environment(base_path: str) -> dict[str, str]:
     tools = resolved_tools()
-    folders = list(dict.fromkeys(str(Path(p).parent) for p in tools.values()))
-    path = ":".join(dict.fromkeys([*folders, *base_path.split(":")]))
-    env = {"PATH": path}
+    env = {"PATH": recorded_path(tools, base_path)}
     if "node" in tools:
         env[nodes.RECORDED] = tools["node"]
     env.update({k: os.environ[k] for k in PASSED_ON if os.environ.get(k)})
@@ -92,22 +106,71 @@ def spec(base_path: str = SYSTEMD_PATH) -> ServiceSpec:
                        watch_command(), environment(base_path))
 
 
-# ---- systemd: quoting per systemd.syntax / systemd.service, and its inverse ---------------------
+# ---- systemd: quoting per systemd.syntax / systemd.service / systemd.exec, and its inverse -------
+# In a double-quoted word systemd reads C escapes, so every character has a spelling that stays on
+# its line (systemd ends a line at \n, \r or \r\n). `%` starts a specifier in every setting; `$` is
+# expanded in ExecStart's words, argv[0] included, but not in the program path nor in Environment=.
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_UNESCAPES = {value[1]: key for key, value in _ESCAPES.items()}
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # systemd drops any other assignment unsaid
+_UNSAFE_PROGRAM = re.compile(r"[\x00-\x1f\x7f\"'\\]")  # systemd refuses these in a program path
+_AGAIN = "then run `senpi-guard daemon install` again"
+
+
 def _quoted(text: str, dollar: bool) -> str:
-    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-    text = text.replace("\n", "\\n")
+    text = "".join(_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if c < " " or c == "\x7f" else c)
+                   for c in text).replace("%", "%%")
     return '"' + (text.replace("$", "$$") if dollar else text) + '"'
 
 
+def _is_text(value: str) -> bool:
+    """UTF-8 once written and free of NUL: what a unit file can carry."""
+    try:
+        value.encode("utf-8")  # undecodable bytes in os.environ/argv arrive as lone surrogates
+    except UnicodeEncodeError:
+        return False
+    return "\0" not in value
+
+
+def _refuse_unrepresentable(service: ServiceSpec) -> None:
+    for name, value in service.environment.items():
+        if not _ENV_NAME.fullmatch(name):
+            raise FatalError(f"the environment variable {name!r} cannot be recorded in a systemd unit "
+                             "(systemd ignores names other than letters, digits and _): run "
+                             f"`env -u {shlex.quote(name)} senpi-guard daemon install` instead")
+        if not _is_text(value):
+            raise FatalError(f"${name} holds bytes that are not UTF-8 text, which a systemd unit cannot "
+                             f"carry: fix or unset {name}, {_AGAIN}")
+    program = service.argv[0]
+    if not (_is_text(program) and os.path.isabs(program)) or _UNSAFE_PROGRAM.search(program):
+        raise FatalError(f"senpi-guard runs from {program!r}, which systemd does not accept as the program "
+                         "of ExecStart= (it must be an absolute UTF-8 path without quotes, backslashes or "
+                         f"control characters): install senpi-guard under a plain path, {_AGAIN}")
+    for word in service.argv[1:]:
+        if not _is_text(word):
+            raise FatalError(f"the argument {word!r} of senpi-guard's command is not UTF-8 text, which "
+                             f"a systemd unit cannot carry: install senpi-guard under a plain path, {_AGAIN}")
+
+
+def _exec_start(argv: list[str]) -> str:
+    words = [_quoted(argv[0], dollar=False), *(_quoted(a, dollar=True) for a in argv[1:])]
+    if "$" in argv[0]:  # `@`: the program path, then argv[0] spelled for its own $-expansion
+        words.insert(1, _quoted(argv[0], dollar=True))
+        return "@" + " ".join(words)
+    return " ".join(words)
+
+
 def systemd_unit(service: ServiceSpec) -> str:
+    """The unit file; FatalError (nothing to write) for what systemd could not be told exactly."""
+    _refuse_unrepresentable(service)
     environment_lines = [("Environment", _quoted(f"{k}={v}", dollar=False))
                          for k, v in service.environment.items()]
     sections = {
-        "Unit": [("Description", service.description.replace("%", "%%")),
+        "Unit": [("Description", " ".join(service.description.split()).replace("%", "%%")),
                  ("After", "default.target")],
         "Service": [("Type", "simple"),
                     *environment_lines,
-                    ("ExecStart", " ".join(_quoted(a, dollar=True) for a in service.argv)),
+                    ("ExecStart", _exec_start(service.argv)),
                     ("ExecReload", "/bin/kill -HUP $MAINPID"),
                     ("Restart", "on-failure"),
                     ("RestartSec", "5"),
@@ -119,39 +182,38 @@ def systemd_unit(service: ServiceSpec) -> str:
 
 
 _WORD = re.compile(r'"((?:[^"\\]|\\.)*)"|(\S+)')
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|.)")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def _unquote(word: str) -> str:
-    out, i = [], 0
-    while i < len(word):
-        if word[i] == "\\" and i + 1 < len(word):
-            out.append({"n": "\n", "t": "\t"}.get(word[i + 1], word[i + 1]))
-            i += 2
-        else:
-            out.append(word[i])
-            i += 1
-    return "".join(out)
+    return _ESCAPE.sub(lambda m: chr(int(m[1][1:], 16)) if len(m[1]) == 3 else _UNESCAPES.get(m[1], m[1]),
+                       word)
 
 
-def _words(value: str, dollar: bool) -> list[str]:
-    words = []
-    for match in _WORD.finditer(value):
-        word = _unquote(match[1]) if match[1] is not None else match[2]
-        word = word.replace("%%", "%")
-        words.append(word.replace("$$", "$") if dollar else word)
-    return words
+def _words(value: str) -> list[str]:
+    """Specifiers first (only `%%` is written), then the words, unquoted and unescaped."""
+    return [_unquote(m[1]) if m[1] is not None else m[2]
+            for m in _WORD.finditer(value.replace("%%", "%"))]
+
+
+def _exec_argv(value: str) -> list[str]:
+    words = _words(value[1:]) if value.startswith("@") else _words(value)
+    if value.startswith("@"):
+        del words[1:2]  # argv[0]: the program path is what runs, and what was meant
+    return [*words[:1], *(word.replace("$$", "$") for word in words[1:])]
 
 
 def read_systemd_unit(text: str) -> tuple[list[str], dict[str, str]]:
     """ExecStart's argv and the Environment= values, as systemd would pass them."""
     argv: list[str] = []
     env: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in _LINE_END.split(text):
         key, _, value = line.partition("=")
         if key == "ExecStart":
-            argv = _words(value, dollar=True)
+            argv = _exec_argv(value)
         elif key == "Environment":
-            for word in _words(value, dollar=False):
+            for word in _words(value):
                 name, _, val = word.partition("=")
                 env[name] = val
     return argv, env
@@ -196,7 +258,16 @@ def systemd_available() -> str | None:
     return None
 
 
+def _shell_word(text: str) -> str:
+    if text.isprintable():
+        return shlex.quote(text)
+    # $'…' (bash, zsh, ksh; POSIX sh since 2024) spells a line break without breaking the line
+    return "$'" + "".join("\\" + c if c in "\\'" else c if c.isprintable()
+                          else f"\\x{ord(c):02x}" if ord(c) < 0x80 else f"\\u{ord(c):04x}"
+                          for c in text) + "'"
+
+
 def manual_command(service: ServiceSpec) -> str:
     """The same service as one shell line, for a supervisor of the user's own."""
-    env = " ".join(shlex.quote(f"{k}={v}") for k, v in service.environment.items())
-    return f"env -i {env} " + " ".join(shlex.quote(a) for a in service.argv)
+    env = " ".join(_shell_word(f"{k}={v}") for k, v in service.environment.items())
+    return f"env -i {env} " + " ".join(_shell_word(a) for a in service.argv)

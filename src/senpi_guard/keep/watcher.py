@@ -19,13 +19,15 @@ from watchdog.observers import Observer
 
 from senpi_guard import discover
 from senpi_guard.core import locate
-from senpi_guard.core.patch.definition import Patch
+from senpi_guard.core.patch.definition import Patch, check_config
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
+from senpi_guard.io import store as store_mod
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.keep.extension_keeper import ExtensionKeeper
 from senpi_guard.keep.notify import log, notify
+from senpi_guard.layers import pipeline
 from senpi_guard.layers.dist import Reconciler
 
 # watchdog warns when a directory that was replaced (an update) is watched again at the same path;
@@ -74,7 +76,11 @@ def _content_key(inst: discover.Install, target: str | None) -> str:
     if target:
         return _sha(Path(target))
     digest = hashlib.sha256()
-    for path in locate.js_files(inst.package_dir / "dist"):
+    try:
+        files = locate.js_files(inst.package_dir / "dist")
+    except FatalError:  # (gone, or unreadable, since it was found)
+        return "dist:missing"
+    for path in files:
         digest.update(f"{path}\0{_file_stat(path)}\0".encode())
     return "dist:" + digest.hexdigest()
 
@@ -88,9 +94,9 @@ class Known:
 
 
 class Watcher:
-    def __init__(self, patch: Patch, config: Config, roots: list[Path],
+    def __init__(self, patches: list[Patch], config: Config, roots: list[Path],
                  overrides: dict[str, float] | None = None) -> None:
-        self.patch = patch
+        self.patches = patches
         self.store = Store()
         self.overrides = overrides or {}
         self.config = dataclasses.replace(config, **self.overrides)
@@ -100,7 +106,7 @@ class Watcher:
         self.last_event = 0.0  # of an event that can change a target (dist/, package.json, above)
         self.observer = Observer()
         self.watches: dict[Path, tuple[object, int | None, bool]] = {}
-        self.known: dict[Path, Known] = {}
+        self.known: dict[tuple[Path, str], Known] = {}  # (install, patch) -> what was seen
         self.seen: dict[Path, None] = {}
         self._real_packages: tuple[str, ...] = ()
         self.reload_requested = False
@@ -186,10 +192,10 @@ class Watcher:
         manifest = discover.read_manifest(package_dir)
         version = manifest.get("version") if manifest else None
         present = package_dir.exists()
-        known = self.known.get(Path(os.path.realpath(package_dir)), Known())
+        real = Path(os.path.realpath(package_dir))
+        files = [f for patch in self.patches for f in self.known.get((real, patch.name), Known()).files]
         busy = bool(staging) or (present and version is None)
-        return (str(package_dir), present, version, staging,
-                tuple(_file_stat(f) for f in known.files)), busy
+        return (str(package_dir), present, version, staging, tuple(_file_stat(f) for f in files)), busy
 
     def settle(self, rescan_at: float) -> bool:
         """Wait until every install looks the same twice and either no relevant event came for
@@ -234,14 +240,14 @@ class Watcher:
             self.known.clear()
         try:
             fresh = config_mod.load()
-            self.patch.check_tags(fresh.tags)
+            check_config(self.patches, fresh)
         except FatalError as exc:
             log.error("config not reloaded, keeping the previous one: %s", exc)
             return
         fresh = dataclasses.replace(fresh, **self.overrides)
         if fresh != self.config:
-            log.info("config changed; reconciling with tags=%s upstream_dedupe=%s",
-                     ",".join(fresh.tags), fresh.upstream_dedupe)
+            log.info("config changed; reconciling every install with it (%s)",
+                     "; ".join(f"{p.name}: {p.settings(fresh)}" for p in self.patches))
             self.config = fresh
             self.known.clear()
 
@@ -249,19 +255,24 @@ class Watcher:
         self.reload_config()
         installs = self.installs()
         self.rearm()
-        for inst in installs:
-            if self.stop.is_set():
-                return
-            self.reconcile_one(inst, trigger)
-        self.extension.keep(self.patch, self.config, installs)
+        # the same layers, in the same order, as apply; each kept in the watcher's own way (what it
+        # remembers between events, its back-off, logging a standing problem once)
+        for layer in pipeline.build(self.patches, self.config, self.store).layers:
+            if layer.name == "extension":
+                self.extension.keep(layer.patch, self.config, installs)
+                continue
+            for inst in installs:
+                if self.stop.is_set():
+                    return
+                self.reconcile_one(layer.patch, inst, trigger)
 
-    def _backed_off(self, inst: discover.Install) -> bool:
-        backoff = self.store.install_record(inst.package_dir).get("backoff")
+    def _backed_off(self, patch: Patch, inst: discover.Install) -> bool:
+        backoff = self.store.install_record(inst.package_dir, patch=patch.name).get("backoff")
         return isinstance(backoff, dict) and backoff.get("version") == inst.version and \
             _content_key(inst, backoff.get("target")) == backoff.get("sha256")
 
-    def reconcile_one(self, inst: discover.Install, trigger: str) -> None:
-        key = inst.real_dir
+    def reconcile_one(self, patch: Patch, inst: discover.Install, trigger: str) -> None:
+        key = (inst.real_dir, patch.name)
         known = self.known.get(key)
         if known and known.fingerprint == self._fingerprint(inst, known.files):
             return  # nothing changed since the last reconcile
@@ -269,17 +280,18 @@ class Watcher:
             log.info("install=%s unsupported: %s", inst.package_dir, inst.unsupported)
             self.known[key] = Known([], self._fingerprint(inst, []))
             return
-        if self._backed_off(inst):
+        if self._backed_off(patch, inst):
             return
-        log.info("reconcile started install=%s (%s)", inst.package_dir, trigger.split(" ", 1)[0])
+        log.info("reconcile started install=%s patch=%s (%s)", inst.package_dir, patch.name,
+                 trigger.split(" ", 1)[0])
         with self.store.lock():
-            reconciler = Reconciler(self.patch, self.config, self.store, cancel=self.stop)
+            reconciler = Reconciler(patch, self.config, self.store, cancel=self.stop)
             outcome = reconciler.reconcile(inst, on_drift=self.config.on_drift)
         if self.stop.is_set() and not outcome.ok:
             log.info("install=%s stopped: %s", inst.package_dir, outcome.detail)
             return
-        log.info("trigger=%s install=%s version=%s before=%s after=%s ok=%s ms=%d%s",
-                 trigger.split(" ", 1)[0], inst.package_dir, inst.version, outcome.before,
+        log.info("patch=%s trigger=%s install=%s version=%s before=%s after=%s ok=%s ms=%d%s",
+                 patch.name, trigger.split(" ", 1)[0], inst.package_dir, inst.version, outcome.before,
                  outcome.after, outcome.ok, outcome.millis,
                  f" wrote={','.join(outcome.changed)}" if outcome.changed else "")
         result = {"time": time.time(), "trigger": trigger[:200], "before": outcome.before,
@@ -292,9 +304,9 @@ class Watcher:
             return
         if outcome.ok:
             self.known[key] = Known(outcome.files, self._fingerprint(inst, outcome.files))
-            self.store.update_install(inst.package_dir, last_reconcile=result, backoff=None)
+            self.store.update_install(inst.package_dir, patch=patch.name, last_reconcile=result, backoff=None)
             return
-        self.store.update_install(inst.package_dir, last_reconcile=result)
+        self.store.update_install(inst.package_dir, patch=patch.name, last_reconcile=result)
         target = str(outcome.files[0]) if outcome.files else None
         failed = (inst.version, _content_key(inst, target))
         self.stop.wait(self.config.quiet_period)  # was it an update still landing?
@@ -307,7 +319,7 @@ class Watcher:
                   "or `senpi-guard apply` is run)", inst.package_dir, inst.version, outcome.detail)
         kept = f"a copy of the hand-edited file is at {outcome.backups[0]}; " if outcome.backups else ""
         notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {kept}{outcome.detail[:200]}")
-        self.store.update_install(inst.package_dir, backoff={
+        self.store.update_install(inst.package_dir, patch=patch.name, backoff={
             "version": inst.version, "sha256": failed[1], "target": target,
             "error": outcome.detail[:500], "time": time.time()})
         self.known[key] = Known(outcome.files, ())
@@ -328,8 +340,19 @@ class Watcher:
         log.info("stopped")
         return 0
 
+    def _round(self, trigger: str) -> None:
+        """One reconcile of everything; a failure is logged and the watcher goes on (exiting would
+        be a crash loop under the service's Restart=)."""
+        try:
+            self.reconcile_all(trigger)
+        except FatalError as exc:
+            log.error("reconcile failed: %s", exc)
+        except Exception as exc:  # a bug: logged with its traceback, and the next round still comes
+            log.error("reconcile failed: unexpected %s: %s; the traceback is in %s", type(exc).__name__, exc,
+                      store_mod.crash_log(exc))
+
     def _loop(self) -> None:
-        self.reconcile_all("startup")
+        self._round("startup")
         next_rescan = time.monotonic() + self.config.rescan_interval
         while not self.stop.is_set():
             try:
@@ -350,10 +373,7 @@ class Watcher:
                 next_rescan = time.monotonic() + self.config.rescan_interval
             while not self.triggers.empty():
                 self.triggers.get_nowait()
-            try:
-                self.reconcile_all(trigger)
-            except FatalError as exc:
-                log.error("reconcile failed: %s", exc)
+            self._round(trigger)
 
     def install_signal_handlers(self) -> None:
         def stop(signum, _frame) -> None:

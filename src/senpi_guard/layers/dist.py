@@ -8,18 +8,19 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from senpi_guard.core import locate
 from senpi_guard.core.patch import apply, reverse
 from senpi_guard.core.patch.classify import State, classify
 from senpi_guard.core.patch.definition import Patch, Target
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
+from senpi_guard.io import store as store_mod
 from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
+from senpi_guard.layers import where
 from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, install_spec, overall_detail, overall_state
-from senpi_guard.prove import mirror, verify
-from senpi_guard.prove.replays import ReplayMemo, package_stamp, replay_key
+from senpi_guard.prove import mirror, nodes, owners, verify
+from senpi_guard.prove.replays import ReplayMemo, replay_key
 
 HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
 
@@ -51,6 +52,8 @@ class Reconciler:
             insp = self._inspect(install)
         except FatalError as exc:
             return Inspection(install, State.ERROR, detail=str(exc))
+        except Exception as exc:  # a bug: this install's error, the others go on
+            return Inspection(install, State.ERROR, detail=unexpected(exc))
         hold = self.store.hold(install.package_dir) if insp.state in HOLDABLE else None
         if hold is not None:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hold["time"])) \
@@ -77,46 +80,19 @@ class Reconciler:
                                      f"{searched} .js files); this version is not supported yet")
                 continue
             found.append(self._target_file(install, target, located[0].path))
-        prompt = next((f for f in found if f.target.role == "prompt"), None)
-        shape = prompt and self.patch.shape_of(prompt.path, any(f.target.role == "upstream" for f in found))
-        return Inspection(install, overall_state(found, self.config), tuple(found),
-                          overall_detail(found, self.config), shape)
+        present = {f.target.role for f in found}
+        primary = next((f for f in found if f.target.required), None)
+        shape = primary and self.patch.shape_of(primary.path, present)
+        deferred = self.patch.deferred(self.config, present)
+        note = f"{self.patch.defer.setting} = \"{self.patch.defer.value}\"" if self.patch.defer else ""
+        return Inspection(install, overall_state(found, deferred), tuple(found),
+                          overall_detail(found, deferred, note), shape, self.patch.name)
 
     def _locate(self, install: Install, dist: Path) -> tuple[dict, int]:
-        """Where each target function is defined: where it was last time, when package.json and
-        dist/ look as they did then and the remembered files still define it; else one walk."""
-        names = [t.function for t in self.patch.targets]
-        remembered = self.store.install_record(install.package_dir).get("located")
-        stamp = package_stamp(install.package_dir)
-        if stamp is not None and isinstance(remembered, dict) and remembered.get("stamp") == stamp \
-                and isinstance(remembered.get("targets"), dict) and set(remembered["targets"]) == set(names):
-            rels = remembered["targets"]
-            paths = [install.package_dir / rel for rel in rels.values() if isinstance(rel, str)]
-            hits = locate.find_exported_functions([p for p in paths if p.is_file()], names)
-            if all([h.path for h in hits[name]] == ([install.package_dir / rels[name]] if rels[name] else [])
-                   for name in names):
-                return hits, len(paths)
-        if self.quick_locate:
-            found = self._locate_likely(dist, names)
-            if found is not None:
-                return found
-        files = locate.js_files(dist)
-        return locate.find_exported_functions(files, names), len(files)
-
-    def _locate_likely(self, dist: Path, names: list[str]) -> tuple[dict, int] | None:
-        files = [f for folder in self.patch.likely_folders if (dist / folder).is_dir()
-                 for f in locate.js_files(dist / folder)]
-        hits = locate.find_exported_functions(files, names)
-        required = [t.function for t in self.patch.targets if t.required]
-        if all(len(hits[name]) == 1 for name in required) and all(len(h) <= 1 for h in hits.values()):
-            return hits, len(files)
-        return None
+        return where.locate_targets(self.patch, self.store, install, dist, self.quick_locate)
 
     def remember_location(self, insp: Inspection) -> dict:
-        """What `_locate` trusts next time (kept with the install's records)."""
-        targets = {t.function: next((f.rel for f in insp.files if f.target == t), None)
-                   for t in self.patch.targets}
-        return {"stamp": package_stamp(insp.install.package_dir), "targets": targets}
+        return where.location_record(self.patch, insp)
 
     def _target_file(self, install: Install, target: Target, path: Path) -> TargetFile:
         snapshot = write.read(path, install.package_dir)
@@ -125,6 +101,8 @@ class Reconciler:
             self.patch, self.config, target, recovered.base, str(path))
         classified = classify(snapshot.data, recovered, wanted, self.patch.version,
                               self.patch.config_digest(self.config))
+        if classified.state == State.UNPATCHED and recovered.base is not None:
+            classified = classified._replace(detail=apply.finding(target, recovered.base, str(path)))
         return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified, wanted)
 
     def base_of(self, install: Install, tf: TargetFile) -> bytes:
@@ -178,8 +156,8 @@ class Reconciler:
         """Where and as whom node replays this install's code (never another user's as root)."""
         work_dir = self.store.state_dir / "verify"
         mirror.sweep(work_dir)
-        files = [pair.real_path for pair in pairs.values()]
-        return verify.Sandbox(work_dir, mirror.code_owner(install.package_dir, files, self.allow_foreign_root))
+        node = nodes.node_for(install.package_dir).path
+        return verify.Sandbox(work_dir, owners.run_as(install.package_dir, node, self.allow_foreign_root))
 
     def replay(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.VerifyReport:
         key = replay_key(self.patch, self.config, install.package_dir, pairs)
@@ -197,7 +175,7 @@ class Reconciler:
 
     # ---- records -----------------------------------------------------------------------
     def _verified_before(self, install: Install, shas: dict[str, str]) -> bool:
-        last = self.store.install_record(install.package_dir).get("last_verify")
+        last = self.store.install_record(install.package_dir, patch=self.patch.name).get("last_verify")
         return isinstance(last, dict) and bool(last.get("ok")) and last.get("shas") == shas \
             and last.get("patch") == self.patch.patch_id(self.config)
 
@@ -206,7 +184,7 @@ class Reconciler:
         """What `status` shows as the last verification, what lets `apply` skip a re-run, and where
         the targets are."""
         install = insp.install
-        self.store.update_install(install.package_dir, version=install.version,
+        self.store.update_install(install.package_dir, patch=self.patch.name, version=install.version,
                                   located=self.remember_location(insp), last_verify={
             "ok": report.ok, "time": time.time(), "checks": report.checks_run, "shas": shas,
             "node": report.node_version, "failures": [str(f) for f in report.failures[:5]],
@@ -228,7 +206,7 @@ class Reconciler:
                 result = replace(start, ok=True)
             elif insp.state == State.DRIFTED and on_drift != "rebuild":
                 result = self._report_drift(insp, start, dry_run)
-            elif insp.upstream_present and self.config.upstream_dedupe == "defer":
+            elif self.patch.deferred(self.config, insp.present):
                 result = self._defer(insp, start, dry_run)
             else:
                 result = self._patch(insp, start, dry_run)
@@ -237,6 +215,8 @@ class Reconciler:
         except OSError as exc:  # the disk or a folder failed us: one line, and the next install goes on
             result = replace(start, ok=False, after=start.before, detail=str(write.os_error(
                 exc, "work on", exc.filename or install.package_dir, "fix that, then run apply again")))
+        except Exception as exc:  # a bug: this install's error, and the next install goes on
+            result = replace(start, ok=False, after=start.before, detail=unexpected(exc))
         result.millis = int((time.monotonic() - started) * 1000)
         return result
 
@@ -257,6 +237,11 @@ class Reconciler:
         pairs = self.module_pairs(insp)
         wanted = {role: pair.candidate for role, pair in pairs.items()}
         to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
+        if insp.state == State.CLEAN:  # a repair with nothing to repair: nothing to prove either
+            if not dry_run:  # (where its targets are, or that there are none: status trusts it next time)
+                self.store.update_install(install.package_dir, patch=self.patch.name,
+                                          located=self.remember_location(insp))
+            return replace(start, ok=True, detail="nothing to repair here")
         shas = {tf.rel: apply.sha256(wanted[tf.target.role]) for tf in insp.files}
         if not to_write and self._verified_before(install, shas):
             return replace(start, ok=True, after=State.PATCHED, detail="already patched and verified")
@@ -275,7 +260,7 @@ class Reconciler:
                            would_write=[tf.rel for tf in to_write],
                            detail="dry run: verified, nothing written")
         changed, backups, final = [], [], start.final_shas
-        for tf in sorted(to_write, key=lambda t: t.target.role != "upstream"):
+        for tf in sorted(to_write, key=lambda t: self.patch.write_rank(t.target.role)):
             try:
                 if tf.classified.state not in (State.PATCHED, State.STALE, State.DRIFTED):
                     backups.append(str(self.store.save_backup(
@@ -297,22 +282,22 @@ class Reconciler:
                        backups=backups + kept, detail=detail, final_shas=final)
 
     def _defer(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+        rule = f"{self.patch.defer.setting} = \"{self.patch.defer.value}\""
         hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
         if hand:
-            return replace(start, detail=f"upstream_dedupe = \"defer\", but {', '.join(hand)} carries "
-                           f"the hand-applied {self.patch.hand_fix_function}, which would run before "
-                           "upstream's dedupe; nothing was changed: reinstall senpi to remove it, or "
-                           "use upstream_dedupe = \"replace\"")
+            return replace(start, detail=f"{rule}, but {', '.join(hand)} carries the hand-applied "
+                           f"{self.patch.hand_fix_function}, which would run before senpi's own code; nothing "
+                           f"was changed: reinstall senpi to remove it, or change {self.patch.defer.setting}")
         ours = [tf for tf in insp.files if tf.classified.header is not None]
         plans = [(tf, self.base_of(insp.install, tf)) for tf in ours]
         for tf, base in plans if not dry_run else []:
             self._write(tf.snapshot, base)
         rels = [tf.rel for tf in ours]
         if dry_run:
-            return replace(start, ok=True, would_write=rels, detail="dry run: would remove the patch "
-                           "and leave the install to upstream's dedupe (upstream_dedupe = \"defer\")")
-        detail = ("upstream_dedupe = \"defer\": removed the patch, upstream's dedupe is in charge"
-                  if ours else "upstream_dedupe = \"defer\": left to upstream's dedupe")
+            return replace(start, ok=True, would_write=rels, detail=f"dry run: would remove the patch "
+                           f"and leave the install to senpi's own code ({rule})")
+        detail = (f"{rule}: removed the patch, senpi's own code is in charge" if ours
+                  else f"{rule}: left to senpi's own code")
         final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
         return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)
 
@@ -322,21 +307,25 @@ class Reconciler:
         start = Outcome.of(insp)
         if insp.state in (State.UNSUPPORTED, State.ERROR):
             return start
+        if insp.state == State.CLEAN:
+            return replace(start, ok=True, detail="nothing to repair here, so nothing to replay")
         began = time.monotonic()
         try:
             report = self.replay(install, self.module_pairs(insp))
         except (FatalError, OSError) as exc:
             return replace(start, detail=str(exc))
+        except Exception as exc:  # a bug: this install's error, the others go on
+            return replace(start, detail=unexpected(exc))
         installed = insp.state == State.PATCHED
         if installed:
             self.record_verification(insp, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
         what = "the installed patch" if installed else "the patch apply would write (not installed)"
         if report.ok:
             detail = f"{what}: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
-            for name in ("incident-3", "incident-21", "incident-70"):
-                stats = report.stats.get(name)
-                if stats:
-                    detail += f"; {name}: {stats['originalBytes']:,} -> {stats['patchedBytes']:,} bytes"
+            for name in self.patch.headline:
+                figure = (report.stats.get(name) or {}).get("headline")
+                if figure:
+                    detail += f"; {name}: {figure}"
         else:
             detail = f"{what}: " + "; ".join(str(f) for f in report.failures[:3])
         return replace(start, ok=report.ok and installed, report=report, detail=detail,
@@ -353,8 +342,10 @@ class Reconciler:
             plans, how, backups = self._revert_plans(insp, from_edit)
         except (FatalError, OSError) as exc:
             return replace(start, detail=str(exc))
+        except Exception as exc:  # a bug: this install's error, the others go on
+            return replace(start, detail=unexpected(exc))
         changed = []
-        for tf, data in sorted(plans, key=lambda p: p[0].target.role != "prompt"):
+        for tf, data in sorted(plans, key=lambda p: -self.patch.write_rank(p[0].target.role)):
             self._write(tf.snapshot, data)
             changed.append(tf.rel)
         self.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
@@ -370,7 +361,7 @@ class Reconciler:
             backup = None if from_edit else self._fitting_backup(install, tf)
             if backup is not None:
                 plans.append((tf, backup.data))
-                how.append(f"{tf.path.name}: restored from the backup")
+                how.append(f"{tf.path.name}: restored from the backup" + self._hand_fix_note(insp, backup.data))
                 backups.append(str(backup.path))
             elif tf.classified.base is not None:
                 plans.append((tf, tf.classified.base))
@@ -381,6 +372,22 @@ class Reconciler:
                                  f"cannot be reverted ({tf.classified.detail}) and no backup "
                                  f"exists; reinstall senpi (npm install -g {install_spec(install)})")
         return plans, how, backups
+
+
+    def _hand_fix_note(self, insp: Inspection, restored: bytes) -> str:
+        """What putting a hand-applied fix back costs on this install, and the way to senpi as shipped."""
+        name = self.patch.hand_fix_function
+        if not name or name.encode() not in restored:
+            return ""
+        costs = [text for role, text in self.patch.hand_fix_risks.items() if role in insp.present]
+        return (f", which holds the hand-applied {name} that was there before apply"
+                + (f"; {'; '.join(costs)}" if costs else "")
+                + "; for senpi as shipped instead: `senpi-guard apply`, then `senpi-guard revert --from-edit`")
+
+
+def unexpected(exc: Exception) -> str:
+    return (f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store_mod.crash_log(exc)}; "
+            "please report it")
 
 
 def _reused(report: verify.VerifyReport) -> str:

@@ -8,14 +8,13 @@ config), `modified` (ours, edited since: its content no longer matches the sha25
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import re
 import secrets
 import shutil
-import subprocess
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,19 +22,20 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.core import jssyntax, locate
+from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.core.patch.fixtures import load_fixtures
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
+from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.io.write import os_error, private_dirs
-from senpi_guard.prove import nodes, replays
+from senpi_guard.io.write import os_error, private_dirs, write_private
+from senpi_guard.prove import mirror, nodes, owners, replays
+from senpi_guard.prove import verify as verify_mod
 from senpi_guard.prove.verify import Failure, VerifyReport
 
 HARNESS = Path(str(resources.files("senpi_guard.prove").joinpath("js", "extension_harness.mjs")))
-HEADER_RE = re.compile(r"^// senpi-guard: (?P<name>[\w.-]+) v(?P<version>\d+) layer=extension "
-                       r"config-sha256=(?P<config>[0-9a-f]{16}) content-sha256=(?P<content>[0-9a-f]{64})\n")
 RUNNER_CLASS = b"class ExtensionRunner"
 
 
@@ -44,6 +44,7 @@ class LayerStatus:
     state: str  # installed, stale, modified, absent, foreign
     path: Path
     detail: str = ""
+    data: bytes | None = None  # what the file held when it was read
 
 
 @dataclass
@@ -57,9 +58,13 @@ class LayerOutcome:
     kept: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
+        report = self.report
         return {"layer": "extension", "path": str(self.path), "state_before": self.before, "state": self.after,
                 "ok": self.ok, "detail": self.detail, "kept": self.kept,
-                "checks": self.report.checks_run if self.report else None}
+                "checks": report.checks_run if report else None,
+                "verification": None if report is None else {
+                    "ok": report.ok, "checks": report.checks_run, "node": report.node_version,
+                    "host": report.stats.get("host"), "failures": [str(f) for f in report.failures]}}
 
 
 def target_path(patch: Patch, agent_dir: Path) -> Path:
@@ -71,22 +76,22 @@ def inspect(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
     try:
         if path.is_symlink():
             return LayerStatus("foreign", path, "a symbolic link, not senpi-guard's file")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return LayerStatus("absent", path)
+        data = write.read_in(path.parent, path.name)
     except OSError as exc:
         raise os_error(exc, "read", path, "fix the permissions of the extensions folder") from exc
-    text = data.decode("utf-8", "replace")
-    header = HEADER_RE.match(text)
-    if header is None or header["name"] != patch.name:
-        return LayerStatus("foreign", path, "it has no senpi-guard header: it is not senpi-guard's")
-    body = text[header.end():]
-    if hashlib.sha256(body.encode()).hexdigest() != header["content"]:
-        return LayerStatus("modified", path, "edited since senpi-guard wrote it")
-    if text != patch.render_extension(config):
+    if data is None:
+        return LayerStatus("absent", path)
+    header = header_of(data)
+    if header is None or header.get("layer") != "extension" or header["name"] != patch.name:
+        return LayerStatus("foreign", path, "it has no senpi-guard header: it is not senpi-guard's", data)
+    body = data[data.index(b"\n") + 1:]
+    if hashlib.sha256(body).hexdigest() != header.get("content-sha256"):
+        return LayerStatus("modified", path, "edited since senpi-guard wrote it", data)
+    if data != patch.render_extension(config).encode("utf-8"):
         return LayerStatus("stale", path, f"written by {patch.name} v{header['version']} with config "
-                           f"{header['config']}; apply renders v{patch.version} {patch.config_digest(config)}")
-    return LayerStatus("installed", path)
+                           f"{header.get('config-sha256')}; apply renders v{patch.version} "
+                           f"{patch.config_digest(config)}", data)
+    return LayerStatus("installed", path, "", data)
 
 
 def _defines_runner(path: Path) -> bool:
@@ -122,8 +127,6 @@ def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Inst
         runners = [f for f in files if _defines_runner(Path(f))]
         if len(runners) != 1 or any(len({h.path for h in hits}) != 1 for hits in found.values()):
             continue
-        if os.geteuid() == 0 and not allow_foreign_root and install.package_dir.stat().st_uid != 0:
-            continue  # (root never runs another user's code)
         return install, {"loader": str(found["loadExtensions"][0].path), "runner": runners[0]}
     return None, None
 
@@ -139,109 +142,112 @@ def _replay_key(patch: Patch, rendered: str, install: Install | None, host: dict
     harness = HARNESS
     fixtures = sorted(p for p in patch.extension.fixtures.rglob("*") if p.is_file())
     parts = {"extension": hashlib.sha256(rendered.encode()).hexdigest(), "node": [node.path, node.version],
-             "files": [sha(p) for p in (patch.extension.checks, patch.checks_path, harness, *fixtures)],
+             "files": [sha(p) for p in (patch.extension.checks, *patch.scripts(), harness, *fixtures)],
              "host": {k: [v, sha(Path(v))] for k, v in sorted((host or {}).items())},
              "dist": replays.package_stamp(install.package_dir) if install else None}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 def replay(patch: Patch, config: Config, rendered: str, installs: list[Install], store: Store,
-           allow_foreign_root: bool = False, reuse: bool = True) -> VerifyReport:
+           allow_foreign_root: bool = False, reuse: bool = True, cancel: threading.Event | None = None) -> VerifyReport:
     """Run the fixture sessions through the rendered extension with node: directly and, when an
     installed senpi's own loader and runner import, through them. A passing replay is remembered by
     everything it depends on (`reuse`: trust one from an earlier run)."""
     install, host = _senpi_host(installs, allow_foreign_root)
     node = nodes.node_for(install.package_dir if install else None)
+    # as root: node and the host's code run as the one user they belong to (refused when several)
+    owner = owners.run_as(install.package_dir, node.path, allow_foreign_root) if install else \
+        (None if allow_foreign_root else owners.node_owner(node.path))
     memo = replays.ReplayMemo(store.state_dir / "replays.json")
     key = _replay_key(patch, rendered, install, host, node)
     known = memo.get(key, reuse)
     if known is not None:
         return known
-    report = _run_replay(patch, config, rendered, store, host, node)
+    report = _run_replay(patch, config, rendered, store, host, node, cancel, owner)
     memo.put(key, report)
     return report
 
 
 def _run_replay(patch: Patch, config: Config, rendered: str, store: Store, host: dict | None,
-                node) -> VerifyReport:
+                node, cancel: threading.Event | None = None, owner: tuple[int, int] | None = None) -> VerifyReport:
     work = store.state_dir / "verify"
     private_dirs(work)
-    folder = work / f"senpi-guard-verify-{os.getpid()}-ext-{secrets.token_hex(4)}"
+    mirror.sweep(work)  # (what a killed run left)
+    base = Path(tempfile.gettempdir()) if owner else work  # (a folder that user can reach)
+    folder = base / f"{mirror.PREFIX}{os.getpid()}-ext-{secrets.token_hex(4)}"
     folder.mkdir(mode=0o700)
     try:
         extension = folder / patch.extension.file_name
         extension.write_text(rendered, "utf-8")
         checks = folder / "extension-checks.mjs"
         shutil.copyfile(patch.extension.checks, checks)
-        shutil.copyfile(patch.checks_path, folder / "checks.mjs")  # (it imports the span scan)
+        for script in patch.scripts():  # (the extension's checks import the span scan)
+            if script.name != checks.name:
+                shutil.copyfile(script, folder / script.name)
         harness = folder / "extension_harness.mjs"
         shutil.copyfile(HARNESS, harness)
+        if owner is not None:
+            for path in [folder, *folder.iterdir()]:
+                os.chown(path, *owner)
         job = {"extension": str(extension), "checks": str(checks), "host": host, "cwd": str(folder),
-               "tags": list(config.tags), "marker": patch.marker_template,
-               "maxMarkerBytes": patch.max_marker_bytes, "fixtures": load_fixtures(patch.extension.fixtures)}
-        try:
-            result = subprocess.run([node.path, str(harness)], input=json.dumps(job), capture_output=True,
-                                    text=True, timeout=config.verify_timeout, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise FatalError(f"the extension's replay timed out after {config.verify_timeout:g}s; raise "
-                             "verify_timeout in the config") from exc
+               **patch.job_settings(config), "fixtures": load_fixtures(patch.extension.fixtures)}
+        report = verify_mod.run_script(node.path, harness, job, config.verify_timeout, cancel, folder,
+                                       "the extension's replay", owners.popen_kwargs(owner))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    try:
-        report = json.loads(result.stdout)
-    except json.JSONDecodeError as exc:
-        tail = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
-        raise FatalError(f"the extension's replay crashed in node: {tail}") from exc
-    if "error" in report:
-        raise FatalError(f"the extension could not be loaded for its replay: {report['error']}")
     failures = [Failure(r["fixture"], r["check"], r["detail"]) for r in report["results"] if not r["ok"]]
     return VerifyReport(not failures and bool(report["results"]), failures, len(report["results"]),
                         {"host": report["host"], "host_unavailable": report.get("hostUnavailable")},
                         node.version)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Temp file beside the target, then a rename relative to the folder opened (links not
-    followed); the new file takes the folder's owner when root writes into another user's folder."""
-    folder = path.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise os_error(exc, "open", folder, "create it or fix its permissions, then retry") from exc
-    tmp = f".{path.name}.{secrets.token_hex(4)}.tmp"
-    try:
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd)
-        try:
-            os.write(out, data)
-            os.fsync(out)
-            owner = os.fstat(fd)
-            if os.geteuid() == 0 and owner.st_uid != 0:
-                os.fchown(out, owner.st_uid, owner.st_gid)
-        finally:
-            os.close(out)
-        os.replace(tmp, path.name, src_dir_fd=fd, dst_dir_fd=fd)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=fd)
-        raise os_error(exc, "write", path, "free space or fix the folder's permissions, then retry") from exc
-    finally:
-        os.close(fd)
-
-
 def _keep_aside(path: Path, store: Store) -> str:
-    """Move an edited extension out of the extensions folder (where senpi would still load it)."""
+    """Move an edited extension out of the extensions folder (where senpi would still load it): a
+    copy in the data folder, then the file taken away (both only if it is still what was read)."""
     kept = store.data_dir / "extension-kept" / f"{time.strftime('%Y%m%d-%H%M%S')}-{path.name}"
     try:
-        private_dirs(kept.parent)
-        shutil.move(str(path), kept)
+        data = path.read_bytes()
     except OSError as exc:
-        raise os_error(exc, "move aside", path, "move it away by hand, then retry") from exc
+        raise os_error(exc, "read", path, "move it away by hand, then retry") from exc
+    write_private(kept, data)
+    write.take(path.parent, path.name, data)
     return str(kept)
 
 
+def _write(path: Path, data: bytes, expected: bytes | None) -> None:
+    write.place(path.parent, path.name, data, expected)  # (the folders made on the way, as io/folders says)
+
+
+def verify(patch: Patch, config: Config, installs: list[Install], store: Store, agent_dir: Path,
+           allow_foreign_root: bool = False, cancel: threading.Event | None = None) -> LayerOutcome:
+    """A fresh replay of what apply writes here, beside the state of the file there (ok: it is
+    there as apply writes it, and the replay passes)."""
+    try:
+        status = inspect(patch, config, agent_dir)
+        report = replay(patch, config, patch.render_extension(config), installs, store, allow_foreign_root,
+                        reuse=False, cancel=cancel)
+    except FatalError as exc:
+        return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
+    what = "the installed extension" if status.state == "installed" else \
+        f"the extension apply would write (here: {status.state})"
+    detail = (f"{what}: {report.checks_run} checks passed through {_host_text(report)}" if report.ok
+              else f"{what}: " + "; ".join(str(f) for f in report.failures[:3]))
+    return LayerOutcome(status.path, status.state, status.state, report.ok and status.state == "installed",
+                        detail, report)
+
+
+def _host_text(report: VerifyReport) -> str:
+    host = "senpi's own extension runner" if report.stats.get("host") == "senpi" else "a minimal host"
+    if report.stats.get("host_unavailable"):
+        host += f" (senpi's own runner did not import: {report.stats['host_unavailable']})"
+    if report.reused_from is not None:
+        host += time.strftime("; the identical replay passed at %Y-%m-%d %H:%M", time.localtime(report.reused_from))
+    return f"{host} (node {report.node_version})"
+
+
 def install(patch: Patch, config: Config, installs: list[Install], store: Store, agent_dir: Path,
-            dry_run: bool = False, allow_foreign_root: bool = False) -> LayerOutcome:
+            dry_run: bool = False, allow_foreign_root: bool = False,
+            cancel: threading.Event | None = None) -> LayerOutcome:
     try:
         status = inspect(patch, config, agent_dir)
     except FatalError as exc:  # (an unreadable extensions folder: one line, the installs still done)
@@ -254,7 +260,7 @@ def install(patch: Patch, config: Config, installs: list[Install], store: Store,
         return LayerOutcome(path, "installed", "installed", True, "already installed")
     rendered = patch.render_extension(config)
     try:
-        report = replay(patch, config, rendered, installs, store, allow_foreign_root)
+        report = replay(patch, config, rendered, installs, store, allow_foreign_root, cancel=cancel)
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc))
     if not report.ok:
@@ -266,16 +272,11 @@ def install(patch: Patch, config: Config, installs: list[Install], store: Store,
                             f"dry run: verified ({report.checks_run} checks), would write {path}", report)
     try:
         kept = [_keep_aside(path, store)] if status.state == "modified" else []
-        _write_atomic(path, rendered.encode("utf-8"))
+        _write(path, rendered.encode("utf-8"), status.data if status.state == "stale" else None)
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc), report)
-    host = "senpi's own extension runner" if report.stats.get("host") == "senpi" else "a minimal host"
-    if report.stats.get("host_unavailable"):
-        host += f" (senpi's own runner did not import: {report.stats['host_unavailable']})"
-    if report.reused_from is not None:
-        host += time.strftime("; the identical replay passed at %Y-%m-%d %H:%M", time.localtime(report.reused_from))
     return LayerOutcome(path, status.state, "installed", True, f"verified: {report.checks_run} checks "
-                        f"passed through {host} (node {report.node_version})", report, kept)
+                        f"passed through {_host_text(report)}", report, kept)
 
 
 def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> LayerOutcome:
@@ -295,10 +296,9 @@ def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> Layer
         return LayerOutcome(path, "modified", "absent", True, f"removed; it had been edited, so it was "
                             f"kept at {kept}", kept=[kept])
     try:
-        path.unlink()
-    except OSError as exc:
-        return LayerOutcome(path, status.state, status.state, False,
-                            str(os_error(exc, "remove", path, "fix the folder's permissions, then retry")))
+        write.take(path.parent, path.name, status.data)
+    except FatalError as exc:
+        return LayerOutcome(path, status.state, status.state, False, str(exc))
     return LayerOutcome(path, status.state, "absent", True, "removed")
 
 

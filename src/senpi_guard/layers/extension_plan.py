@@ -10,6 +10,7 @@ current folder, and senpi-guard remembers it (status, revert and the watcher inc
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,10 +54,36 @@ def _cwd() -> Path | None:
         return None
 
 
+def served_env(install: Install) -> tuple[dict[str, str], str]:
+    """The environment the agent dir is resolved in: ours, except that root (under sudo, or over
+    another user's senpi) resolves it in the home of the user whose senpi it serves, never in its own
+    by accident; and a line when that user cannot be told."""
+    env = _env()
+    if os.geteuid() != 0:
+        return env, ""
+    try:
+        uid = os.stat(os.path.realpath(install.package_dir)).st_uid
+    except OSError:
+        uid = 0
+    sudo = env.get("SUDO_UID", "")
+    if uid == 0 and sudo.isdigit():
+        uid = int(sudo)  # root's own senpi, patched by a user through sudo: that user's agent dir
+    if uid == 0:
+        return env, ""
+    try:
+        return {**env, "HOME": pwd.getpwuid(uid).pw_dir}, ""
+    except KeyError:
+        return env, (f"senpi {install.version} at {install.package_dir}: the extension layer is skipped: its "
+                     f"user (uid {uid}) has no entry in the user database to find its agent dir; run "
+                     "apply as that user, or set SENPI_CODING_AGENT_DIR")
+
+
 def placement(install: Install) -> Placement:
     if install.unsupported:
         return Placement(install, None, None, install.unsupported)
-    env = _env()
+    env, problem = served_env(install)
+    if problem:
+        return Placement(install, None, None, problem)
     home = agentdir.node_home(env)
     try:
         rule = agentdir.rule_for(install.package_dir)
@@ -68,27 +95,30 @@ def placement(install: Install) -> Placement:
     return Placement(install, user, here)
 
 
-def unsafe_reason(config: Config, installs: list[Install], upstream_of: Callable[[Install], bool]) -> str:
-    """The extension alone, beside upstream's keep-last dedupe (2026.8.4-2 and later), loses the first
-    copy: after a compaction it rightly sends one more full copy, and on the next full re-send
-    upstream's dedupe keeps that last one and replaces the first, so the prompt's prefix changes."""
-    if "dist" in config.layers and config.upstream_dedupe != "defer":
-        return ""  # (the dist layer wraps upstream's dedupe: it keeps the first copy)
-    with_upstream = [i for i in installs if upstream_of(i)]
-    if not with_upstream:
+def unsafe_reason(patch: Patch, config: Config, installs: list[Install],
+                  present_of: Callable[[Install], set[str]]) -> str:
+    """Why the patch's extension must not be in an agent dir these installs use: beside the target
+    the patch names (`unsafe_alone_with`) it is unsafe without the dist layer ("" when it is safe)."""
+    layer = patch.extension
+    if layer is None or not layer.unsafe_alone_with:
         return ""
-    versions = ", ".join(sorted({i.version for i in with_upstream}))
+    if "dist" in config.layers and patch.defer is None:
+        return ""
+    unsafe = [i for i in installs if layer.unsafe_alone_with in (present := present_of(i))
+              and ("dist" not in config.layers or patch.deferred(config, present))]
+    if not unsafe:
+        return ""
+    versions = ", ".join(sorted({i.version for i in unsafe}))
     if "dist" in config.layers:
-        return (f"left out: senpi {versions} uses this agent dir and is left to its own keep-last dedupe "
-                '(upstream_dedupe = "defer"); the extension beside that dedupe would make it drop the first '
-                'copy after a compaction; upstream_dedupe = "replace" puts both layers there')
-    return (f"not installed: senpi {versions} uses this agent dir with its own keep-last dedupe and layers "
-            'leaves out "dist"; the extension alone would make that dedupe drop the first copy after a '
-            'compaction (the prompt\'s prefix changes); use layers = ["dist", "extension"]')
+        rule = f"{patch.defer.setting} = \"{patch.defer.value}\""
+        return (f"left out: senpi {versions} uses this agent dir and is left to its own code ({rule}), with "
+                f"{layer.unsafe_alone}; changing {patch.defer.setting} puts both layers there")
+    return (f"not installed: senpi {versions} uses this agent dir and layers leaves out \"dist\"; it has "
+            f"{layer.unsafe_alone}; use layers = [\"dist\", \"extension\"]")
 
 
-def targets(installs: Iterable[Install], config: Config, store: Store,
-            upstream_of: Callable[[Install], bool], here: bool = False) -> tuple[list[AgentTarget], list[str]]:
+def targets(patch: Patch, installs: Iterable[Install], config: Config, store: Store,
+            present_of: Callable[[Install], set[str]], here: bool = False) -> tuple[list[AgentTarget], list[str]]:
     """The agent dirs the extension layer serves, each with the installs that use it; and one line for
     each install whose agent dir cannot be told (the others go on)."""
     found: dict[Path, AgentTarget] = {}
@@ -109,23 +139,30 @@ def targets(installs: Iterable[Install], config: Config, store: Store,
         if path not in found and served:
             found[path] = AgentTarget(path, "remembered (apply --here)", list(served))
     for target in found.values():
-        target.unsafe = unsafe_reason(config, target.installs, upstream_of)
+        target.unsafe = unsafe_reason(patch, config, target.installs, present_of)
         target.deferred = bool(target.unsafe) and "dist" in config.layers
     return list(found.values()), errors
 
 
+def _errors(lines: list[str]) -> list[extension.LayerOutcome]:
+    return [extension.LayerOutcome(Path("-"), "error", "error", False, line) for line in lines]
+
+
 def install_all(patch: Patch, config: Config, store: Store, found: list[Install],
-                upstream_of: Callable[[Install], bool], dry_run: bool = False, allow_foreign_root: bool = False,
+                present_of: Callable[[Install], set[str]], dry_run: bool = False, allow_foreign_root: bool = False,
                 here: bool = False) -> list[extension.LayerOutcome]:
     """apply's extension layer: into every agent dir the installs use (refused where unsafe); with
-    `here`, also the agent dir senpi uses from the current folder, remembered from then on."""
-    planned, errors = targets(found, config, store, upstream_of, here)
-    outcomes = [extension.LayerOutcome(Path("-"), "error", "error", False, line) for line in errors]
+    `here`, also the agent dir senpi uses from the current folder, remembered from then on. An apply
+    lifts the hold a revert left on an agent dir."""
+    planned, errors = targets(patch, found, config, store, present_of, here)
+    outcomes = _errors(errors)
     for target in planned:
         if target.unsafe:
             outcomes.append(extension.refuse(patch, config, store, target.agent_dir, target.unsafe,
                                              ok=target.deferred))
             continue
+        if not dry_run:
+            store.clear_hold(target.agent_dir)
         outcome = extension.install(patch, config, target.installs, store, target.agent_dir, dry_run,
                                     allow_foreign_root)
         if here and outcome.ok and not dry_run and target.how == "project":
@@ -134,12 +171,27 @@ def install_all(patch: Patch, config: Config, store: Store, found: list[Install]
     return outcomes
 
 
+def verify_all(patch: Patch, config: Config, store: Store, found: list[Install],
+               allow_foreign_root: bool = False) -> list[extension.LayerOutcome]:
+    """verify's extension layer: a fresh replay of what apply would install in each agent dir, beside
+    the state of the file there (ok: it is installed as rendered and the replay passes)."""
+    planned, errors = targets(patch, found, config, store, lambda _install: set())
+    outcomes = _errors(errors)
+    for target in planned:
+        outcomes.append(extension.verify(patch, config, target.installs, store, target.agent_dir,
+                                         allow_foreign_root))
+    return outcomes
+
+
 def remove_all(patch: Patch, config: Config, store: Store, found: list[Install]) -> list[extension.LayerOutcome]:
-    """revert's extension layer: out of every agent dir it may be in (the installs', remembered ones)."""
-    planned, errors = targets(found, config, store, lambda _install: False)
-    outcomes = [extension.LayerOutcome(Path("-"), "error", "error", False, line) for line in errors]
+    """revert's extension layer: out of every agent dir it may be in (the installs', remembered ones),
+    and held there: the watcher leaves a held agent dir alone until `apply`."""
+    planned, errors = targets(patch, found, config, store, lambda _install: set())
+    outcomes = _errors(errors)
     for target in planned:
         outcome = extension.remove(patch, config, store, target.agent_dir)
+        if outcome.ok:
+            store.set_hold(target.agent_dir, "extension removed by `senpi-guard revert`")
         if outcome.ok and target.how.startswith("remembered"):
             store.remember_agent_dir(target.agent_dir, keep=False)
         outcomes.append(outcome)

@@ -10,7 +10,6 @@ from senpi_guard.core.patch.classify import Classified, State
 from senpi_guard.core.patch.definition import KnownShape, Target
 from senpi_guard.discover import Install
 from senpi_guard.io import write
-from senpi_guard.io.config import Config
 from senpi_guard.prove import verify
 
 
@@ -34,14 +33,17 @@ class Inspection:
     files: tuple[TargetFile, ...] = ()
     detail: str = ""
     shape: KnownShape | None = None
+    patch: str = ""
 
     @property
-    def prompt(self) -> TargetFile | None:
-        return next((f for f in self.files if f.target.role == "prompt"), None)
+    def primary(self) -> TargetFile | None:
+        """The file of the patch's first required target (what an install is shown by)."""
+        return next((f for f in self.files if f.target.required), self.files[0] if self.files else None)
 
     @property
-    def upstream_present(self) -> bool:
-        return any(f.target.role == "upstream" for f in self.files)
+    def present(self) -> set[str]:
+        """The roles of the targets found."""
+        return {f.target.role for f in self.files}
 
 
 @dataclass
@@ -54,8 +56,9 @@ class Outcome:
     changed: list[str] = field(default_factory=list)
     report: verify.VerifyReport | None = None
     diff: str = ""
-    target: str = ""  # the prompt target, relative to the package dir
-    upstream_present: bool = False
+    target: str = ""  # the primary target, relative to the package dir
+    present: set[str] = field(default_factory=set)  # the roles of the targets found
+    patch: str = ""
     millis: int = 0
     files: list[Path] = field(default_factory=list)
     final_shas: dict[str, str] = field(default_factory=dict)  # each target's bytes as left behind
@@ -66,8 +69,8 @@ class Outcome:
     def of(cls, insp: Inspection) -> Outcome:
         """An outcome that starts where the inspection found the install."""
         return cls(insp.install, insp.state, insp.state, False, insp.detail,
-                   target=insp.prompt.rel if insp.prompt else "",
-                   upstream_present=insp.upstream_present, files=[f.path for f in insp.files],
+                   target=insp.primary.rel if insp.primary else "", present=insp.present,
+                   patch=insp.patch, files=[f.path for f in insp.files],
                    final_shas={str(f.path): f.snapshot.sha256 for f in insp.files})
 
 
@@ -75,24 +78,28 @@ def install_spec(install: Install) -> str:
     return f"@code-yeongyu/senpi@{install.version}"
 
 
-def overall_state(files: list[TargetFile], config: Config) -> State:
+def overall_state(files: list[TargetFile], deferred: bool) -> State:
+    """One install's state under one patch, from its files' (`deferred`: the config leaves it to
+    senpi's own code)."""
     states = {f.classified.state for f in files}
-    upstream = any(f.target.role == "upstream" for f in files)
-    if upstream and config.upstream_dedupe == "defer" and states == {State.UNPATCHED}:
+    if deferred and states == {State.UNPATCHED}:
         return State.UPSTREAM
     for worst in (State.DRIFTED, State.HAND_PATCHED, State.STALE):
         if worst in states:
             return worst
-    if len(states) == 1 and states <= {State.PATCHED, State.UNPATCHED}:
+    if states <= {State.PATCHED, State.CLEAN} and State.PATCHED in states:
+        return State.PATCHED
+    if len(states) == 1 and states <= {State.PATCHED, State.UNPATCHED, State.CLEAN}:
         return states.pop()
+    if not states:
+        return State.CLEAN
     return State.PARTIAL
 
 
-def overall_detail(files: list[TargetFile], config: Config) -> str:
+def overall_detail(files: list[TargetFile], deferred: bool, defer_note: str) -> str:
     notes = [f"{f.path.name}: {f.classified.detail}" for f in files if f.classified.detail]
-    if any(f.target.role == "upstream" for f in files) and config.upstream_dedupe == "defer" \
-            and any(f.classified.state != State.UNPATCHED for f in files):
-        notes.append("config says upstream_dedupe = \"defer\": apply removes the patch")
+    if deferred and any(f.classified.state != State.UNPATCHED for f in files):
+        notes.append(f"config says {defer_note}: apply removes the patch")
     if {f.classified.state for f in files} == {State.PATCHED, State.UNPATCHED}:
         notes.append("only some target files are patched: apply completes it")
     return "; ".join(notes)

@@ -47,25 +47,6 @@ class Mirror:
         return {"user": self.owner[0], "group": self.owner[1], "extra_groups": []}
 
 
-def code_owner(package_dir: Path, files: list[Path], allow_foreign_root: bool) -> tuple[int, int] | None:
-    """Whom node must run as: None unless root is about to run code another user owns."""
-    if os.geteuid() != 0 or allow_foreign_root:
-        return None
-    paths = [Path(os.path.realpath(package_dir)), *files, *(f.parent for f in files)]
-    owners = {}
-    for path in paths:
-        st = os.stat(path)
-        if st.st_uid != 0:
-            owners[st.st_uid] = st.st_gid
-    if not owners:
-        return None
-    if len(owners) > 1:
-        raise FatalError(f"the code under {package_dir} belongs to several users (uids "
-                         f"{', '.join(map(str, sorted(owners)))}); senpi-guard will not run it as root: "
-                         "run it as the owner of senpi, or pass --allow-foreign-root")
-    return next(iter(owners.items()))
-
-
 def sweep(work_dir: Path) -> None:
     """Remove the mirrors of runs whose process is gone (killed ones included)."""
     for base in (work_dir, Path(tempfile.gettempdir())):
@@ -133,6 +114,9 @@ def _fill(folder: Path, package_dir: Path, modules: list, checks: Path,
     shutil.copyfile(Path(str(resources.files("senpi_guard.prove").joinpath("js", "harness.mjs"))), harness)
     checks_copy = folder / "checks.mjs"
     shutil.copyfile(checks, checks_copy)
+    for script in checks.parent.glob("*.mjs"):  # (what the checks import from their own folder)
+        if script.name != checks.name:
+            shutil.copyfile(script, folder / script.name)
     written = {}
     for name, data in extras.items():
         written[name] = folder / name

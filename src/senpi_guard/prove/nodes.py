@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
+from senpi_guard.prove import owners
 
 MIN_NODE = 18
 RECORDED = "SENPI_GUARD_RECORDED_NODE"
@@ -40,8 +41,10 @@ def own_node(package_dir: Path) -> Path | None:
 @cache
 def version_of(node: str) -> str:
     try:
+        # as root, another user's node runs as that user (its code never runs as root)
         out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30,
-                             check=False, stdin=subprocess.DEVNULL).stdout.strip()
+                             check=False, stdin=subprocess.DEVNULL,
+                             **owners.popen_kwargs(owners.node_owner(node))).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise FatalError(f"cannot run node at {node} ({exc}); reinstall Node.js or point "
                          "SENPI_GUARD_NODE at a working node") from exc

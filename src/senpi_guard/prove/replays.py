@@ -36,7 +36,7 @@ def _sha(data: bytes) -> str:
 def _patch_digest(patch: Patch) -> list[str]:
     harness = resources.files("senpi_guard.prove").joinpath("js", "harness.mjs").read_bytes()
     fixtures = sorted(p for p in (patch.root / "fixtures").rglob("*") if p.is_file())
-    return [_sha(patch.checks_path.read_bytes()), _sha(harness),
+    return [*(_sha(path.name.encode() + path.read_bytes()) for path in patch.scripts()), _sha(harness),
             _sha(b"".join(p.name.encode() + p.read_bytes() for p in fixtures))]
 
 

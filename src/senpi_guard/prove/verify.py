@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
+import secrets
 import subprocess
 import tempfile
 import threading
@@ -60,9 +62,9 @@ class ModulePair:
     candidate: bytes | None
 
 
-def start_node_check(node: str, path: Path) -> subprocess.Popen[str]:
+def start_node_check(node: str, path: Path, popen_kwargs: dict[str, Any] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen([node, "--check", str(path)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, **(popen_kwargs or {}))
 
 
 def finish_node_check(proc: subprocess.Popen[str], timeout: float) -> str | None:
@@ -99,35 +101,72 @@ def _communicate(proc: subprocess.Popen[str], timeout: float,
                                  "loop forever, or raise verify_timeout in the config") from exc
 
 
-def run_harness(node: str, place: Mirror, job: dict[str, Any], timeout: float,
-                cancel: threading.Event | None = None, fixtures: str | None = None) -> dict[str, Any]:
-    """`fixtures`, when given, is the fixtures' JSON text, spliced into the job as it is."""
+def run_script(node: str, script: Path, job: dict[str, Any], timeout: float, cancel: threading.Event | None,
+               work_dir: Path, what: str, popen_kwargs: dict[str, Any] | None = None,
+               fixtures: str | None = None) -> dict[str, Any]:
+    """The one node harness client: run `script` with the job on stdin, cancellable (`cancel` kills
+    node within ~0.1 s) and bounded by `timeout`, and read its one JSON report. `fixtures`, when
+    given, is JSON text spliced into the job as it is. The script writes its report after the job's
+    reportTag, so what the code under test prints on stdout is never taken for it."""
+    tag = f"senpi-guard-report-{secrets.token_hex(8)}:"
     # the job goes in through a file: communicate() in slices cannot resume writing a pipe
-    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=place.root) as job_file:
-        text = json.dumps(job)
+    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=work_dir) as job_file:
+        text = json.dumps({**job, "reportTag": tag})
         job_file.write(text if fixtures is None else text[:-1] + ', "fixtures": ' + fixtures + "}")
         job_file.seek(0)
-        proc = subprocess.Popen([node, str(place.harness)], stdin=job_file, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, **place.popen_kwargs())
+        proc = subprocess.Popen([node, str(script)], stdin=job_file, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, **(popen_kwargs or {}))
         try:
             stdout, stderr = _communicate(proc, timeout, cancel)
         except BaseException:  # ^C included: node must not outlive the replay it was started for
             proc.kill()
             proc.wait()
             raise
-    try:
-        report = json.loads(stdout)
-    except json.JSONDecodeError as exc:
-        tail = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise FatalError(f"the verification harness crashed in node: {tail}") from exc
+    report = _report(stdout, tag)
+    if report is None:
+        raise FatalError(_no_report(what, proc.returncode, stdout, stderr))
     if "error" in report:
-        raise FatalError(f"verification could not load the modules: {report['error']}")
+        raise FatalError(f"{what} could not load the modules: {report['error']}")
     return report
+
+
+def _report(stdout: str, tag: str) -> dict[str, Any] | None:
+    at = stdout.find(tag)
+    if at == -1:
+        return None
+    try:  # (raw_decode: what the code under test prints after the report is not part of it)
+        report, _ = json.JSONDecoder().raw_decode(stdout, at + len(tag))
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def error_lines(lines: list[str]) -> list[str]:
+    """node's "SomeError: what" lines of its stderr (it also prints the source line and its version)."""
+    return [line for line in lines if re.match(r"(Uncaught )?[A-Za-z]*Error\b", line)]
+
+
+def _no_report(what: str, code: int, stdout: str, stderr: str) -> str:
+    """Why node gave no report: how it ended, its last error line, what the code printed."""
+    how = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = error_lines(lines) or lines[-1:]
+    printed = " | ".join(line.strip()[:200] for line in stdout.strip().splitlines()[:3])
+    return (f"{what} ended without its report ({how})" + (f": {errors[0][:300]}" if errors else "")
+            + (f"; the code it loaded printed to stdout: {printed!r}" if printed else ""))
+
+
+def run_harness(node: str, place: Mirror, job: dict[str, Any], timeout: float,
+                cancel: threading.Event | None = None, fixtures: str | None = None) -> dict[str, Any]:
+    return run_script(node, place.harness, job, timeout, cancel, place.root, "the verification harness",
+                      place.popen_kwargs(), fixtures)
 
 
 def harness_job(mode: str, patch: Patch, config: Config, place: Mirror,
                 pairs: dict[str, ModulePair]) -> dict[str, Any]:
-    """The first line the harness reads: what to load, which checks, which settings."""
+    """The first line the harness reads: the modules by role (original and patched), the patch's
+    checks, its settings, each target's own fixtures, and the rendered extension where a target's
+    replay needs it."""
 
     def spec(module: ModulePair | None) -> dict[str, Any] | None:
         if module is None:
@@ -136,24 +175,23 @@ def harness_job(mode: str, patch: Patch, config: Config, place: Mirror,
         return {"original": str(original), "export": module.export,
                 "candidate": str(candidate) if module.candidate is not None else None}
 
-    job = {"mode": mode, "call": patch.call, "tags": list(config.tags),
-           "marker": patch.marker_template, "maxMarkerBytes": patch.max_marker_bytes,
-           "checks": str(place.checks), "prompt": spec(pairs.get("prompt")), "upstream": spec(pairs.get("upstream"))}
-    binding = spec(pairs.get("binding"))
-    if binding is not None and EXTENSION_COPY in place.extras:
-        job["binding"] = {**binding, "extension": str(place.extras[EXTENSION_COPY]),
-                          "fixtures": load_fixtures(patch.root / "fixtures" / "binding")}
+    job = {"mode": mode, "call": patch.call, **patch.job_settings(config), "checks": str(place.checks),
+           "modules": {role: spec(pair) for role, pair in pairs.items()},
+           "targetFixtures": {t.role: load_fixtures(patch.root / t.fixtures)
+                              for t in patch.targets if t.fixtures and t.role in pairs}}
+    if EXTENSION_COPY in place.extras:
+        job["extension"] = str(place.extras[EXTENSION_COPY])
     return job
 
 
-# The rendered extension, beside the harness: the binding target's checks run it (.mjs: the mirror
+# The rendered extension, beside the harness, for a target whose replay runs it (.mjs: the mirror
 # folder has no package.json saying "module").
 EXTENSION_COPY = "extension.mjs"
 
 
 def extras_for(patch: Patch, config: Config, pairs: dict[str, ModulePair]) -> dict[str, bytes]:
-    """Files the harness needs beside the modules: the extension, when the binding is replayed."""
-    if "binding" not in pairs or patch.extension is None:
+    """Files the harness needs beside the modules: the extension, for a target that runs it."""
+    if patch.extension is None or not any(t.with_extension and t.role in pairs for t in patch.targets):
         return {}
     return {EXTENSION_COPY: patch.render_extension(config).encode("utf-8")}
 
@@ -184,7 +222,8 @@ def replay(package_dir: Path, pairs: dict[str, ModulePair], patch: Patch, config
         except FatalError as failure:
             errors = [f"{module.real_path.name}: {problem}" for module in modules
                       if module.candidate is not None
-                      and (problem := finish_node_check(start_node_check(node, place.placed[module.real_path][1]),
+                      and (problem := finish_node_check(start_node_check(node, place.placed[module.real_path][1],
+                                                                         place.popen_kwargs()),
                                                         timeout))]
             if errors:
                 return summarize({"node": version, "check_errors": errors})

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from senpi_guard.core import jssyntax
 from senpi_guard.core.jssyntax import FunctionDef, ReturnSite
+from senpi_guard.core.patch import properties
 from senpi_guard.core.patch.definition import Patch, Target
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
@@ -23,11 +24,23 @@ HEADER_RE = re.compile(
     rb" original-sha256=(?P<sha>[0-9a-f]{64}) config-sha256=(?P<config>[0-9a-f]{16})\r?$",
     re.MULTILINE,
 )
+
+
+def header_re(name: str | None = None) -> re.Pattern[bytes]:
+    """A dist edit's header line (of patch `name` when given: a file may carry several patches)."""
+    if name is None:
+        return HEADER_RE
+    own = rb"(?P<name>" + re.escape(name.encode()) + rb")"
+    return re.compile(HEADER_RE.pattern.replace(rb"(?P<name>[\w.-]+)", own), re.MULTILINE)
+
+
 SOURCE_MAP_RE = re.compile(rb"^//# sourceMappingURL=", re.MULTILINE)
 # A sequence expression needs its own parentheses inside a call; this tag says we added them.
 SEQUENCE_TAG = b"/*senpi-guard:seq*/"
-# An entry guard sits between these two comments, right after the body's "{" (same line).
-ENTRY_OPEN, ENTRY_CLOSE = b"/*senpi-guard:entry*/", b"/*senpi-guard:entry-end*/"
+# An entry statement sits between two comments naming its patch, right after the body's "{" (same
+# line); format 9 and older wrote them without the name.
+def entry_marks(name: str) -> tuple[bytes, bytes]:
+    return f"/*senpi-guard:entry {name}*/".encode(), f"/*senpi-guard:entry-end {name}*/".encode()
 
 
 class Header(NamedTuple):
@@ -81,7 +94,8 @@ def apply_edit(base: bytes, returns: Sequence[ReturnSite], template: str,
              for site in returns]
     if entry is not None:
         code = entry[1].replace("{param0}", params[0] or "") if params else entry[1]
-        edits.append((entry[0], entry[0], ENTRY_OPEN + code.encode() + ENTRY_CLOSE))
+        opening, closing = entry_marks(header.name)
+        edits.append((entry[0], entry[0], opening + code.encode() + closing))
     for start, end, text in sorted(edits, key=lambda e: e[0], reverse=True):
         out[start:end] = text
     lines = [header.line(), *payload.rstrip("\n").split("\n"), end_line(header.name)]
@@ -97,8 +111,22 @@ def apply_edit(base: bytes, returns: Sequence[ReturnSite], template: str,
     return bytes(out)
 
 
-def read_header(source: bytes) -> Header | None:
-    match = HEADER_RE.search(source)
+HEADER_LINE = re.compile(rb"^// senpi-guard: (?P<name>[\w.-]+) v(?P<version>\d+)(?P<fields>(?: [\w-]+=[\w.:/-]+)+)\r?$",
+                         re.MULTILINE)
+
+
+def header_of(source: bytes, name: str | None = None) -> dict[str, str] | None:
+    """The one header format, `// senpi-guard: <patch> v<version> key=value…` (a dist edit's and the
+    extension file's alike), as a dict; the first one in `source` (of patch `name` when given)."""
+    for match in HEADER_LINE.finditer(source):
+        if name is None or match["name"].decode() == name:
+            fields = dict(part.split("=", 1) for part in match["fields"].decode().split())
+            return {"name": match["name"].decode(), "version": match["version"].decode(), **fields}
+    return None
+
+
+def read_header(source: bytes, name: str | None = None) -> Header | None:
+    match = header_re(name).search(source)
     if match is None:
         return None
     return Header(match["name"].decode(), int(match["version"]), match["role"].decode(),
@@ -123,11 +151,19 @@ def check_function_shape(where: str, definition: FunctionDef, needs_param: bool,
 
 
 def render(patch: Patch, config: Config, target: Target, base: bytes, where: str) -> bytes:
-    """What `apply` writes for the unpatched bytes `base` of one target file."""
+    """What `apply` writes for the unpatched bytes `base` of one target file (a repair with
+    nothing to repair gives `base` back)."""
     try:
         tree = jssyntax.parse(base)
     except jssyntax.JsSyntaxError as exc:
         raise FatalError(f"{where}: the unpatched code has a {exc}; reinstall senpi") from exc
+    if target.edit == "remove-duplicate-property":
+        removals = properties.duplicates(base, target.function, target.property_name, target.keep, where)
+        if not removals:
+            return base
+        header = Header(patch.name, patch.version, target.role, sha256(base), patch.config_digest(config))
+        return apply_edit(properties.remove(base, removals), (), "", (), "\n".join(properties.restore_lines(removals)),
+                          header)
     defs = jssyntax.find_definitions(tree, target.function)
     if len(defs) != 1:
         raise FatalError(f"{where}: expected one definition of {target.function}, found "
@@ -143,3 +179,15 @@ def render(patch: Patch, config: Config, target: Target, base: bytes, where: str
                          "statement: unknown shape; report it with the file")
     returns = defs[0].returns if target.wrap else ()
     return apply_edit(base, returns, target.wrap, defs[0].params, patch.render_payload(config), header, entry)
+
+
+def finding(target: Target, base: bytes, where: str) -> str:
+    """What status says about an unpatched file whose edit repairs something (else "")."""
+    if target.edit != "remove-duplicate-property":
+        return ""
+    removals = properties.duplicates(base, target.function, target.property_name, target.keep, where)
+    if not removals:
+        return ""
+    lines = ", ".join(str(r.line) for r in removals)
+    return (f"line {lines}: a second `{target.property_name}` in one object shadows (or is shadowed by) senpi's "
+            f"own `{target.property_name}: {target.keep}`: {target.about}; apply removes the hand-added one")

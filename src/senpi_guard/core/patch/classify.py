@@ -17,13 +17,14 @@ class State(StrEnum):
     DRIFTED = "drifted"
     PARTIAL = "partial"
     UPSTREAM = "upstream"
+    CLEAN = "clean"  # the patch looked and found nothing to change (a repair with nothing to repair)
     UNSUPPORTED = "unsupported"
     ERROR = "error"
     HELD = "held"
 
 
 # States that count as success for `status`: the install is as the user wants it.
-SETTLED = frozenset({State.PATCHED, State.UPSTREAM})
+SETTLED = frozenset({State.PATCHED, State.UPSTREAM, State.CLEAN})
 
 
 class Classified(NamedTuple):
@@ -40,7 +41,7 @@ def classify(data: bytes, found: Recovered, wanted: bytes | None, patch_version:
     if found.kind == "hand":
         return Classified(State.HAND_PATCHED, found.base, None, found.note)
     if found.kind == "plain":
-        return Classified(State.UNPATCHED, data, None, "")
+        return Classified(State.CLEAN if wanted == data else State.UNPATCHED, data, None, "")
     header = found.header
     if found.base is None:
         return Classified(State.DRIFTED, None, header, f"carries a senpi-guard header but {found.note}")

@@ -1,22 +1,26 @@
-"""Load a patch definition from patches/<name>/ (patch.toml, payload, checks, fixtures)."""
+"""Load patch definitions from patches/<name>/ (patch.toml, payload, checks, fixtures): each patch
+is data — its targets and how each is edited, its settings, the shapes it knows, its extension
+layer — and the engine reads all of them; nothing about one patch is written in the engine."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from senpi_guard.core.patch import settings as settings_mod
 from senpi_guard.core.patch.fixtures import load_fixtures
+from senpi_guard.core.patch.settings import Setting
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 
-DEFAULT_PATCH = "directive-dedupe"
 CONFIG_SLOT = "/*senpi-guard:config*/"
 CONFIG_SLOT_END = "/*senpi-guard:config-end*/"
+EDITS = ("wrap", "remove-duplicate-property")
 
 
 @dataclass(frozen=True)
@@ -24,8 +28,14 @@ class Target:
     role: str
     function: str
     required: bool
-    wrap: str  # the call each return value goes through ("": returns are left alone)
+    wrap: str = ""  # the call each return value goes through ("": returns are left alone)
     entry: str = ""  # a statement placed first in the function's body, on its first line (optional)
+    edit: str = "wrap"  # or "remove-duplicate-property": a second `property` in an object literal
+    property_name: str = ""  # (remove-duplicate-property) the property that must appear once
+    keep: str = ""  # (remove-duplicate-property) senpi's own value of it, which is kept
+    about: str = ""  # (remove-duplicate-property) why a second one is harmful, for status
+    fixtures: str = ""  # the target's own fixtures (a folder under the patch), replayed through it
+    with_extension: bool = False  # its replay runs the patch's rendered extension too
 
     @property
     def callee(self) -> str:
@@ -34,12 +44,21 @@ class Target:
 
 @dataclass(frozen=True)
 class KnownShape:
-    """One row of `[versions]`: a range of senpi releases and how its target looks there."""
+    """One row of `[versions]`: a range of senpi releases and how its targets look there."""
 
     range: str
     folder: str
     returns: str
-    upstream: bool
+    present: tuple[str, ...] = ()  # the optional targets this shape has
+
+
+@dataclass(frozen=True)
+class Defer:
+    """When `setting` is `value`, an install that has target `target` is left to senpi's own code."""
+
+    setting: str
+    value: str
+    target: str
 
 
 @dataclass(frozen=True)
@@ -50,6 +69,9 @@ class ExtensionLayer:
     file_name: str  # what it is called in <agent dir>/extensions/
     checks: Path  # named checks its replay runs
     fixtures: Path  # folder of fixture sessions (message lists)
+    unsafe_alone_with: str = ""  # a target beside which the extension without the dist layer is unsafe
+    unsafe_alone: str = ""  # ... and why
+    risks: tuple[tuple[str, str], ...] = ()  # (target, what the extension costs there without the dist layer)
 
 
 @dataclass(frozen=True)
@@ -57,19 +79,32 @@ class Patch:
     name: str
     version: int
     summary: str
-    payload_template: str
-    marker_template: str
-    max_marker_bytes: int
-    call: str
-    hand_fix_function: str
     targets: tuple[Target, ...]
-    shapes: tuple[KnownShape, ...]
     root: Path
+    payload_template: str = ""
+    marker_template: str = ""
+    max_marker_bytes: int = 0
+    call: str = "context"
+    hand_fix_function: str = ""
+    shapes: tuple[KnownShape, ...] = ()
     shapes_under: str = ""  # where under dist/ the shapes' folders are (status looks there first)
     extension: ExtensionLayer | None = None
+    settings_schema: tuple[Setting, ...] = ()
+    write_order: tuple[str, ...] = ()  # roles written first, in this order (the others after)
+    defer: Defer | None = None
+    headline: tuple[str, ...] = ()  # fixtures whose figures `verify` prints
+    audit: dict[str, str] = field(default_factory=dict, hash=False)  # roles audit serialises with, by use
+    order: int = 100  # patches are applied to a file in this order
+    # what restoring the hand-applied fix costs where a role is present (revert says it), by role
+    hand_fix_risks: dict[str, str] = field(default_factory=dict, hash=False)
 
     def target(self, role: str) -> Target:
         return next(t for t in self.targets if t.role == role)
+
+    @property
+    def primary(self) -> Target:
+        """The target an install is named by (the first required one)."""
+        return next((t for t in self.targets if t.required), self.targets[0])
 
     @property
     def callees(self) -> tuple[str, ...]:
@@ -78,6 +113,10 @@ class Patch:
     @property
     def checks_path(self) -> Path:
         return self.root / "checks.mjs"
+
+    def scripts(self) -> list[Path]:
+        """The patch's own node modules (its checks and what they import), copied beside the harness."""
+        return sorted(self.root.glob("*.mjs"))
 
     @property
     def likely_folders(self) -> tuple[str, ...]:
@@ -88,27 +127,61 @@ class Patch:
     def marker(self, tag: str) -> str:
         return self.marker_template.replace("{tag}", tag)
 
-    def shape_of(self, target_path: Path, upstream: bool) -> KnownShape | None:
-        """The known shape whose folder holds the target, told apart by upstream's dedupe."""
-        return next((s for s in self.shapes
-                     if s.folder == target_path.parent.name and s.upstream == upstream), None)
+    def shape_of(self, target_path: Path, present: set[str]) -> KnownShape | None:
+        """The known shape whose folder holds the primary target, told apart by which optional
+        targets are there too."""
+        optional = {t.role for t in self.targets if not t.required} & present
+        return next((s for s in self.shapes if s.folder == target_path.parent.name
+                     and set(s.present) == optional & {r for shape in self.shapes for r in shape.present}), None)
 
-    def check_tags(self, tags: tuple[str, ...]) -> None:
-        for tag in tags:
-            marker = self.marker(tag)
-            size = len(marker.encode("utf-8"))
-            if size > self.max_marker_bytes:
-                raise FatalError(f"tag {tag!r} is too long: its marker would be {size} bytes "
-                                 f"(at most {self.max_marker_bytes}); shorten it in the config")
-            for other in tags:
-                if f"<{other}>" in marker:
-                    raise FatalError(f"the marker for {tag!r} would contain <{other}>; "
-                                     "rename the tag in the config")
+    def write_rank(self, role: str) -> int:
+        return self.write_order.index(role) if role in self.write_order else len(self.write_order)
 
+    # ---- settings ----------------------------------------------------------------------------
+    def settings(self, config: Config) -> dict[str, Any]:
+        """This patch's settings in `config` (its table, else top-level keys where allowed), checked."""
+        table = config.table(self.name)
+        where = f"config {config.source or ''} [patches.{self.name}]".replace("  ", " ")
+        unknown = sorted(set(table) - {s.name for s in self.settings_schema})
+        if unknown:
+            known = ", ".join(s.name for s in self.settings_schema) or "none"
+            raise FatalError(f"{where}: unknown setting {unknown[0]!r} (known: {known}); nothing was changed")
+        out = {}
+        for setting in self.settings_schema:
+            value = table.get(setting.name, config.loose_value(setting.name) if setting.top_level else None)
+            value = setting.default if value is None else value
+            out[setting.name] = settings_mod.check(setting, value, where, self.marker_template,
+                                                   self.max_marker_bytes)
+        return out
+
+    def top_level_keys(self) -> set[str]:
+        return {s.name for s in self.settings_schema if s.top_level}
+
+    def rendered(self, config: Config) -> dict[str, Any]:
+        """The settings that are part of the rendered code (lists as lists)."""
+        values = self.settings(config)
+        return {s.name: list(v) if isinstance(v := values[s.name], tuple) else v
+                for s in self.settings_schema if s.render}
+
+    def _slot(self, config: Config) -> dict[str, Any]:
+        """What the rendered code is configured with: the rendered settings and the marker."""
+        return {**self.rendered(config), **({"marker": self.marker_template} if self.marker_template else {})}
+
+    def job_settings(self, config: Config) -> dict[str, Any]:
+        """What a replay's job tells the patch's own checks: the rendered settings and the marker."""
+        extra = {"maxMarkerBytes": self.max_marker_bytes} if self.marker_template else {}
+        return {**self._slot(config), **extra}
+
+    def deferred(self, config: Config, present: set[str]) -> bool:
+        """Whether the config leaves an install with these targets to senpi's own code."""
+        return self.defer is not None and self.defer.target in present \
+            and self.settings(config).get(self.defer.setting) == self.defer.value
+
+    # ---- rendering -----------------------------------------------------------------------------
     def render_payload(self, config: Config) -> str:
-        self.check_tags(config.tags)
-        literal = json.dumps({"tags": list(config.tags), "marker": self.marker_template},
-                             ensure_ascii=True, separators=(",", ":"))
+        if not self.payload_template:
+            return ""
+        literal = json.dumps(self._slot(config), ensure_ascii=True, separators=(",", ":"))
         head, _, rest = self.payload_template.partition(CONFIG_SLOT)
         _, _, tail = rest.partition(CONFIG_SLOT_END)
         return f"{head}{CONFIG_SLOT}{literal}{CONFIG_SLOT_END}{tail}"
@@ -124,7 +197,8 @@ class Patch:
                 f"config-sha256={self.config_digest(config)} content-sha256={digest}\n{body}")
 
     def config_digest(self, config: Config) -> str:
-        text = json.dumps({"tags": list(config.tags), "marker": self.marker_template})
+        """What the rendered settings change in the code (the same for equal settings)."""
+        text = json.dumps(self._slot(config))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def patch_id(self, config: Config) -> str:
@@ -146,31 +220,76 @@ def patches_root() -> Path:
                      "reinstall senpi-guard")
 
 
+def _target(t: dict[str, Any]) -> Target:
+    target = Target(t["role"], t["function"], bool(t.get("required", False)), t.get("wrap", ""), t.get("entry", ""),
+                    t.get("edit", "wrap"), t.get("property", ""), t.get("keep", ""), t.get("about", ""),
+                    t.get("fixtures", ""), bool(t.get("with_extension", False)))
+    if target.edit not in EDITS:
+        raise ValueError(f"target {target.role!r} has the unknown edit {target.edit!r}")
+    if target.edit == "wrap" and not (target.wrap or target.entry):
+        raise ValueError(f"target {target.role!r} has neither a wrap nor an entry")
+    if target.edit == "remove-duplicate-property" and not (target.property_name and target.keep):
+        raise ValueError(f"target {target.role!r} names no property or no value to keep")
+    return target
+
+
+def _extension(root: Path, layer: dict[str, Any] | None) -> ExtensionLayer | None:
+    if not layer:
+        return None
+    risks = tuple((r["target"], r["text"]) for r in layer.get("risks", []))
+    return ExtensionLayer((root / layer["source"]).read_text("utf-8"), layer["file_name"], root / layer["checks"],
+                          root / layer["fixtures"], layer.get("unsafe_alone_with", ""), layer.get("unsafe_alone", ""),
+                          risks)
+
+
+KNOWN_KEYS = frozenset({"name", "version", "summary", "targets", "payload", "marker", "max_marker_bytes", "call",
+                        "hand_fix_function", "hand_fix_risks", "versions", "extension", "settings", "write_order",
+                        "defer", "headline", "audit", "order"})
+
+
 def _parse(data: dict[str, Any], root: Path) -> Patch:
-    payload = (root / data["payload"]).read_text("utf-8")
-    targets = tuple(Target(t["role"], t["function"], bool(t.get("required", False)), t.get("wrap", ""),
-                           t.get("entry", "")) for t in data["targets"])
-    if any(not (t.wrap or t.entry) for t in targets):
-        raise ValueError("a target has neither a wrap nor an entry")
-    shapes = tuple(KnownShape(s["range"], s["folder"], s["returns"], bool(s.get("upstream", False)))
-                   for s in data.get("versions", {}).get("known", []))
-    layer = data.get("extension")
-    extension = ExtensionLayer((root / layer["source"]).read_text("utf-8"), layer["file_name"],
-                               root / layer["checks"], root / layer["fixtures"]) if layer else None
-    return Patch(data["name"], int(data["version"]), data.get("summary", ""), payload,
-                 data["marker"], int(data["max_marker_bytes"]), data.get("call", "context"),
-                 data.get("hand_fix_function", ""), targets, shapes, root,
-                 data.get("versions", {}).get("under", ""), extension)
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:  # (a key under the wrong [table] lands here too)
+        raise ValueError(f"unknown top-level keys {', '.join(unknown)}")
+    payload = (root / data["payload"]).read_text("utf-8") if data.get("payload") else ""
+    versions = data.get("versions", {})
+    shapes = tuple(KnownShape(s["range"], s["folder"], s["returns"], tuple(s.get("present", ())))
+                   for s in versions.get("known", []))
+    schema = tuple(Setting.parse(name, spec) for name, spec in data.get("settings", {}).items())
+    defer = Defer(**data["defer"]) if data.get("defer") else None
+    return Patch(data["name"], int(data["version"]), data.get("summary", ""),
+                 tuple(_target(t) for t in data["targets"]), root, payload, data.get("marker", ""),
+                 int(data.get("max_marker_bytes", 0)), data.get("call", "context"),
+                 data.get("hand_fix_function", ""), shapes, versions.get("under", ""),
+                 _extension(root, data.get("extension")), schema, tuple(data.get("write_order", ())), defer,
+                 tuple(data.get("headline", ())), dict(data.get("audit", {})), int(data.get("order", 100)),
+                 dict(data.get("hand_fix_risks", {})))
 
 
-def load(name: str = DEFAULT_PATCH) -> Patch:
+def load(name: str) -> Patch:
     root = patches_root() / name
     try:
         patch = _parse(tomllib.loads((root / "patch.toml").read_text("utf-8")), root)
     except (OSError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as exc:
         raise FatalError(f"patch definition {root} is broken ({exc}); reinstall senpi-guard") from exc
-    if CONFIG_SLOT not in patch.payload_template or CONFIG_SLOT_END not in patch.payload_template:
+    if patch.payload_template and (CONFIG_SLOT not in patch.payload_template
+                                   or CONFIG_SLOT_END not in patch.payload_template):
         raise FatalError(f"the payload of {root} has no config slot; reinstall senpi-guard")
     if not patch.checks_path.is_file():
         raise FatalError(f"{patch.checks_path} is missing; reinstall senpi-guard")
     return patch
+
+
+def load_all() -> list[Patch]:
+    """Every patch under patches/, in the order they are applied."""
+    root = patches_root()
+    names = sorted(p.name for p in root.iterdir() if (p / "patch.toml").is_file())
+    return sorted((load(name) for name in names), key=lambda patch: (patch.order, patch.name))
+
+
+def check_config(patches: list[Patch], config: Config) -> None:
+    """Every patch's settings in `config` are good, every top-level key is the engine's or a patch's,
+    and every [patches.<name>] table names a patch (one line on the first problem)."""
+    for patch in patches:
+        patch.settings(config)
+    config.check_claimed(set().union(*(p.top_level_keys() for p in patches)), [p.name for p in patches])

@@ -7,14 +7,15 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from senpi_guard.core import jssyntax
+from senpi_guard.core.patch import properties
 from senpi_guard.core.patch.apply import (
-    ENTRY_CLOSE,
-    ENTRY_OPEN,
     HEADER_RE,
     SEQUENCE_TAG,
     EditError,
     Header,
     end_line,
+    entry_marks,
+    header_re,
     read_header,
     sha256,
 )
@@ -31,10 +32,10 @@ class Recovered(NamedTuple):
 
 
 def recover(data: bytes, patch: Patch) -> Recovered:
-    header = read_header(data)
+    header = read_header(data, patch.name)
     if header is not None:
         try:
-            return Recovered("ours", remove_edit(data, patch.callees), header, "")
+            return Recovered("ours", remove_edit(data, patch.callees, patch.name), header, "")
         except ValueError as exc:  # EditError, or a syntax error once the payload is cut
             return Recovered("ours", None, header, str(exc))
     if patch.hand_fix_function and _declares(data, patch.hand_fix_function):
@@ -57,18 +58,21 @@ def _declares(data: bytes, function: str) -> bool:
         return False
 
 
-def remove_edit(patched: bytes, wrap_callees: Sequence[str]) -> bytes:
-    """Undo apply_edit; the result's sha256 must equal the header's original-sha256."""
-    header = read_header(patched)
+def remove_edit(patched: bytes, wrap_callees: Sequence[str], name: str | None = None) -> bytes:
+    """Undo apply_edit (of patch `name`, when given: only its region, entries and restores); the
+    result's sha256 must equal the header's original-sha256."""
+    header = read_header(patched, name)
     if header is None:
         raise EditError("no senpi-guard header line")
-    start = HEADER_RE.search(patched).start()
+    start = header_re(name).search(patched).start()
     end_re = re.compile(rb"^" + re.escape(end_line(header.name).encode()) + rb"\r?(\n|$)",
                         re.MULTILINE)
     end = end_re.search(patched, start)
     if end is None:
         raise EditError("the senpi-guard payload has no end line")
-    cut = _strip_entries(patched[:start] + patched[end.end():])
+    region = patched[start:end.end()]
+    only = len(HEADER_RE.findall(patched)) == 1  # (unnamed entry marks, format 9 and older, are its)
+    cut = _strip_entries(properties.restore(patched[:start] + patched[end.end():], region), header.name, only)
     candidates = [cut]
     if not end.group(1) and cut.endswith(b"\n"):
         candidates.append(cut[:-2] if cut.endswith(b"\r\n") else cut[:-1])
@@ -83,12 +87,14 @@ def remove_edit(patched: bytes, wrap_callees: Sequence[str]) -> bytes:
                     f"(sha256 {header.original_sha256[:12]}…)")
 
 
-ENTRY_RE = re.compile(re.escape(ENTRY_OPEN) + rb".*?" + re.escape(ENTRY_CLOSE))
+LEGACY_ENTRY_RE = re.compile(re.escape(b"/*senpi-guard:entry*/") + rb".*?" + re.escape(b"/*senpi-guard:entry-end*/"))
 
 
-def _strip_entries(source: bytes) -> bytes:
-    """Remove our entry guards (each on one line, between its two marker comments)."""
-    return ENTRY_RE.sub(b"", source)
+def _strip_entries(source: bytes, name: str, legacy: bool) -> bytes:
+    """Remove the patch's entry statements (each on one line, between its two marker comments)."""
+    opening, closing = entry_marks(name)
+    source = re.sub(re.escape(opening) + rb".*?" + re.escape(closing), b"", source)
+    return LEGACY_ENTRY_RE.sub(b"", source) if legacy else source
 
 
 def _unwrap_calls(source: bytes, callees: Sequence[str]) -> bytes:

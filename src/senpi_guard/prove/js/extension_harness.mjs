@@ -121,10 +121,12 @@ async function main() {
     return { node: process.version, host: senpi ? "senpi" : "minimal", hostUnavailable, results };
 }
 
+// The report follows the job's reportTag: what the code under test prints is not the report.
+const tag = job.reportTag ?? "";
 try {
-    process.stdout.write(JSON.stringify(await main()));
+    process.stdout.write("\n" + tag + JSON.stringify(await main()) + "\n");
 }
 catch (error) {
-    process.stdout.write(JSON.stringify({ error: String(error && error.message ? error.message : error) }));
+    process.stdout.write("\n" + tag + JSON.stringify({ error: String(error && error.message ? error.message : error) }) + "\n");
     process.exitCode = 3;
 }

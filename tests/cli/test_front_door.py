@@ -7,12 +7,13 @@ import json
 import os
 import pty
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import rows_of, run_cli
 
 from senpi_guard import __version__
 from senpi_guard.demo import sample, sample_session
@@ -57,8 +58,15 @@ def test_every_subcommand_help_has_an_example_and_exit_codes(capsys, command):
     with pytest.raises(SystemExit):
         run_cli(capsys, command, "--help")
     out = capsys.readouterr().out
-    assert "example:\n  senpi-guard " + ("" if command != "daemon" else "daemon") in out
+    assert re.search(rf"example:\n  senpi-guard {command}\b", out), out  # an example of this very command
     assert "exit codes:\n  0 " in out and "130" in out
+    # every example line is a command this parser accepts
+    from senpi_guard.cli import build_parser
+    examples = out.split("example:\n", 1)[1].split("\n\n", 1)[0]
+    for line in examples.splitlines():
+        words = shlex.split(line.split("#", 1)[0].split("|", 1)[0])
+        assert words[0] == "senpi-guard", line
+        build_parser(words[1]).parse_args(words[1:])  # (a usage error would exit 2 here)
     if command == "daemon":
         assert all(word in out for word in ("install:", "uninstall:", "status:"))
 
@@ -70,6 +78,15 @@ def test_json_error_is_valid_json(capsys, tmp_path):
     assert "no such directory" in err and len(err.splitlines()) == 1
     code, out, err = run_cli(capsys, "audit", "--json", str(tmp_path / "nope.jsonl"))
     assert code == 1 and json.loads(out)["sessions"] == [] and "does not exist" in json.loads(out)["error"]
+
+
+@pytest.mark.parametrize("argv", [("apply", "--json", "--bogus"), ("status", "--bogus", "--json"),
+                                  ("audit", "--json", "--nope"), ("--json", "nonsense")])
+def test_a_usage_error_with_json_still_prints_json(capsys, argv):
+    code, out, err = run_cli(capsys, *argv)
+    doc = json.loads(out)
+    assert code == 2 and ("unrecognized arguments" in doc["error"] or "invalid choice" in doc["error"])
+    assert doc[("sessions" if argv[0] == "audit" else "installs")] == [] and len(err.splitlines()) == 1
 
 
 def test_status_says_what_to_do_next_and_shows_paths_relative(capsys, pkg):
@@ -89,7 +106,7 @@ def test_dry_run_says_would_write(capsys, pkg):
     assert "unpatched, would write dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js" in out
     assert "-> unpatched" not in out
     code, out, _ = run_cli(capsys, "apply", "--dry-run", "--json", "--root", pkg)
-    (row,) = json.loads(out)["installs"]
+    (row,) = rows_of(json.loads(out))
     assert row["changed"] == [] and row["would_write"] == [
         "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"]
 
@@ -166,7 +183,8 @@ def test_paths_shows_effective_config_and_paths(capsys, isolated_dirs, monkeypat
     monkeypatch.setenv("SENPI_GUARD_CONFIG", str(config))
     code, out, _ = run_cli(capsys, "paths", "--json")
     found = json.loads(out)
-    assert code == 0 and found["config_file"] == str(config) and found["config"]["tags"] == ["ultrawork-mode"]
+    assert code == 0 and found["config_file"] == str(config)
+    assert found["config"]["patches"]["directive-dedupe"]["tags"] == ["ultrawork-mode"]
     assert found["backups"].startswith(str(isolated_dirs)) and found["records"].endswith("state.json")
     code, out, _ = run_cli(capsys, "paths")
     assert f"config file        {config}" in out and "ultrawork-mode" in out
@@ -175,7 +193,7 @@ def test_paths_shows_effective_config_and_paths(capsys, isolated_dirs, monkeypat
 def test_output_into_a_closed_pipe_is_quiet(tmp_path):
     # far more rows than a pipe buffers, so writes really hit the closed pipe
     session_file = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=500, directive_bytes=200)
-    shell = f"{sys.executable} -m senpi_guard audit {session_file} | head -n 3"
+    shell = f"{sys.executable} -m senpi_guard audit --sample {session_file} | head -n 3"
     proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
     assert len(proc.stdout.splitlines()) == 3
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
@@ -196,12 +214,12 @@ def test_unexpected_error_exits_3_with_a_log(capsys, pkg, monkeypatch, isolated_
 
 def test_audit_fits_100_columns_unless_verbose(capsys, tmp_path):
     session_file = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=2000)
-    code, out, _ = run_cli(capsys, "audit", session_file)
+    code, out, _ = run_cli(capsys, "audit", "--sample", session_file)
     assert code == 0
     lines = [ln for ln in out.splitlines() if not ln.startswith("session ")]
     assert max(len(ln) for ln in lines) <= 100
     assert any(ln.endswith("…") for ln in lines)  # a long collapsed list is clipped…
-    _, wide, _ = run_cli(capsys, "-v", "audit", session_file)
+    _, wide, _ = run_cli(capsys, "-v", "audit", "--sample", session_file)
     assert "system-reminder×1" in wide  # …and shown whole with -v
 
 
@@ -224,4 +242,5 @@ def test_status_looks_where_the_target_was_and_walks_again_after_an_update(capsy
     manifest = pkg / "package.json"
     manifest.write_text(manifest.read_text() + "\n")  # what an update does to package.json
     assert run_cli(capsys, "status", "--root", pkg)[0] == 0
-    assert len(walks) == 1
+    from senpi_guard.core.patch import definition
+    assert len(walks) == len(definition.load_all())  # each patch looks again, once
