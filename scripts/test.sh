@@ -2,19 +2,30 @@
 # Everything the tests need, from this checkout alone, then the tests.
 #   bash scripts/test.sh          ruff + every test (real npm/pnpm/bun/yarn, the real senpi builds; ~12 min on 2 cores)
 #   bash scripts/test.sh --fast   ruff + the unit tests (tests/unit; under a minute)
-# Extra arguments go to pytest. Needs python3 (>= 3.11), node (>= 18) and npm; installs the rest.
+#   bash scripts/test.sh --dev    as the first, with senpi-guard installed editable (for working on src/)
+# Extra arguments go to pytest (e.g. a test file and -k NAME). Needs python3 (>= 3.11), node (>= 18)
+# and npm; installs the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fast=0
-if [ "${1:-}" = "--fast" ]; then fast=1; shift; fi
+dev=0
+while [ "${1:-}" = "--fast" ] || [ "${1:-}" = "--dev" ]; do
+    if [ "$1" = "--fast" ]; then fast=1; else dev=1; fi
+    shift
+done
 step() { printf '==> %s\n' "$*"; }
 
 step "python venv in .venv"
 python3 -m venv .venv
 step "pip: upgrade pip"
 .venv/bin/python -m pip install --quiet --upgrade pip
-step "pip: install senpi-guard with its test extras (a real, non-editable install)"
-.venv/bin/python -m pip install --quiet ".[test]"
+if [ "$dev" = 1 ]; then
+    step "pip: install senpi-guard with its test extras, editable (an edit to src/ is what runs)"
+    .venv/bin/python -m pip install --quiet -e ".[test]"
+else
+    step "pip: install senpi-guard with its test extras (a real, non-editable install)"
+    .venv/bin/python -m pip install --quiet ".[test]"
+fi
 if [ "$fast" = 0 ]; then
     if [ ! -x .ci/tools/node_modules/.bin/pnpm ] || [ ! -x .ci/tools/node_modules/.bin/bun ] \
        || [ ! -x .ci/tools/node_modules/.bin/yarn ]; then

@@ -4,10 +4,14 @@ clean line and an exit code (1 an error the user can act on, 2 usage, 3 unexpect
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
+import re
 import sys
+import textwrap
+from pathlib import Path
 from types import ModuleType
 
 from senpi_guard import __version__, ui
@@ -20,7 +24,8 @@ from senpi_guard.io import store
 # being run is imported: `status` must not pay for what `audit` or `watch` need.
 COMMANDS: dict[str, str] = {
     name: f"senpi_guard.commands.{name}"
-    for name in ("apply", "status", "verify", "revert", "watch", "daemon", "audit", "demo", "paths")
+    for name in ("apply", "status", "verify", "revert", "watch", "daemon", "audit", "demo", "check", "paths",
+                 "completion")
 }
 
 
@@ -31,12 +36,33 @@ def command_module(name: str) -> ModuleType:
 def _chosen(argv: list[str]) -> str | None:
     """The subcommand named in argv (the top-level options take no values), if any."""
     return next((arg for arg in argv if not arg.startswith("-")), None)
-JSON_KEY = {"audit": "sessions"}  # the list key of a command's --json output; default "installs"
+JSON_KEY = {"audit": "sessions", "check": "patches"}  # the list key of a command's --json output; default "installs"
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs wrapped to the terminal, each line on its own (an example keeps its
+    indent; its continuation goes four further)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out = []
+        for line in text.splitlines():
+            lead = line[:len(line) - len(line.lstrip())]
+            out.append(textwrap.fill(line.strip(), width, initial_indent=indent + lead,
+                                     subsequent_indent=indent + lead + ("    " if lead else ""),
+                                     break_on_hyphens=False, break_long_words=False) if line.strip() else "")
+        return "\n".join(out)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors exit 2 through main(), like every other error
-        raise UsageError(f"{message} (see `{self.prog} --help`)")
+        raise UsageError(f"{message}{_did_you_mean(message)} (see `{self.prog} --help`)")
+
+
+def _did_you_mean(message: str) -> str:
+    """For a mistyped command: the nearest one (argparse of Python 3.11 does not suggest)."""
+    match = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+    near = difflib.get_close_matches(match[1], COMMANDS, n=1, cutoff=0.6) if match else []
+    return f"; did you mean `{near[0]}`?" if near else ""
 
 
 def _paths_epilog() -> str:
@@ -48,9 +74,19 @@ def _paths_epilog() -> str:
             "`senpi-guard paths` shows the effective config and every path.")
 
 
+def _globals(parser: argparse.ArgumentParser, top: bool) -> None:
+    """The options every command takes, before or after its name."""
+    _verbosity(parser, 0 if top else argparse.SUPPRESS)
+    default = {} if top else {"default": argparse.SUPPRESS}
+    parser.add_argument("--config", type=Path, metavar="FILE", **({"default": None} | default),
+                        help="the config file to use (as $SENPI_GUARD_CONFIG; the watcher and service keep it)")
+    parser.add_argument("--color", choices=("auto", "always", "never"), **({"default": "auto"} | default),
+                        help="colour: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces it), always, never")
+
+
 def _verbosity(parser: argparse.ArgumentParser, default) -> None:
-    parser.add_argument("-q", dest="verbosity", action="store_const", const=-1,
-                        default=default, help="print only what failed")
+    parser.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1,
+                        default=default, help="print only what failed (watch: log to the log file only)")
     parser.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
                         default=default, help="full paths, backup paths, wide tables")
 
@@ -58,13 +94,16 @@ def _verbosity(parser: argparse.ArgumentParser, default) -> None:
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with `chosen` (a known command), only that command's module is loaded."""
     parser = _Parser(
-        prog="senpi-guard", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="senpi-guard", formatter_class=_Formatter,
         description="Keep senpi's prompt free of repeated directive blocks: patch every install, "
                     "verified by replay with node, and keep it patched across `senpi update`.",
-        epilog="start here:\n  senpi-guard apply            patch every senpi install\n"
+        epilog="start here:\n"
+               "  senpi-guard demo             see it work on a sample (yours stays untouched)\n"
+               "  senpi-guard status           each senpi found and its state (read-only)\n"
+               "  senpi-guard apply            patch every senpi install\n"
                "  senpi-guard daemon install   keep it patched across updates\n\n" + _paths_epilog())
     parser.add_argument("-V", "--version", action="version", version=f"senpi-guard {__version__}")
-    _verbosity(parser, 0)
+    _globals(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         if chosen in COMMANDS and name != chosen:
@@ -72,11 +111,11 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
             continue
         module = command_module(name)
         child = sub.add_parser(
-            name, help=module.SUMMARY, formatter_class=argparse.RawDescriptionHelpFormatter,
+            name, help=module.SUMMARY, formatter_class=_Formatter,
             description=getattr(module, "DESCRIPTION", module.SUMMARY[0].upper() + module.SUMMARY[1:] + "."),
             epilog=f"example:\n  {module.EXAMPLE}\n\nexit codes:\n  {module.EXITS}; 2 usage; "
                    "3 unexpected (a log names the traceback); 130 interrupted")
-        _verbosity(child, argparse.SUPPRESS)
+        _globals(child, top=False)
         module.configure(child)
     return parser
 
@@ -84,7 +123,7 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 def _fail(args, message: str) -> None:
     print(f"senpi-guard: {message}", file=sys.stderr)
     if getattr(args, "json", False):  # --json promises JSON on stdout, errors included
-        print(json.dumps({JSON_KEY.get(args.command, "installs"): [], "error": message}))
+        print(json.dumps({JSON_KEY.get(args.command, "installs"): [], "error": message.removeprefix("error: ")}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,8 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(_chosen(argv))
     args = argparse.Namespace(command=None)
     try:
-        args = parser.parse_args(argv)
-        ui.configure(args.verbosity)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # (argparse blames the top parser: point at the command's own help)
+            where = f"senpi-guard {args.command}" if args.command else "senpi-guard"
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see `{where} --help`)")
+        ui.configure(args.verbosity, args.color)
+        if args.config is not None:  # (for this process and every one it starts)
+            os.environ["SENPI_GUARD_CONFIG"] = str(args.config.absolute())
         if args.command is None:
             parser.print_help()
             return 0

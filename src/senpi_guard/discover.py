@@ -134,6 +134,10 @@ def _probe_all(max_age: float, cache: ProbeCache | None) -> dict[tuple[str, ...]
 QUIET_PROBES = {"npm_config_logs_max": "0", "npm_config_update_notifier": "false"}
 
 
+def quiet_env() -> dict[str, str]:
+    return {**os.environ, **QUIET_PROBES}
+
+
 def _ask(argv: list[str]) -> str | None:
     exe = shutil.which(argv[0])
     if exe is None:
@@ -142,7 +146,7 @@ def _ask(argv: list[str]) -> str | None:
         # from HOME: a .npmrc/.yarnrc where the user stands must not point discovery elsewhere
         result = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=20,
                                 check=False, stdin=subprocess.DEVNULL, cwd=_probe_dir(),
-                                env={**os.environ, **QUIET_PROBES})
+                                env=quiet_env())
     except (OSError, subprocess.TimeoutExpired):
         return None
     out = result.stdout.strip().splitlines()

@@ -15,6 +15,7 @@ _CODES = {"good": "32", "warn": "33", "bad": "31", "dim": "2"}
 
 class _Settings:
     verbosity = 0  # -1 quiet, 0 normal, 1 verbose
+    color = "auto"  # auto, always, never (--color)
 
 
 settings = _Settings()
@@ -33,8 +34,9 @@ NEXT_STEPS = {
 }
 
 
-def configure(verbosity: int) -> None:
+def configure(verbosity: int, color: str = "auto") -> None:
     settings.verbosity = verbosity
+    settings.color = color
 
 
 def verbose() -> bool:
@@ -46,9 +48,15 @@ def quiet() -> bool:
 
 
 def colour_on(stream=None) -> bool:
+    """--color always/never decide; auto: never with NO_COLOR or a dumb terminal, always with
+    FORCE_COLOR, else only on a terminal."""
+    if settings.color != "auto":
+        return settings.color == "always"
     stream = stream or sys.stdout
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
     return hasattr(stream, "isatty") and stream.isatty()
 
 

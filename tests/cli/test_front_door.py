@@ -53,7 +53,7 @@ def test_version_flag(capsys):
 
 
 @pytest.mark.parametrize("command", ["apply", "status", "verify", "revert", "watch", "daemon",
-                                     "audit", "demo", "paths"])
+                                     "audit", "demo", "check", "paths", "completion"])
 def test_every_subcommand_help_has_an_example_and_exit_codes(capsys, command):
     with pytest.raises(SystemExit):
         run_cli(capsys, command, "--help")
@@ -64,7 +64,7 @@ def test_every_subcommand_help_has_an_example_and_exit_codes(capsys, command):
     from senpi_guard.cli import build_parser
     examples = out.split("example:\n", 1)[1].split("\n\n", 1)[0]
     for line in examples.splitlines():
-        words = shlex.split(line.split("#", 1)[0].split("|", 1)[0])
+        words = shlex.split(re.split(r"[#|>]", line, maxsplit=1)[0])  # (the command, not a comment, pipe or redirect)
         assert words[0] == "senpi-guard", line
         build_parser(words[1]).parse_args(words[1:])  # (a usage error would exit 2 here)
     if command == "daemon":
@@ -74,7 +74,7 @@ def test_every_subcommand_help_has_an_example_and_exit_codes(capsys, command):
 def test_json_error_is_valid_json(capsys, tmp_path):
     code, out, err = run_cli(capsys, "status", "--json", "--root", tmp_path / "missing")
     assert code == 1
-    assert json.loads(out) == {"installs": [], "error": err.strip().removeprefix("senpi-guard: ")}
+    assert json.loads(out) == {"installs": [], "error": err.strip().removeprefix("senpi-guard: error: ")}
     assert "no such directory" in err and len(err.splitlines()) == 1
     code, out, err = run_cli(capsys, "audit", "--json", str(tmp_path / "nope.jsonl"))
     assert code == 1 and json.loads(out)["sessions"] == [] and "does not exist" in json.loads(out)["error"]
@@ -188,6 +188,20 @@ def test_paths_shows_effective_config_and_paths(capsys, isolated_dirs, monkeypat
     assert found["backups"].startswith(str(isolated_dirs)) and found["records"].endswith("state.json")
     code, out, _ = run_cli(capsys, "paths")
     assert f"config file        {config}" in out and "ultrawork-mode" in out
+    # every setting: its name, at least two spaces, its value as the config spells it (no Python reprs)
+    settings = [line.split() for line in out.splitlines() if line.startswith("  ")]
+    assert ["directive-dedupe.tags", "ultrawork-mode"] in settings and ["layers", "dist,", "extension"] in settings
+    assert all(re.match(r"  \S+ {2,}\S", line) for line in out.splitlines() if line.startswith("  "))
+    assert not any(c in out for c in "()[]'")
+
+
+def test_the_version_is_set_in_one_place():
+    from importlib.metadata import version
+
+    import senpi_guard
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and "\nversion =" not in pyproject
+    assert version("senpi-guard") == senpi_guard.__version__
 
 
 def test_output_into_a_closed_pipe_is_quiet(tmp_path):
@@ -244,3 +258,79 @@ def test_status_looks_where_the_target_was_and_walks_again_after_an_update(capsy
     assert run_cli(capsys, "status", "--root", pkg)[0] == 0
     from senpi_guard.core.patch import definition
     assert len(walks) == len(definition.load_all())  # each patch looks again, once
+
+
+def test_a_mistyped_command_gets_the_nearest_and_an_unknown_option_the_commands_help(capsys):
+    code, _, err = run_cli(capsys, "staus")
+    assert code == 2 and "did you mean `status`?" in err and len(err.splitlines()) == 1
+    assert "did you mean" not in run_cli(capsys, "zzzzzz")[2]
+    code, _, err = run_cli(capsys, "apply", "--bogus")
+    assert code == 2 and "see `senpi-guard apply --help`" in err
+
+
+def test_audit_quiet_prints_the_summary_without_the_table(capsys, tmp_path):
+    session_file = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=4, directive_bytes=2000)
+    _, full, _ = run_cli(capsys, "audit", "--sample", session_file)
+    for flag in ("-q", "--quiet"):
+        code, out, _ = run_cli(capsys, flag, "audit", "--sample", session_file)
+        assert code == 0 and "call" not in out.split("\n")[2] and len(out.splitlines()) < len(full.splitlines())
+        assert out.splitlines()[-1] == full.splitlines()[-1]  # (the summary's last line, as without -q)
+
+
+@pytest.mark.parametrize("flag", ["-q", "--quiet"])
+def test_watch_q_and_quiet_mean_the_same_the_log_file_only(pkg, flag, isolated_dirs):
+    """`watch --quiet` is what installed units run: it keeps logging to the file only; `-q` now means it too."""
+    log = isolated_dirs / "xdg_state_home" / "senpi-guard" / "log" / "watch.log"
+    proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "watch", flag, "--root", str(pkg),
+                             "--rescan-interval", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        from conftest import wait_for
+        wait_for(lambda: log.is_file() and "after=patched" in log.read_text(), what="the startup reconcile logged")
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    assert out == "" and "reconcile" not in err, err
+
+
+def test_config_flag_before_or_after_the_command_names_the_file(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("SENPI_GUARD_CONFIG", raising=False)
+    config = tmp_path / "mine.toml"
+    config.write_text("verify_timeout = 7\n")
+    for argv in (("--config", config, "paths", "--json"), ("paths", "--json", "--config", config)):
+        code, out, _ = run_cli(capsys, *argv)
+        found = json.loads(out)
+        assert code == 0 and found["config_file"] == str(config) and found["config"]["verify_timeout"] == 7
+        monkeypatch.delenv("SENPI_GUARD_CONFIG", raising=False)
+    code, _, err = run_cli(capsys, "--config", tmp_path / "nope.toml", "paths")
+    assert code == 1 and "--config" in err and "does not exist" in err
+
+
+@pytest.mark.parametrize("argv, env, painted", [
+    (("--color", "always"), {}, True), (("--color", "never"), {"FORCE_COLOR": "1"}, False),
+    ((), {"FORCE_COLOR": "1"}, True), ((), {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False), ((), {}, False)])
+def test_color_flag_and_force_color(capsys, pkg, monkeypatch, argv, env, painted):
+    for key in ("NO_COLOR", "FORCE_COLOR"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    _, out, _ = run_cli(capsys, *argv, "status", "--root", pkg)
+    assert (ESC in out) == painted
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+@pytest.mark.parametrize("command", [None, "apply", "status", "verify", "revert", "watch", "daemon", "audit",
+                                     "demo", "check", "paths", "completion"])
+def test_help_is_wrapped_to_the_terminal(command, columns):
+    env = {**os.environ, "COLUMNS": str(columns)}
+    done = subprocess.run([sys.executable, "-m", "senpi_guard", *([command] if command else []), "--help"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0
+    too_wide = [line for line in done.stdout.splitlines()
+                if len(line) > columns and not any(len(word) > columns // 2 for word in line.split())]
+    assert not too_wide, too_wide  # (a path too long to break is the one exception)
+
+
+def test_start_here_names_the_safe_first_steps(capsys):
+    _, out, _ = run_cli(capsys)
+    start = out[out.index("start here:"):out.index("files:")]
+    assert [line.split()[1] for line in start.splitlines()[1:] if line.strip()] == ["demo", "status", "apply", "daemon"]

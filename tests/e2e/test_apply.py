@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 from conftest import SHAPE_REL, UPSTREAM_REL, hand_patched, rows_of, run_cli, sha, tree_digest, write_user_config
@@ -107,9 +108,10 @@ def test_dry_run_prints_windowed_diff_and_writes_nothing(npm_install, capsys):
     pkg = npm_install(1)
     before = tree_digest(pkg)
     code, out, _ = run_cli(capsys, "apply", "--root", pkg, "--dry-run")
-    assert code == 0
+    assert code == 0 and "dry run" in out and len(out.splitlines()) < 25  # a summary line per file
+    assert "__senpiGuardDedupe" not in out and re.search(r"diff     \S+prompt-bridge\.js: \+\d+ -\d+ lines", out)
+    code, out, _ = run_cli(capsys, "-v", "apply", "--root", pkg, "--dry-run")  # the whole diff
     assert "+    return __senpiGuardDedupe(blocks.length > 0" in out
-    assert "dry run" in out
     assert all(len(line) <= 170 for line in out.splitlines() if line.startswith(("+", "-")))
     assert tree_digest(pkg) == before
 

@@ -166,6 +166,8 @@ def test_plot_is_checked_before_the_audit_and_drawn_per_session(tmp_path, capsys
     code, out, err = run_cli(capsys, "audit", "--all", "--root", pkg, "--plot", tmp_path / "p.svg")
     assert code == 0, err
     assert (tmp_path / "p-a.svg").stat().st_size > 5000 and (tmp_path / "p-b.svg").stat().st_size > 5000
+    drawn = (tmp_path / "p-a.svg").read_text()  # what apply installs is the line: both layers
+    assert "with senpi-guard (both layers)" in drawn and "dist layer only" in drawn and "senpi as installed" in drawn
 
 
 def test_custom_tools_are_named_as_senpi_names_them(npm_install, tmp_path, capsys):

@@ -1,6 +1,8 @@
+import json
 import plistlib
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,16 @@ def test_launchd_agent_from_data(tmp_path):
     assert data["RunAtLoad"] is True and data["KeepAlive"] is True
     assert data["ProgramArguments"][-2:] == ["watch", "--quiet"]
     assert Path(data["ProgramArguments"][0]).is_absolute()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="systemd units are Linux's")
+def test_daemon_status_json_reads_back_what_install_recorded(capsys, isolated_dirs):
+    code, out, _ = run_cli(capsys, "daemon", "status", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["installed"] is False and doc["command"] == [] and doc["ok"] is False
+    run_cli(capsys, "daemon", "install")  # (written, started where a user manager works)
+    code, out, _ = run_cli(capsys, "daemon", "status", "--json")
+    doc = json.loads(out)
+    assert doc["installed"] is True and doc["command"][-2:] == ["watch", "--quiet"]
+    assert doc["environment"]["PATH"] and doc["unit"].endswith("senpi-guard.service")
+    run_cli(capsys, "daemon", "uninstall")

@@ -39,10 +39,22 @@ def test_status_leaves_no_package_manager_logs(env, tarballs, capsys, monkeypatc
     assert (sorted(logs.iterdir()) if logs.is_dir() else []) == before
 
 
+def test_nothing_installed_still_says_the_extension_is_there(env, tarballs, capsys, isolated_dirs):
+    """senpi uninstalled after `apply`: the extension left in the agent dir still works for a senpi
+    that comes back; status says it is there."""
+    pkg = sample.npm_install_global(tarballs[2], env / "npm-global")
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    subprocess.run(["npm", "uninstall", "-g", "@code-yeongyu/senpi"], check=True, capture_output=True)
+    code, _, err = run_cli(capsys, "status")
+    installed = isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
+    assert code == 1 and "no senpi install found" in err and f"installed at {installed}" in err
+    assert len(err.splitlines()) == 1
+
+
 def test_nothing_installed_lists_every_place_searched(env, capsys):
     code, _out, err = run_cli(capsys, "status")
     assert code == 1
-    assert "no senpi install found" in err
+    assert "no senpi install found" in err and "senpi-guard demo" in err and len(err.splitlines()) == 1
     for place in ("npm root -g", "$BUN_INSTALL", "`senpi` on PATH"):
         assert place in err
 

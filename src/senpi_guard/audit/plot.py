@@ -26,10 +26,11 @@ def draw(report: dict[str, Any], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    unpatched, patched = report["series"]
-    x = list(range(len(unpatched)))
-    before = [n / 1024 for n in unpatched]
-    after = [n / 1024 for n in patched]
+    plt.rcParams["svg.fonttype"] = "none"  # (an SVG's words stay text: searchable, readable aloud)
+    layers = report.get("series_by_layers") or {"installed": report["series"][0], "dist": report["series"][1]}
+    x = list(range(len(layers["installed"])))
+    before = [n / 1024 for n in layers["installed"]]
+    after = [n / 1024 for n in layers.get("both", layers["dist"])]  # what apply installs: both layers
     summary = report["summary"]
     fig, ax = plt.subplots(figsize=(10, 6), dpi=120)
     less = [a < b for a, b in zip(after, before, strict=True)]
@@ -42,7 +43,11 @@ def draw(report: dict[str, Any], out: Path) -> None:
                         color="#6c8ebf", alpha=0.35,
                         label="sent more with senpi-guard (directives senpi as installed dropped)")
     ax.plot(x, before, color="#bc4b51", linewidth=2, label="senpi as installed")
-    ax.plot(x, after, color="#2a9d8f", linewidth=2, label="with senpi-guard")
+    ax.plot(x, after, color="#2a9d8f", linewidth=2,
+            label="with senpi-guard (both layers)" if "both" in layers else "with senpi-guard")
+    if "both" in layers:
+        ax.plot(x, [n / 1024 for n in layers["dist"]], color="#2a9d8f", linewidth=1, linestyle="--",
+                label="dist layer only")
     window = summary.get("context_window_tokens")
     if window:
         ax.axhline(window * 4 / 1024, color="#555", linestyle="--", linewidth=1,

@@ -200,7 +200,8 @@ def audit_session(path: Path, server: Serializer,
     return {"session": str(path), "serializer": server.label, "reconstruction": server.reconstruction,
             "summary": summary.result(), "warnings": dict(found.warnings),
             "warning_lines": dict(found.warning_lines),
-            "series": (summary.unpatched_series, summary.patched_series)}
+            "series": (summary.unpatched_series, summary.patched_series),
+            "series_by_layers": dict(summary.series)}
 
 
 def _measure_turns(found: session.SessionIndex, handle: BinaryIO, server: Serializer, summary: Summary,

@@ -31,9 +31,14 @@ def _say(text: str) -> None:
 
 def print_header(path: Path, server) -> None:
     print(f"session   {path}")
+    if ui.quiet():  # -q: the summary only, no table
+        return
     how = ("senpi's own buildSessionContext + convertToLlm" if server.reconstruction == "senpi"
            else "senpi-guard's reconstruction of senpi's context")
     _say(f"serialised by {server.label}; contexts rebuilt with {how}")
+    _say("columns: prompt bytes each call sent as installed, with the dist layer, the extension, both; "
+         "new,inst/new,both: of those, bytes not in the provider's cache; recorded: senpi's own "
+         "payloadBytes and which column it matches")
     print(f"{'call':>5} {'entry':<9}{'sent':<14}{'installed':>9}{'dist':>8}{'ext':>8}{'both':>8}"
           f"{'new,inst':>9}{'new,both':>9}{'recorded':>9}  collapsed")
 
@@ -42,6 +47,8 @@ RECORDED = {"installed": "=inst", "dist": "=dist", "extension": "=ext", "both": 
 
 
 def print_row(row: dict[str, Any]) -> None:
+    if ui.quiet():
+        return
     sizes, cache = row["bytes"], row["cache_write"] or {}
     recorded = row["recorded_payload_bytes"]
     check = "-" if recorded is None else RECORDED.get(row["recorded_as"], _k(recorded) + "!")

@@ -37,6 +37,10 @@ def add_install_options(parser: argparse.ArgumentParser) -> None:
     add_json(parser)
 
 
+class NoInstallFound(FatalError):
+    pass
+
+
 PROBE_CACHE_AGE = 600.0  # seconds a read-only command trusts package managers' remembered answers
 
 
@@ -46,9 +50,8 @@ def installs(args, state_dir: Path | None = None) -> list[discover.Install]:
     cache = discover.ProbeCache.load(state_dir / "probes.json", PROBE_CACHE_AGE) if state_dir else None
     found = discover.explicit(args.root) if args.root else discover.discover(cache=cache)
     if not found.installs:
-        places = "\n".join(f"  - {place}" for place in found.searched)
-        raise FatalError("no senpi install found (install @code-yeongyu/senpi, or pass --root "
-                         f"PKG_DIR). Searched:\n{places}")
+        raise NoInstallFound("no senpi install found: install @code-yeongyu/senpi, pass --root PKG_DIR, or run "
+                         "`senpi-guard demo` to see it work on a sample; searched " + "; ".join(found.searched))
     return found.installs
 
 
@@ -133,7 +136,7 @@ def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = Fa
         if step:
             print(f"  next     {step}")
         if o.diff:
-            print(o.diff, end="")
+            print(o.diff if ui.verbose() else diff_summary(o.diff), end="")
     for layer in layers:
         if not (ui.quiet() and layer.ok):
             _print_layer(layer)
@@ -147,3 +150,19 @@ def _print_layer(layer) -> None:
     for kept in layer.kept:
         print(f"  kept     {kept}")
     print(f"  {'detail ' if layer.ok else ui.paint('error: ', 'bad')}  {layer.detail}")
+
+
+def diff_summary(diff: str) -> str:
+    """What a dry run would change, per file, in a line (the whole diff with -v)."""
+    files: dict[str, list[int]] = {}
+    name = ""
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            name = line[4:].strip().removeprefix("b/")
+            files.setdefault(name, [0, 0])
+        elif name and line.startswith("+") and not line.startswith("+++"):
+            files[name][0] += 1
+        elif name and line.startswith("-") and not line.startswith("---"):
+            files[name][1] += 1
+    return "".join(f"  diff     {name}: +{added} -{removed} lines (the whole diff: -v)\n"
+                   for name, (added, removed) in files.items())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import plistlib
 import shlex
 import shutil
@@ -30,6 +31,7 @@ DESCRIPTION = (
 def configure(parser) -> None:
     parser.add_argument("action", choices=("install", "uninstall", "status"),
                         help="install, uninstall or status")
+    parser.add_argument("--json", action="store_true", help="status: machine-readable output on stdout")
 
 
 def _manual(reason: str) -> FatalError:
@@ -122,14 +124,14 @@ def _uninstall_linux(unit: Path) -> int:
     return 0
 
 
-def _linux(action: str) -> int:
+def _linux(action: str, as_json: bool = False) -> int:
     unit = service.systemd_unit_path()
     if action == "status":
-        return _status_linux(unit)
+        return _status_linux(unit, as_json)
     return _install_linux(unit) if action == "install" else _uninstall_linux(unit)
 
 
-def _status_linux(unit: Path) -> int:
+def _status_linux(unit: Path, as_json: bool) -> int:
     installed = _unit_place(unit, "status")
     text = _read_unit(unit) if installed else None
     why = service.systemd_available()
@@ -138,13 +140,20 @@ def _status_linux(unit: Path) -> int:
         enabled = service.run(["systemctl", "--user", "is-enabled", service.UNIT_NAME]).stdout.strip()
         active = service.run(["systemctl", "--user", "is-active", service.UNIT_NAME]).stdout.strip()
     running = store.Store().running_watcher()
+    argv, env = service.read_systemd_unit(text) if text is not None else ([], {})
+    ok = installed and bool(running or active == "active")
+    if as_json:
+        print(json.dumps({"unit": str(unit), "installed": installed, "enabled": enabled, "active": active,
+                          "service_manager": why or "systemd --user", "watcher": running,
+                          "command": argv, "environment": env, "ok": ok}, indent=2))
+        return 0 if ok else 1
     print(f"unit      {unit} ({'installed' if installed else 'not installed'})")
     print(f"enabled   {enabled}" + (f" ({why})" if why else ""))
     print(f"active    {active}")
     print("watcher   " + (f"running, pid {running['pid']}" if running else "not running"))
     if text is not None:
-        _print_environment(*service.read_systemd_unit(text))
-    return 0 if installed and (running or active == "active") else 1
+        _print_environment(argv, env)
+    return 0 if ok else 1
 
 
 def _macos(action: str) -> int:
@@ -180,5 +189,5 @@ def run(args) -> int:
     if sys.platform == "darwin":
         return _macos(args.action)
     if sys.platform.startswith("linux"):
-        return _linux(args.action)
+        return _linux(args.action, args.json)
     raise _manual(f"no user service manager is supported on {sys.platform}")

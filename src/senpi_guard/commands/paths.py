@@ -58,16 +58,17 @@ def run(args) -> int:
         return 0
     source = "" if found["config_file_exists"] else "  (not there: defaults in use)"
     print(f"config file        {found['config_file']}{source}")
+    rows = []
     for key, value in found["config"].items():
         if key == "patches":
-            for name, table in value.items():
-                for setting, item in table.items():
-                    shown = ", ".join(item) if isinstance(item, list) else item
-                    print(f"  {f'{name}.{setting}':<17}{shown}")
-            continue
-        shown = ", ".join(map(str, value)) if isinstance(value, list) else f"{value:g}" \
+            rows += [(f"{name}.{setting}", item) for name, table in value.items() for setting, item in table.items()]
+        else:
+            rows.append((key, value))
+    width = max(17, *(len(key) + 2 for key, _ in rows))
+    for key, value in rows:
+        shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else f"{value:g}" \
             if isinstance(value, float) else value
-        print(f"  {key:<17}{shown}")
+        print(f"  {key:<{width}}{shown}")
     for key in ("patches", "data_dir", "backups", "state_dir", "records", "write_lock",
                 "watcher_pid_file", "log_dir", "service_file", "senpi_agent_dir"):
         print(f"{key.replace('_', ' '):<19}{found[key]}")

@@ -8,6 +8,7 @@ from typing import Any
 
 from senpi_guard import ui
 from senpi_guard.commands import common
+from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
 from senpi_guard.layers import extension, extension_plan
@@ -112,7 +113,11 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
     store = reconcilers[0].store
     records = store.load_records()
     rows = []
-    for install in common.installs(args, store.state_dir):
+    try:
+        found = common.installs(args, store.state_dir)
+    except common.NoInstallFound as exc:
+        raise common.NoInstallFound(f"{exc}{_extension_alone(patches, config)}") from None
+    for install in found:
         place = extension_plan.placement(install)
         subs = [_patch_row(r, install, r.inspect(install), store.install_record(install.package_dir, records,
                                                                                   patch=r.patch.name), place)
@@ -129,6 +134,18 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
         rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs)
         rows[-1]["next"] = next((sub["next"] for sub in subs if not sub["as_wanted"]), None)
     return rows, store
+
+
+def _extension_alone(patches, config) -> str:
+    """With no senpi found: whether an extension is still installed in the default agent dir (it
+    works for any senpi that starts with that agent dir)."""
+    there = []
+    for patch in patches:
+        if patch.extension is not None:
+            layer = _layer(patch, config, agentdir.default_agent_dir())
+            if layer.state != "absent":
+                there.append(f"{patch.name}'s is {layer.state} at {layer.path}")
+    return f"; the extension layer: {', '.join(there)}" if there else ""
 
 
 def _dict(value: Any) -> dict[str, Any] | None:

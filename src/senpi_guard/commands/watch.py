@@ -20,7 +20,6 @@ def configure(parser) -> None:
                         help="rescan even without file events (default: config, 60)")
     parser.add_argument("--quiet-period", type=float, metavar="SECONDS",
                         help="how long an install must be quiet before it is patched")
-    parser.add_argument("--quiet", action="store_true", help="log to the log file only")
 
 
 def run(args) -> int:
@@ -37,7 +36,7 @@ def run(args) -> int:
             raise UsageError(problem.replace(f"'{key}'", f"--{key.replace('_', '-')}"))
     patches, config = common.load()
     roots = [Path(r).absolute() for r in args.root]
-    logfile = notify.setup_logging(verbose=not args.quiet)
+    logfile = notify.setup_logging(verbose=args.verbosity >= 0)  # -q/--quiet: the log file only
     guard = watcher.Watcher(patches, config, roots, overrides)
     guard.install_signal_handlers()
     return guard.run(logfile)

@@ -91,8 +91,8 @@ def load(path: Path | None = None) -> Config:
         raw = path.read_bytes()
     except FileNotFoundError:
         if named:
-            raise FatalError(f"SENPI_GUARD_CONFIG names {path}, which does not exist; create it "
-                             "or unset the variable") from None
+            raise FatalError(f"the config file {path} (named by --config or SENPI_GUARD_CONFIG) does not "
+                             "exist; create it, or leave it out for the default one") from None
         return Config()
     except OSError as exc:
         raise FatalError(f"cannot read config {path}: {exc.strerror}; fix its permissions") from exc
