@@ -33,9 +33,18 @@ def command_module(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name])
 
 
+VALUED = ("--config", "--color")  # the top-level options that take a value
+
+
 def _chosen(argv: list[str]) -> str | None:
-    """The subcommand named in argv (the top-level options take no values), if any."""
-    return next((arg for arg in argv if not arg.startswith("-")), None)
+    """The subcommand named in argv (skipping the values of the top-level options), if any."""
+    words = iter(argv)
+    for arg in words:
+        if arg in VALUED:
+            next(words, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
 JSON_KEY = {"audit": "sessions", "check": "patches"}  # the list key of a command's --json output; default "installs"
 
 
@@ -143,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return command_module(args.command).run(args)
     except UsageError as exc:
-        if args.command is None and "--json" in argv:  # (parsing stopped before it saw --json)
+        if not getattr(args, "json", False) and "--json" in argv:  # (parsing stopped before it saw --json)
             command = _chosen(argv)
             args = argparse.Namespace(command=command if command in COMMANDS else None, json=True)
         _fail(args, str(exc))

@@ -38,6 +38,8 @@ def test_bash_script_parses_and_completes_commands_options_and_choices(capsys, t
     assert complete(bash, "--color", "") == ["auto", "always", "never"]
     assert complete(bash, "daemon", "") [-4:] == ["install", "uninstall", "status", "--json"]
     assert complete(bash, "audit", "--reconstruction", "s") == ["senpi"]
+    (tmp_path / "senpi-x.tgz").write_text("")
+    assert f"{tmp_path}/senpi-x.tgz" in complete(bash, "check", f"{tmp_path}/senpi-")  # a file to check
 
 
 def test_zsh_and_fish_scripts_are_well_formed(capsys):
@@ -48,6 +50,8 @@ def test_zsh_and_fish_scripts_are_well_formed(capsys):
     assert all(line.startswith("complete -c senpi-guard") for line in lines)
     assert {line.split(" -a ")[1].split()[0] for line in lines if " -a " in line} == set(COMMANDS)
     assert "-l dry-run" in fish and "-xa 'auto always never'" in fish
+    assert "__fish_seen_subcommand_from daemon' -xa 'install uninstall status'" in fish
+    assert "__fish_seen_subcommand_from completion' -xa 'bash zsh fish'" in fish
     for shell, text in (("zsh", zsh), ("fish", fish)):
         if shutil.which(shell) is None:
             continue  # (not installed here: the structure above is what is checked)

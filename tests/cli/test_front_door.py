@@ -334,3 +334,30 @@ def test_start_here_names_the_safe_first_steps(capsys):
     _, out, _ = run_cli(capsys)
     start = out[out.index("start here:"):out.index("files:")]
     assert [line.split()[1] for line in start.splitlines()[1:] if line.strip()] == ["demo", "status", "apply", "daemon"]
+
+
+def test_a_config_file_named_like_a_command_is_a_value_not_the_command(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("check", "audit"):
+        (tmp_path / name).write_text("verify_timeout = 9\n")
+        code, out, err = run_cli(capsys, "--config", name, "paths", "--json")
+        assert code == 0 and json.loads(out)["config"]["verify_timeout"] == 9, err
+        monkeypatch.delenv("SENPI_GUARD_CONFIG", raising=False)
+
+
+def test_check_says_breaks_whenever_the_dist_replay_failed():
+    from senpi_guard.commands.check import _line
+    row = {"patch": "directive-dedupe", "ok": False, "dist_ok": False, "checks": 39, "shape": "x",
+           "state": "unpatched", "would_write": ["a"], "detail": "3 of 39 checks failed",
+           "extension": {"ok": False, "checks": 0, "failures": ["host runner threw"]}}
+    assert "BREAKS: 3 of 39 checks failed" in _line("2026.9.1", row)
+    row.update(dist_ok=True, detail="")
+    assert "patchable, 39 checks passed; the extension FAILS: host runner threw" in _line("2026.9.1", row)
+
+
+def test_check_of_a_folder_leaves_a_writers_temp_file_alone(capsys, pkg):
+    """check runs without the write lock: the temp file of an apply writing right now is not its to sweep."""
+    temp = pkg / "dist/core/extensions/builtin/claude-sdk-oauth/.prompt-bridge.js.abc123.senpi-guard"
+    temp.write_text("in flight\n")
+    assert run_cli(capsys, "check", pkg)[0] == 0
+    assert temp.read_text() == "in flight\n"

@@ -235,7 +235,7 @@ def test_a_write_that_stops_half_way_reports_partial(npm_install, capsys, monkey
 def test_dry_run_shows_control_characters_escaped(custom_package, capsys):
     source = sample.prompt_bridge_source(2).replace("    return blocks;", "    return blocks; // \x1b[2J\x07")
     pkg = custom_package(source, version="2026.8.7")
-    code, out, _ = run_cli(capsys, "apply", "--dry-run", "--root", pkg)
+    code, out, _ = run_cli(capsys, "-v", "apply", "--dry-run", "--root", pkg)  # (-v: the whole diff)
     assert code == 0 and "\\x1b[2J\\x07" in out and "\x1b" not in out and "\x07" not in out
 
 

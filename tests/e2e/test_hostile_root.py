@@ -3,6 +3,7 @@ root; skipped with the reason otherwise), real files, real node."""
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -300,3 +301,36 @@ def test_an_unwritable_state_dir_is_one_line_not_a_crash(users_install, other_us
         line = one_error_line(done.stdout + done.stderr)
         assert "cannot take the lock" in line and "writable" in line and "unexpected" not in line
     assert tree_digest(users_install) == before
+
+
+def test_check_replays_a_users_tarball_as_that_user(other_user, open_dir, tmp_path, monkeypatch):
+    """The release's code runs in check's replay: a tarball someone else owns is replayed as them,
+    never as root (extraction alone would give root every file)."""
+    from realsenpi import senpi_guard
+
+    from senpi_guard.demo import sample
+    log = open_dir / "who-ran-it"
+    log.touch()
+    log.chmod(0o666)
+    src = tmp_path / "src"
+    sample.write_sample_package(src, 2, fillers=0)
+    tools = src / PROVIDER / "tools.js"
+    tools.write_text(PLANTED + tools.read_text())
+    tarball = sample.npm_pack(src, open_dir)
+    os.chown(tarball, other_user.pw_uid, other_user.pw_gid)
+    done = senpi_guard("check", tarball, env={"SENPI_GUARD_PLANT_LOG": str(log)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran_as = {int(x) for x in log.read_text().split()}
+    assert ran_as == {other_user.pw_uid}, f"the tarball's code ran as uids {ran_as or 'none'}"
+
+
+def test_an_owner_without_a_passwd_entry_still_gets_the_extension_where_a_variable_names_it(
+        npm_install, open_dir, capsys, isolated_dirs):
+    """Common in containers (a bind mount owned by a host uid): the agent-dir variable needs no home."""
+    pkg = npm_install(2, prefix=open_dir / "host-prefix")
+    for path in [open_dir / "host-prefix", *(open_dir / "host-prefix").rglob("*")]:
+        os.chown(path, 4242, 4242, follow_symlinks=False)
+    _, out, err = run_cli(capsys, "apply", "--root", pkg, "--json")
+    layers = json.loads(out)["extension"]
+    assert [(layer["state"], layer["ok"]) for layer in layers] == [("installed", True)], out + err
+    assert (isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js").is_file()

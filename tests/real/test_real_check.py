@@ -36,8 +36,9 @@ def test_every_real_build_is_patchable_and_nothing_is_installed(real_builds, ver
     assert line + " passed" in text
 
 
-def test_an_npm_spec_is_packed_without_running_its_scripts(real_builds, tmp_path):
-    """A spec goes through the real `npm pack --ignore-scripts` (a file: spec, so it works offline)."""
+def test_a_file_spec_is_read_as_its_path_and_no_script_runs(real_builds, tmp_path):
+    """`file:FOLDER` is read in place (npm would run a folder's `prepare` to pack it); a git spec,
+    which npm may build with its scripts, is refused."""
     work = tmp_path / "src"
     with tarfile.open(real_builds / DIST_ONLY["2026.8.1"]) as archive:
         archive.extractall(work, filter="data")
@@ -49,6 +50,8 @@ def test_an_npm_spec_is_packed_without_running_its_scripts(real_builds, tmp_path
     done = senpi_guard("check", f"file:{work / 'package'}", cwd=tmp_path)
     assert done.returncode == 0 and "senpi 2026.8.1 [directive-dedupe]: shape" in done.stdout, done.stderr
     assert not marker.exists()
+    done = senpi_guard("check", "git+https://example.invalid/senpi.git")
+    assert done.returncode == 1 and "a git spec" in done.stderr and not marker.exists()
 
 
 def test_a_folder_is_checked_in_place_and_left_as_it_was(unpacked):

@@ -6,6 +6,8 @@ is read as it is. Nothing is installed, nothing of the release is written."""
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import shutil
 import subprocess
 import tarfile
@@ -33,7 +35,38 @@ def configure(parser) -> None:
     common.add_json(parser)
 
 
+NOBODY = "nobody"  # whom root replays a fetched release as: code from the registry is no one's here
+GIT_SPECS = ("git+", "git:", "github:", "gitlab:", "bitbucket:", "gist:")
+
+
+def _hand_to(tree: Path, scratch: Path, owner: tuple[int, int]) -> None:
+    """As root, a release that is not root's own is replayed as its owner: the unpacked files are
+    given to that owner (prove/owners then runs node as them), in a scratch folder they can reach."""
+    scratch.chmod(0o711)
+    for path in [tree.parent, tree, *tree.rglob("*")]:
+        os.chown(path, *owner, follow_symlinks=False)
+
+
+def _owner_for(path: Path | None) -> tuple[int, int] | None:
+    """Whom root replays a release as: the tarball's owner, `nobody` for a fetched one, None (root)
+    for root's own tarball or when not root."""
+    if os.geteuid() != 0:
+        return None
+    if path is None:
+        try:
+            entry = pwd.getpwnam(NOBODY)
+        except KeyError as exc:
+            raise FatalError(f"as root, a fetched release is replayed as the user {NOBODY!r}, which this "
+                             "machine lacks; run check as a normal user") from exc
+        return entry.pw_uid, entry.pw_gid
+    st = path.stat()
+    return None if st.st_uid == 0 else (st.st_uid, st.st_gid)
+
+
 def _unpack(tarball: Path, work: Path) -> Path:
+    if not hasattr(tarfile, "data_filter"):  # (Python < 3.11.4 cannot extract a tarball safely)
+        raise FatalError(f"unpacking {tarball} safely needs Python 3.11.4 or newer; unpack it yourself "
+                         "(tar xzf) and pass the package folder")
     try:
         with tarfile.open(tarball) as archive:
             archive.extractall(work / "unpacked", filter="data")  # (no links out, no devices, no owners)
@@ -66,15 +99,27 @@ def _fetch(spec: str, work: Path) -> Path:
 
 
 def release_dir(release: str, work: Path) -> Path:
-    path = Path(release).expanduser()
+    """The package folder of the release: a folder as it is, a tarball unpacked, a spec fetched (a
+    `file:` spec of a folder or tarball is read as that path: npm would run a folder's `prepare`)."""
+    local = release.removeprefix("file:")
+    path = Path(local).expanduser()
     if path.is_dir():
         return path
     if path.is_file():
-        return _unpack(path, work)
-    if release.startswith(("/", "./", "../", "~")) or release.endswith((".tgz", ".tar.gz")):
+        found = _unpack(path, work)
+        owner = _owner_for(path)
+    elif release.startswith(("/", "./", "../", "~", "file:")) or release.endswith((".tgz", ".tar.gz")):
         raise FatalError(f"{path}: no such file or folder; pass an npm spec (@code-yeongyu/senpi@VERSION), "
                          "a .tgz, or an unpacked package folder")
-    return _fetch(release, work)
+    elif release.startswith(GIT_SPECS) or ("://" in release and release.split("://")[0].startswith("git")):
+        raise FatalError(f"{release}: a git spec; npm may run the package's `prepare` script to pack one, "
+                         "so check refuses it: clone it, and pass the folder")
+    else:
+        found = _fetch(release, work)
+        owner = _owner_for(None)
+    if owner is not None:
+        _hand_to(found, work, owner)
+    return found
 
 
 def _patch_row(patch, config, install, store: Store) -> dict[str, Any]:
@@ -83,7 +128,7 @@ def _patch_row(patch, config, install, store: Store) -> dict[str, Any]:
     outcome = reconciler.reconcile(install, dry_run=True)
     report = outcome.report
     row = {"patch": patch.name, "shape": shape.range if shape else None, "state": outcome.before,
-           "ok": outcome.ok, "would_write": outcome.would_write, "detail": outcome.detail,
+           "ok": outcome.ok, "dist_ok": outcome.ok, "would_write": outcome.would_write, "detail": outcome.detail,
            "checks": report.checks_run if report else 0, "extension": None}
     if patch.extension is not None and outcome.before not in (State.UNSUPPORTED, State.ERROR):
         try:
@@ -102,7 +147,7 @@ def _line(version: str, row: dict[str, Any]) -> str:
     ext = row["extension"]
     ext_text = "" if ext is None else (f"; extension {ext['checks']} checks passed" if ext["ok"]
                                        else f"; the extension FAILS: {'; '.join(ext['failures'])}")
-    if not row["ok"] and not (ext and not ext["ok"] and row["checks"]):
+    if not row["dist_ok"]:
         return f"senpi {version} [{row['patch']}]: {ui.paint('BREAKS', 'bad')}: {row['detail']}{ext_text}"
     if row["state"] == State.CLEAN:
         return f"senpi {version} [{row['patch']}]: nothing to repair"

@@ -156,7 +156,7 @@ def _status_linux(unit: Path, as_json: bool) -> int:
     return 0 if ok else 1
 
 
-def _macos(action: str) -> int:
+def _macos(action: str, as_json: bool = False) -> int:
     plist = service.launchd_plist_path()
     if shutil.which("launchctl") is None:
         raise _manual("launchctl is not available")
@@ -177,17 +177,27 @@ def _macos(action: str) -> int:
         print(f"removed {plist}")
         return 0
     listed = service.run(["launchctl", "list", service.LABEL]).returncode == 0
+    try:
+        data = plistlib.loads(plist.read_bytes()) if plist.exists() else {}
+    except (plistlib.InvalidFileException, ValueError, OSError) as exc:
+        raise FatalError(f"{plist} is not a readable property list ({exc}); move it aside, then run "
+                         "`senpi-guard daemon install` again") from exc
+    argv, env = data.get("ProgramArguments", []), data.get("EnvironmentVariables", {})
+    if as_json:
+        print(json.dumps({"unit": str(plist), "installed": plist.exists(), "loaded": listed,
+                          "service_manager": "launchd", "command": argv, "environment": env, "ok": listed},
+                         indent=2))
+        return 0 if listed else 1
     print(f"agent     {plist} ({'installed' if plist.exists() else 'not installed'})")
     print(f"loaded    {'yes' if listed else 'no'}")
     if plist.exists():
-        data = plistlib.loads(plist.read_bytes())
-        _print_environment(data.get("ProgramArguments", []), data.get("EnvironmentVariables", {}))
+        _print_environment(argv, env)
     return 0 if listed else 1
 
 
 def run(args) -> int:
     if sys.platform == "darwin":
-        return _macos(args.action)
+        return _macos(args.action, args.json)
     if sys.platform.startswith("linux"):
         return _linux(args.action, args.json)
     raise _manual(f"no user service manager is supported on {sys.platform}")

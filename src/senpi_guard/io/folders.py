@@ -56,6 +56,8 @@ def _walk_as_root(folder: Path, create: bool) -> int | None:
             os.close(fd)
             fd = step
             if fd is None:
+                if create:  # (made, then gone again, between our mkdir and open)
+                    raise FatalError(f"{walked} changed while senpi-guard was making it; run the command again")
                 return None
         return fd
     except BaseException:

@@ -199,7 +199,8 @@ class Reconciler:
         insp = self.inspect(install)
         start = Outcome.of(insp)
         try:
-            write.remove_stale_temps(start.files)
+            if not dry_run:  # (a dry run writes nothing, and may run without the write lock: `check`)
+                write.remove_stale_temps(start.files)
             if insp.state in (State.UNSUPPORTED, State.ERROR):
                 result = start
             elif insp.state == State.HELD:

@@ -155,14 +155,14 @@ def replay(patch: Patch, config: Config, rendered: str, installs: list[Install],
     everything it depends on (`reuse`: trust one from an earlier run)."""
     install, host = _senpi_host(installs, allow_foreign_root)
     node = nodes.node_for(install.package_dir if install else None)
-    # as root: node and the host's code run as the one user they belong to (refused when several)
-    owner = owners.run_as(install.package_dir, node.path, allow_foreign_root) if install else \
-        (None if allow_foreign_root else owners.node_owner(node.path))
     memo = replays.ReplayMemo(store.state_dir / "replays.json")
     key = _replay_key(patch, rendered, install, host, node)
     known = memo.get(key, reuse)
     if known is not None:
         return known
+    # as root: node and the host's code run as the one user they belong to (refused when several)
+    owner = owners.run_as(install.package_dir, node.path, allow_foreign_root) if install else \
+        (None if allow_foreign_root else owners.node_owner(node.path))
     report = _run_replay(patch, config, rendered, store, host, node, cancel, owner)
     memo.put(key, report)
     return report

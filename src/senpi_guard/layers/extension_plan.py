@@ -82,8 +82,6 @@ def placement(install: Install) -> Placement:
     if install.unsupported:
         return Placement(install, None, None, install.unsupported)
     env, problem = served_env(install)
-    if problem:
-        return Placement(install, None, None, problem)
     home = agentdir.node_home(env)
     try:
         rule = agentdir.rule_for(install.package_dir)
@@ -92,6 +90,8 @@ def placement(install: Install) -> Placement:
         here = agentdir.resolve(rule, env, cwd, home) if cwd is not None else user
     except FatalError as exc:
         return Placement(install, None, None, f"senpi {install.version} at {install.package_dir}: {exc}")
+    if problem and user.how == "default":  # (an agent-dir variable names it: no home is needed)
+        return Placement(install, None, None, problem)
     return Placement(install, user, here)
 
 

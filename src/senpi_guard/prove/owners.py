@@ -3,7 +3,8 @@
 A replay runs node and imports modules of the install (its targets, what they import, and for the
 extension senpi's own loader and runner with their dependencies). Which modules node will import is
 only known once it runs, so the rule is taken over everything it could import: node itself, and every
-file of the package tree (following the links a pnpm layout makes into its store). They must share
+file where node resolves modules from (the package, each node_modules above it, a pnpm store it lies
+in; links followed only within those, a link out of them refused). They must share
 one owner: root (node runs as root), or one other user (node runs as that user). Files of more than
 one non-root user are refused, naming them, unless `--allow-foreign-root`."""
 
@@ -25,36 +26,60 @@ def _owner_of(path: Path) -> tuple[int, int] | None:
     return st.st_uid, st.st_gid
 
 
-def _tree_owners(top: Path, found: dict[int, tuple[int, list[Path]]], seen: set[Path]) -> None:
-    """Owners of every entry under `top` (links are not followed, but a link's target folder is
-    walked too: pnpm's node_modules are links into its store)."""
-    pending = [top]
+def resolution_roots(package_dir: Path) -> list[Path]:
+    """Where node may load the package's code and its dependencies from: the package itself, every
+    `node_modules` above it (node's module resolution walks up), and a pnpm store (`.pnpm`) it lies
+    in, whose packages link to one another."""
+    real = Path(os.path.realpath(package_dir))
+    roots = [real]
+    for parent in real.parents:
+        if parent.name == ".pnpm":
+            roots.append(parent)
+        if (parent / "node_modules").is_dir() and parent / "node_modules" not in real.parents:
+            roots.append(Path(os.path.realpath(parent / "node_modules")))
+        elif parent.name == "node_modules":
+            roots.append(parent)
+    return list(dict.fromkeys(roots))
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def _tree_owners(roots: list[Path], found: dict[int, tuple[int, list[Path]]]) -> None:
+    """Owners of every entry under the roots. Links are not followed, except into the roots (pnpm's
+    node_modules link into its store); a link out of them is refused: node would follow it."""
+    pending, seen = list(roots), set()
     while pending:
         folder = pending.pop()
+        if folder in seen:
+            continue
+        seen.add(folder)
         try:
-            real = Path(os.path.realpath(folder))
-            if real in seen:
-                continue
-            seen.add(real)
-            entries = list(os.scandir(real))
+            entries = list(os.scandir(folder))
         except OSError:
             continue
-        _note(found, real, _owner_of(real))
+        _note(found, folder, _owner_of(folder))
         for entry in entries:
             try:
                 st = entry.stat(follow_symlinks=False)
-                if entry.is_symlink():
-                    target = Path(os.path.realpath(entry.path))
-                    if target.is_dir():
-                        pending.append(target)
-                    else:
-                        _note(found, target, _owner_of(target))
-                elif entry.is_dir(follow_symlinks=False):
-                    pending.append(Path(entry.path))
-                else:
-                    _note(found, Path(entry.path), (st.st_uid, st.st_gid))
             except OSError:
                 continue
+            if entry.is_symlink():
+                _note(found, Path(entry.path), (st.st_uid, st.st_gid))
+                target = Path(os.path.realpath(entry.path))
+                if not _inside(target, roots):
+                    raise FatalError(f"{entry.path} links out of the package and its node_modules (to {target}); "
+                                     "senpi-guard will not run that code as root: run it as the owner of senpi, "
+                                     "or pass --allow-foreign-root")
+                if target.is_dir():
+                    pending.append(target)
+                else:
+                    _note(found, target, _owner_of(target))
+            elif entry.is_dir(follow_symlinks=False):
+                pending.append(Path(entry.path))
+            else:
+                _note(found, Path(entry.path), (st.st_uid, st.st_gid))
 
 
 def _note(found: dict[int, tuple[int, list[Path]]], path: Path, owner: tuple[int, int] | None) -> None:
@@ -70,7 +95,7 @@ def owners(package_dir: Path, node: str | None) -> dict[int, tuple[int, list[Pat
     found: dict[int, tuple[int, list[Path]]] = {}
     if node is not None:
         _note(found, Path(os.path.realpath(node)), _owner_of(Path(os.path.realpath(node))))
-    _tree_owners(package_dir, found, set())
+    _tree_owners(resolution_roots(package_dir), found)
     return found
 
 
