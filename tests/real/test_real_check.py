@@ -50,8 +50,9 @@ def test_a_file_spec_is_read_as_its_path_and_no_script_runs(real_builds, tmp_pat
     done = senpi_guard("check", f"file:{work / 'package'}", cwd=tmp_path)
     assert done.returncode == 0 and "senpi 2026.8.1 [directive-dedupe]: shape" in done.stdout, done.stderr
     assert not marker.exists()
-    done = senpi_guard("check", "git+https://example.invalid/senpi.git")
-    assert done.returncode == 1 and "a git spec" in done.stderr and not marker.exists()
+    for spec in ("git+https://example.invalid/senpi.git", "code-yeongyu/senpi", "github:code-yeongyu/senpi"):
+        done = senpi_guard("check", spec)
+        assert done.returncode == 1 and "a git spec" in done.stderr and not marker.exists(), spec
 
 
 def test_a_folder_is_checked_in_place_and_left_as_it_was(unpacked):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import tarfile
@@ -111,7 +112,8 @@ def release_dir(release: str, work: Path) -> Path:
     elif release.startswith(("/", "./", "../", "~", "file:")) or release.endswith((".tgz", ".tar.gz")):
         raise FatalError(f"{path}: no such file or folder; pass an npm spec (@code-yeongyu/senpi@VERSION), "
                          "a .tgz, or an unpacked package folder")
-    elif release.startswith(GIT_SPECS) or ("://" in release and release.split("://")[0].startswith("git")):
+    elif release.startswith(GIT_SPECS) or ("://" in release and release.split("://")[0].startswith("git")) \
+            or re.fullmatch(r"[^@/:\s][^/:\s]*/[^/:\s]+", release):  # (`owner/repo`: npm's GitHub shorthand)
         raise FatalError(f"{release}: a git spec; npm may run the package's `prepare` script to pack one, "
                          "so check refuses it: clone it, and pass the folder")
     else:
