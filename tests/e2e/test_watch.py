@@ -139,6 +139,8 @@ def test_target_rewritten_slowly_is_not_patched_half_written(npm_install, tmp_pa
     wait_for(lambda: patched(target), what="patched after the slow write")
     header = edit.read_header(target.read_bytes())
     assert header.original_sha256 == edit.sha256(complete)
+    # (the log line follows the write: wait for it, from the write it races with)
+    wait_for(lambda: watcher.text().count("before=unpatched after=patched") >= 2, what="the re-patch logged")
     assert "could not be patched" not in watcher.text()
     assert watcher.text().count("before=unpatched after=patched") == 2
 
