@@ -121,10 +121,16 @@ writeFileSync(process.env.SENPI_GUARD_PLANT_LOG ?? "/dev/null", `${process.getui
 """
 
 
-def test_planted_code_runs_as_its_owner_not_as_root(users_install, other_user, open_dir, capsys, monkeypatch):
-    log = open_dir / "who-ran-it"
+def shared_log(folder: Path, name: str) -> Path:
+    """A file any user's code can append to (what planted code writes its uid into)."""
+    log = folder / name
     log.touch()
     log.chmod(0o666)
+    return log
+
+
+def test_planted_code_runs_as_its_owner_not_as_root(users_install, other_user, open_dir, capsys, monkeypatch):
+    log = shared_log(open_dir, "who-ran-it")
     tools = users_install / PROVIDER / "tools.js"
     tools.write_text(PLANTED + tools.read_text())
     give_to(other_user, tools)
@@ -162,10 +168,7 @@ def roots_install(npm_install, open_dir):
 
 @pytest.fixture
 def uid_log(open_dir) -> Path:
-    log = open_dir / "who-ran-node"
-    log.touch()
-    log.chmod(0o666)
-    return log
+    return shared_log(open_dir, "who-ran-node")
 
 
 def test_a_users_node_in_the_prefix_never_runs_as_root(roots_install, other_user, uid_log, capsys):
@@ -183,9 +186,7 @@ def test_a_users_node_in_the_prefix_never_runs_as_root(roots_install, other_user
 def test_a_users_module_in_a_roots_package_runs_as_that_user(roots_install, other_user, open_dir, capsys,
                                                            monkeypatch):
     """Not a target, not a target's folder: a module the target imports, chowned to the user."""
-    log = open_dir / "who-ran-it"
-    log.touch()
-    log.chmod(0o666)
+    log = shared_log(open_dir, "who-ran-it")
     tools = roots_install / PROVIDER / "tools.js"
     tools.write_text(PLANTED + tools.read_text())
     give_to(other_user, tools)
@@ -309,9 +310,7 @@ def test_check_replays_a_users_tarball_as_that_user(other_user, open_dir, tmp_pa
     from realsenpi import senpi_guard
 
     from senpi_guard.demo import sample
-    log = open_dir / "who-ran-it"
-    log.touch()
-    log.chmod(0o666)
+    log = shared_log(open_dir, "who-ran-it")
     src = tmp_path / "src"
     sample.write_sample_package(src, 2, fillers=0)
     tools = src / PROVIDER / "tools.js"

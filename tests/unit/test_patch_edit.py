@@ -165,26 +165,26 @@ def test_an_entry_only_target_needs_a_braced_body_and_a_plain_parameter():
         edit.render(PATCH, CONFIG, target, reassigned, "x.js")
 
 
-def test_a_target_with_neither_wrap_nor_entry_is_refused(tmp_path):
+def parse_edited(tmp_path, old: str, new: str):
+    """definition._parse of a copy of the patch whose patch.toml has `old` replaced by `new`."""
     import shutil
     import tomllib
-    root = tmp_path / "patches"
-    shutil.copytree(PATCH.root, root / PATCH.name)
-    toml = root / PATCH.name / "patch.toml"
-    toml.write_text(toml.read_text().replace('entry = "{param0} = __senpiGuardBranchAsSent({param0});"\n', ""))
+    folder = tmp_path / "patches" / PATCH.name
+    shutil.copytree(PATCH.root, folder)
+    toml = folder / "patch.toml"
+    assert old in toml.read_text()
+    toml.write_text(toml.read_text().replace(old, new))
+    return definition._parse(tomllib.loads(toml.read_text()), folder)
+
+
+def test_a_target_with_neither_wrap_nor_entry_is_refused(tmp_path):
     with pytest.raises(ValueError, match="neither a wrap nor an entry"):
-        definition._parse(tomllib.loads(toml.read_text()), root / PATCH.name)
+        parse_edited(tmp_path, 'entry = "{param0} = __senpiGuardBranchAsSent({param0});"\n', "")
 
 
 def test_a_key_under_the_wrong_table_in_patch_toml_is_refused(tmp_path):
     """A table header above a top-level key silently moves that key into the table: refused."""
-    import shutil
-    import tomllib
-    root = tmp_path / "patches"
-    shutil.copytree(PATCH.root, root / PATCH.name)
-    toml = root / PATCH.name / "patch.toml"
-    toml.write_text(toml.read_text().replace("\norder = ", "\n[misplaced]\norder = "))
     with pytest.raises(ValueError, match="unknown top-level keys misplaced"):
-        definition._parse(tomllib.loads(toml.read_text()), root / PATCH.name)
+        parse_edited(tmp_path, "\norder = ", "\n[misplaced]\norder = ")
     for patch in definition.load_all():  # (and the real definitions have none)
         assert patch.order < 100
