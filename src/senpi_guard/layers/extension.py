@@ -17,7 +17,6 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from senpi_guard.prove import mirror, nodes, owners, replays
 from senpi_guard.prove import verify as verify_mod
 from senpi_guard.prove.verify import Failure, VerifyReport
 
-HARNESS = Path(str(resources.files("senpi_guard.prove").joinpath("js", "extension_harness.mjs")))
+HARNESS = "extension_harness.mjs"
 RUNNER_CLASS = b"class ExtensionRunner"
 
 
@@ -139,10 +138,10 @@ def _replay_key(patch: Patch, rendered: str, install: Install | None, host: dict
             return hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             return f"unreadable {time.time()}"  # never matches: the replay runs
-    harness = HARNESS
     fixtures = sorted(p for p in patch.extension.fixtures.rglob("*") if p.is_file())
     parts = {"extension": hashlib.sha256(rendered.encode()).hexdigest(), "node": [node.path, node.version],
-             "files": [sha(p) for p in (patch.extension.checks, *patch.scripts(), harness, *fixtures)],
+             "harness": hashlib.sha256(mirror.harness_bytes(HARNESS)).hexdigest(),
+             "files": [sha(p) for p in (patch.extension.checks, *patch.scripts(), *fixtures)],
              "host": {k: [v, sha(Path(v))] for k, v in sorted((host or {}).items())},
              "dist": replays.package_stamp(install.package_dir) if install else None}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
@@ -184,8 +183,7 @@ def _run_replay(patch: Patch, config: Config, rendered: str, store: Store, host:
         for script in patch.scripts():  # (the extension's checks import the span scan)
             if script.name != checks.name:
                 shutil.copyfile(script, folder / script.name)
-        harness = folder / "extension_harness.mjs"
-        shutil.copyfile(HARNESS, harness)
+        harness = mirror.place_harness(HARNESS, folder)
         if owner is not None:
             for path in [folder, *folder.iterdir()]:
                 os.chown(path, *owner)

@@ -23,6 +23,8 @@ from typing import Any
 from senpi_guard.errors import FatalError
 from senpi_guard.io.write import private_dirs
 
+JS = resources.files("senpi_guard.prove").joinpath("js")
+PROTOCOL = "protocol.mjs"  # what every harness imports: its half of verify.run_script's protocol
 ORIGINAL_SUFFIX = ".senpi-guard-original.js"
 PREFIX = "senpi-guard-verify-"
 
@@ -45,6 +47,18 @@ class Mirror:
         if self.owner is None:
             return {}
         return {"user": self.owner[0], "group": self.owner[1], "extra_groups": []}
+
+
+def place_harness(name: str, folder: Path) -> Path:
+    """A harness of prove/js copied into `folder` with the protocol module it imports; its path."""
+    for file in (name, PROTOCOL):
+        shutil.copyfile(Path(str(JS.joinpath(file))), folder / file)
+    return folder / name
+
+
+def harness_bytes(name: str) -> bytes:
+    """What a harness's replay depends on: its own bytes and the protocol's (for replay keys)."""
+    return JS.joinpath(name).read_bytes() + JS.joinpath(PROTOCOL).read_bytes()
 
 
 def sweep(work_dir: Path) -> None:
@@ -110,8 +124,7 @@ def _fill(folder: Path, package_dir: Path, modules: list, checks: Path,
     for rel in rels.values():
         real_dirs.update(Path(*rel.parts[:depth]) if depth else Path(".") for depth in range(len(rel.parts)))
     _link_tree(root, package_dir.resolve(), real_dirs)
-    harness = folder / "harness.mjs"
-    shutil.copyfile(Path(str(resources.files("senpi_guard.prove").joinpath("js", "harness.mjs"))), harness)
+    harness = place_harness("harness.mjs", folder)
     checks_copy = folder / "checks.mjs"
     shutil.copyfile(checks, checks_copy)
     for script in checks.parent.glob("*.mjs"):  # (what the checks import from their own folder)

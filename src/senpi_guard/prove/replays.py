@@ -14,14 +14,13 @@ import json
 import os
 import time
 from dataclasses import asdict, replace
-from importlib import resources
 from pathlib import Path
 
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import write_private
-from senpi_guard.prove import nodes
+from senpi_guard.prove import mirror, nodes
 from senpi_guard.prove.verify import ModulePair, VerifyReport
 
 KEPT = 64  # remembered replays on disk (the oldest go first)
@@ -34,7 +33,7 @@ def _sha(data: bytes) -> str:
 
 @functools.cache
 def _patch_digest(patch: Patch) -> list[str]:
-    harness = resources.files("senpi_guard.prove").joinpath("js", "harness.mjs").read_bytes()
+    harness = mirror.harness_bytes("harness.mjs")
     fixtures = sorted(p for p in (patch.root / "fixtures").rglob("*") if p.is_file())
     return [*(_sha(path.name.encode() + path.read_bytes()) for path in patch.scripts()), _sha(harness),
             _sha(b"".join(p.name.encode() + p.read_bytes() for p in fixtures))]

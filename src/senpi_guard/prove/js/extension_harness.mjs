@@ -3,10 +3,8 @@
 // handler)), and, when the installed senpi's own extension loader and runner import, through them
 // too; then runs the patch's named checks (extension-checks.mjs). stdin: one JSON job; stdout: one
 // JSON report.
-import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
-
-const job = JSON.parse(readFileSync(0, "utf8"));
+import { job, report } from "./protocol.mjs";
 const results = [];
 const record = (fixture, check, ok, detail) => results.push({ fixture, check, ok: Boolean(ok), detail: ok ? "" : String(detail ?? "") });
 
@@ -121,12 +119,4 @@ async function main() {
     return { node: process.version, host: senpi ? "senpi" : "minimal", hostUnavailable, results };
 }
 
-// The report follows the job's reportTag: what the code under test prints is not the report.
-const tag = job.reportTag ?? "";
-try {
-    process.stdout.write("\n" + tag + JSON.stringify(await main()) + "\n");
-}
-catch (error) {
-    process.stdout.write("\n" + tag + JSON.stringify({ error: String(error && error.message ? error.message : error) }) + "\n");
-    process.exitCode = 3;
-}
+await report(main);

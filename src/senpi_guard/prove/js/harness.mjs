@@ -2,10 +2,8 @@
 // patched bytes side by side) and hands them to the patch's own replay (its checks.mjs exports
 // `replay`), which runs the fixtures and its named checks. stdin is one JSON job; stdout gets one JSON
 // report {node, results: [{fixture, check, ok, detail}], stats}. Nothing here knows a patch.
-import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
-
-const job = JSON.parse(readFileSync(0, "utf8") || "{}");
+import { job, report } from "./protocol.mjs";
 
 async function load(path, name) {
     if (!path) {
@@ -47,12 +45,4 @@ async function main() {
     return { node: process.version, results, stats };
 }
 
-// The report follows the job's reportTag: what the code under test prints is not the report.
-const tag = job.reportTag ?? "";
-try {
-    process.stdout.write("\n" + tag + JSON.stringify(await main()) + "\n");
-}
-catch (error) {
-    process.stdout.write("\n" + tag + JSON.stringify({ error: String(error && error.message ? error.message : error) }) + "\n");
-    process.exitCode = 3;
-}
+await report(main);
