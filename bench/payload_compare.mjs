@@ -51,6 +51,7 @@ function handHotFix(blocks) {
 const designs = {
     "(a) senpi-guard, 7 tags": payload(job.payloadAll),
     "(a1) senpi-guard, <ultrawork-mode> only": payload(job.payloadOne),
+    "(a2) senpi-guard, tags = \"auto\"": payload(job.payloadAuto),
     "(b) hand hot-fix (bug report)": handHotFix,
     "(c) upstream keep-last (shipped)": (blocks) => dedupeUltraworkBlocks(blocks).blocks,
 };

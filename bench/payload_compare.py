@@ -2,7 +2,8 @@
 keep-last, in one node process.
 
 (a) senpi-guard's payload with all seven tags configured, (a1) the same with only <ultrawork-mode>
-(the hot-fix handles one tag: this is the per-tag comparison), (b) the hand hot-fix, written in the
+(the hot-fix handles one tag: this is the per-tag comparison), (a2) with tags = "auto" (every tag
+name is read, any block from 512 bytes), (b) the hand hot-fix, written in the
 bench from its description in the project facts (the baseline), (c) upstream's keep-last as the
 sample 2026.8.4-2-shaped package ships it. Prompts: the incident fixtures (N = 3, 21, 70 copies of a
 ~25 KB directive plus one variant) serialised by the sample shape-2 buildPromptBlocks, and n distinct
@@ -24,7 +25,7 @@ from senpi_guard.core.patch import definition
 from senpi_guard.demo import sample
 from senpi_guard.io import config
 
-GOALS = {"same-length": 3.0, "seven tags": 1.25, "one tag": 1.0}
+GOALS = {"same-length": 3.0, "seven tags": 1.25, "one tag": 1.0, "auto": 1.5}
 
 
 def _table(rows: list[list[str]], header: list[str], markdown: bool) -> None:
@@ -52,6 +53,8 @@ def _goals(rows: list[dict]) -> list[tuple[str, float, float]]:
          GOALS["seven tags"]),
         ("incident shape (N = 70), one tag, (a1) vs (b)", worst("(a1)", lambda f: f == "incident-70"),
          GOALS["one tag"]),
+        ("incident shape (N = 70), tags = \"auto\", (a2) vs (b)", worst("(a2)", lambda f: f == "incident-70"),
+         GOALS["auto"]),
     ]
 
 
@@ -70,7 +73,8 @@ def main() -> int:
         upstream = sample.write_sample_package(work / "pkg3", 3, fillers=0).with_name("prompt-directive-dedupe.js")
         payloads = {}
         one_tag = config.Config().with_patch("directive-dedupe", tags=["ultrawork-mode"])
-        for name, cfg in (("payloadAll", config.Config()), ("payloadOne", one_tag)):
+        auto = config.Config().with_patch("directive-dedupe", tags="auto")
+        for name, cfg in (("payloadAll", config.Config()), ("payloadOne", one_tag), ("payloadAuto", auto)):
             payloads[name] = work / f"{name}.js"
             payloads[name].write_text(patch.render_payload(cfg))
         job = {**{k: str(v) for k, v in payloads.items()}, "bridge": str(bridge), "upstream": str(upstream),

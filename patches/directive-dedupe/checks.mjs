@@ -11,7 +11,7 @@ export { spansOf } from "./spans.mjs"; // (the extension's checks import it from
 // What every check below looks at, computed once per fixture.
 export function prepare(run) {
     const { job, util, original, candidate } = run;
-    const markers = markersOf(job);
+    const markers = markersOf(job, util.textsOf(original));
     const orig = util.joined(original);
     const cand = util.joined(candidate);
     return {

@@ -12,8 +12,18 @@ function __senpiGuardMarker(tag) {
     return marker;
 }
 var __senpiGuardTagList;
+// The configured tags; with tags = "auto", the known ones (kept at any size).
 function __senpiGuardTags() {
-    return __senpiGuardTagList ??= __senpiGuardConfig().tags;
+    if (__senpiGuardTagList === undefined) {
+        const config = __senpiGuardConfig();
+        __senpiGuardTagList = Array.isArray(config.tags) ? config.tags : config.known;
+    }
+    return __senpiGuardTagList;
+}
+// With tags = "auto": the least UTF-8 bytes of a span of any other name that is collapsed (else 0).
+var __senpiGuardAutoMin;
+function __senpiGuardAuto() {
+    return __senpiGuardAutoMin ??= __senpiGuardConfig().tags === "auto" ? __senpiGuardConfig().min_bytes : 0;
 }
 var __senpiGuardTagCache;
 function __senpiGuardTagSet(tags) {
@@ -22,6 +32,82 @@ function __senpiGuardTagSet(tags) {
             starts: new Set(tags.map((t) => t.charCodeAt(0))) };
     }
     return __senpiGuardTagCache;
+}
+// With a tag list: where the configured tag that starts at `nameStart` ends ("<tag>" or "</tag>"):
+// the index of its ">", with the name's end in __senpiGuardNameEnd; -1 when it is none of them.
+function __senpiGuardListToken(text, nameStart, set) {
+    if (!set.starts.has(text.charCodeAt(nameStart))) {
+        return -1; // (code is full of "<" that start no configured tag: `a < b`, `List<T>`)
+    }
+    const limit = Math.min(text.length, nameStart + set.longest + 1);
+    let gt = nameStart;
+    while (gt < limit && text.charCodeAt(gt) !== 62) {
+        gt++;
+    }
+    if (gt === limit || gt === nameStart || !set.names.has(text.slice(nameStart, gt))) {
+        return -1;
+    }
+    __senpiGuardNameEnd = gt;
+    return gt;
+}
+// With tags = "auto": where the tag that starts at `nameStart` ends ("<name>", "<name attrs>" or
+// "</name>"; a name is a letter, then at most 39 of letters, digits, "_.:-"; attributes hold no "<"
+// or ">", at most 1,000 characters, and do not end in "/" as a self-closing tag does): the index
+// of its ">", with the name's end in __senpiGuardNameEnd; -1 when it is no tag.
+var __senpiGuardNameEnd = 0;
+function __senpiGuardAutoToken(text, nameStart, closing) {
+    const limit = Math.min(text.length, nameStart + 40);
+    let at = nameStart;
+    for (; at < limit; at++) {
+        const c = text.charCodeAt(at);
+        const letter = (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
+        if (!(letter || (at > nameStart && ((c >= 48 && c <= 58) || c === 45 || c === 46 || c === 95)))) {
+            break;
+        }
+    }
+    if (at === nameStart || at === text.length) {
+        return -1;
+    }
+    __senpiGuardNameEnd = at;
+    const next = text.charCodeAt(at);
+    if (next === 62) {
+        return at;
+    }
+    if (closing || !(next === 32 || next === 9 || next === 10 || next === 13)) {
+        return -1;
+    }
+    const end = Math.min(text.length, at + 1001);
+    for (let k = at + 1; k < end; k++) {
+        const c = text.charCodeAt(k);
+        if (c === 62) {
+            return text.charCodeAt(k - 1) === 47 ? -1 : k;
+        }
+        if (c === 60) {
+            return -1;
+        }
+    }
+    return -1;
+}
+// UTF-8 bytes of a text, counted only as far as `min` needs.
+function __senpiGuardAtLeast(text, start, end, min) {
+    if (end - start >= min) {
+        return true; // (UTF-8 has at least one byte per UTF-16 unit)
+    }
+    if ((end - start) * 3 < min) {
+        return false;
+    }
+    let bytes = 0;
+    for (let k = start; k < end; k++) {
+        const c = text.charCodeAt(k);
+        if (c >= 0xd800 && c <= 0xdbff && k + 1 < end && (text.charCodeAt(k + 1) & 0xfc00) === 0xdc00) {
+            bytes += 4;
+            k++;
+        }
+        else {
+            bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
+        }
+    }
+    return bytes >= min;
 }
 // Well-formed spans of one text block, in order. A tag whose spans are unclosed, nested or stray
 // in this block is left alone here (fail closed); a span inside another tag's span is not ours.
@@ -33,7 +119,9 @@ function __senpiGuardSpans(text, tags, firsts) {
     if (at === -1) {
         return [];
     }
-    const { names, longest, starts } = __senpiGuardTagSet(tags);
+    const set = __senpiGuardTagSet(tags);
+    const names = set.names;
+    const auto = __senpiGuardAuto();
     let open = null; // tag -> [start, tokens counted when it opened] (made when first needed)
     let broken = null;
     let tokens = 0; // configured tokens met so far: a span met none but its own ones is clean
@@ -41,21 +129,12 @@ function __senpiGuardSpans(text, tags, firsts) {
     for (; at !== -1; at = text.indexOf("<", at + 1)) {
         const closing = text.charCodeAt(at + 1) === 47;
         const nameStart = closing ? at + 2 : at + 1;
-        if (!starts.has(text.charCodeAt(nameStart))) {
-            continue; // (code is full of "<" that start no configured tag: `a < b`, `List<T>`)
-        }
-        const limit = Math.min(text.length, nameStart + longest + 1);
-        let gt = nameStart;
-        while (gt < limit && text.charCodeAt(gt) !== 62) {
-            gt++;
-        }
-        if (gt === limit || gt === nameStart) {
+        const gt = auto > 0 ? __senpiGuardAutoToken(text, nameStart, closing)
+            : __senpiGuardListToken(text, nameStart, set);
+        if (gt === -1) {
             continue;
         }
-        const tag = text.slice(nameStart, gt);
-        if (!names.has(tag)) {
-            continue;
-        }
+        const tag = text.slice(nameStart, __senpiGuardNameEnd);
         tokens++;
         if (broken !== null && broken.has(tag)) {
             continue;
@@ -91,11 +170,14 @@ function __senpiGuardSpans(text, tags, firsts) {
             (broken ??= new Set()).add(tag);
         }
     }
-    if (found === null) {
-        return [];
-    }
-    if (broken !== null) {
-        found = found.filter((span) => !broken.has(span.tag));
+    return found === null ? [] : __senpiGuardCandidates(text, found, broken, names, auto);
+}
+// The spans that are candidates (their tag not broken in this text; with "auto", a span of an
+// unknown name only from `auto` bytes on), outermost first.
+function __senpiGuardCandidates(text, found, broken, names, auto) {
+    if (broken !== null || auto > 0) {
+        found = found.filter((span) => (broken === null || !broken.has(span.tag))
+            && (auto === 0 || names.has(span.tag) || __senpiGuardAtLeast(text, span.start, span.end, auto)));
     }
     return found.length < 2 ? found : __senpiGuardOutermost(found);
 }
@@ -239,137 +321,4 @@ function __senpiGuardDedupe(blocks) {
         __senpiGuardOutputs().set(result, { texts, collapsed });
     }
     return result;
-}
-// True once upstream's wrapped dedupe has run in this process (2026.8.4-2+): from then on our
-// outputs are recorded so that it can return them without running its own passes.
-function __senpiGuardUpstreamSeen() {
-    return globalThis[Symbol.for("senpi-guard.upstream-seen")] === true;
-}
-// What __senpiGuardDedupe returned, shared by every patched module of this process (the prompt
-// bridge and upstream's dedupe are separate modules), so upstream's wrapper need not dedupe again.
-var __senpiGuardOutputMap;
-function __senpiGuardOutputs() {
-    if (__senpiGuardOutputMap === undefined) {
-        const key = Symbol.for("senpi-guard.dedupe-outputs");
-        __senpiGuardOutputMap = globalThis[key] ?? (globalThis[key] = new WeakMap());
-    }
-    return __senpiGuardOutputMap;
-}
-// True when `blocks` is an output of __senpiGuardDedupe, unchanged since (the same texts in place).
-function __senpiGuardIsOurs(blocks) {
-    const record = __senpiGuardOutputs().get(blocks);
-    return record !== undefined && record.texts.length === blocks.length
-        && record.texts.every((text, index) => (blocks[index] && blocks[index].text) === text);
-}
-function __senpiGuardMarkersIn(blocks) {
-    const collapsed = [];
-    for (const tag of __senpiGuardTags()) {
-        const marker = __senpiGuardMarker(tag);
-        for (const block of blocks) {
-            if (block !== null && typeof block === "object" && block.type === "text" && typeof block.text === "string") {
-                for (let at = block.text.indexOf(marker); at !== -1; at = block.text.indexOf(marker, at + marker.length)) {
-                    collapsed.push(tag);
-                }
-            }
-        }
-    }
-    return collapsed;
-}
-// Upstream's result shape ("array", or an object such as {blocks, collapsedDirectives}), learned
-// from the first result it really returned: until then its own code always runs.
-var __senpiGuardUpstreamShape;
-var __senpiGuardSkipped = Symbol.for("senpi-guard.upstream-skipped");
-// The entry guard of upstream's dedupe: true when its input is our unchanged output, so its own
-// keep-last passes (whose result the wrapper below would replace anyway) need not run.
-function __senpiGuardSkip(input) {
-    return __senpiGuardUpstreamShape !== undefined && Array.isArray(input)
-        && __senpiGuardTags().includes("ultrawork-mode") && __senpiGuardIsOurs(input);
-}
-// Wraps upstream's keep-last dedupeUltraworkBlocks: it would replace our kept first copy whenever a
-// variant follows, so when we own ultrawork-mode its result is rebuilt from our keep-first dedupe.
-function __senpiGuardUpstream(result, input) {
-    globalThis[Symbol.for("senpi-guard.upstream-seen")] = true;
-    if (!__senpiGuardTags().includes("ultrawork-mode") || !Array.isArray(input)) {
-        return result;
-    }
-    if (result === __senpiGuardSkipped) {
-        result = __senpiGuardUpstreamShape === "array" ? [] : { ...__senpiGuardUpstreamShape, blocks: [] };
-    }
-    else if (Array.isArray(result)) {
-        __senpiGuardUpstreamShape = "array";
-    }
-    else if (result !== null && typeof result === "object" && Array.isArray(result.blocks)) {
-        const { blocks: _, ...rest } = result;
-        __senpiGuardUpstreamShape = rest;
-    }
-    const ours = __senpiGuardIsOurs(input);
-    const blocks = ours ? input : __senpiGuardDedupe(input);
-    if (Array.isArray(result)) {
-        return blocks;
-    }
-    if (result === null || typeof result !== "object" || !Array.isArray(result.blocks)) {
-        return result;
-    }
-    // our own output: what our dedupe collapsed; anything else: every marker now in the blocks (kept
-    // with the record, so that a later early return reports the same)
-    let collapsed;
-    if (ours) {
-        collapsed = __senpiGuardOutputs().get(blocks).collapsed;
-    }
-    else {
-        collapsed = __senpiGuardMarkersIn(blocks);
-        const record = __senpiGuardOutputs().get(blocks);
-        if (record !== undefined) {
-            record.collapsed = collapsed;
-        }
-    }
-    const previous = result.collapsedDirectives;
-    const collapsedDirectives = Array.isArray(previous) ? collapsed.slice() : collapsed.length;
-    return { ...result, blocks, collapsedDirectives };
-}
-// senpi's restart binding (2026.8.18-3 and later) hashes the user and tool-result messages of the
-// stored branch, while the next process admits against the messages as the `context` handlers
-// return them. When senpi-guard's extension runs in this process it publishes its own rewrite, and
-// the branch is hashed as that rewrite sent it: a restart resumes exactly when it would without
-// senpi-guard. Without the extension (or on any error) the branch is hashed as stored.
-function __senpiGuardBranchAsSent(branch) {
-    const asSent = globalThis[Symbol.for("senpi-guard.extension.as-sent")];
-    if (typeof asSent !== "function" || !Array.isArray(branch)) {
-        return branch;
-    }
-    try {
-        // the messages the context handlers see, in order: custom messages count for the rewrite
-        // (a first copy may be in one) though the binding does not hash them
-        const messages = [];
-        const slots = [];
-        branch.forEach((entry, index) => {
-            if (entry === null || typeof entry !== "object") {
-                return;
-            }
-            if (entry.type === "message" && entry.message !== null && typeof entry.message === "object") {
-                messages.push(entry.message);
-                slots.push(index);
-            }
-            else if (entry.type === "custom_message") {
-                messages.push({ role: "custom", customType: entry.customType, content: entry.content ?? [],
-                    display: entry.display, details: entry.details });
-                slots.push(-1);
-            }
-        });
-        const sent = asSent(messages);
-        if (!Array.isArray(sent) || sent.length !== messages.length) {
-            return branch;
-        }
-        let out = null;
-        sent.forEach((message, k) => {
-            if (slots[k] >= 0 && message !== messages[k]) {
-                out ??= branch.slice();
-                out[slots[k]] = { ...branch[slots[k]], message };
-            }
-        });
-        return out ?? branch;
-    }
-    catch {
-        return branch;
-    }
 }

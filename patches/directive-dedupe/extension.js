@@ -10,6 +10,9 @@
 // and the messages before it, so what was already sent never changes (continuity hashes, prompt
 // caches). Untouched messages and parts are returned as the very same objects; the input is never
 // changed; on any error nothing is returned and senpi sends the messages as they were.
+//
+// extension-view.js and extension-budget.js follow in the same file: what each call saved and
+// carried (kept per message beside the reuse below), the footer status, /senpi-guard, the budget.
 const __senpiGuardRoles = new Set(["user", "custom", "toolResult"]);
 
 function __senpiGuardIsBoundary(message) {
@@ -145,6 +148,8 @@ export function __senpiGuardDedupeMessages(messages) {
     let state = reused > 0 ? last.state : __senpiGuardFresh();
     const keys = reused > 0 ? last.keys : [];
     const changes = reused > 0 ? last.changes : [];
+    const notes = reused > 0 ? last.notes : []; // (what each message saved: extension-view.js)
+    const totals = __senpiGuardTotals(reused > 0 ? last.totals : null);
     let out = null;
     messages.forEach((message, index) => {
         let result;
@@ -152,11 +157,16 @@ export function __senpiGuardDedupeMessages(messages) {
             result = __senpiGuardReapply(message, changes[index]);
         }
         else {
+            const before = state.collapsed.length;
             result = __senpiGuardMessage(message, state);
             keys.push(__senpiGuardMessageKey(message));
-            changes.push(__senpiGuardChange(message, result));
+            const change = __senpiGuardChange(message, result);
+            changes.push(change);
+            notes.push(__senpiGuardNote(message, result, change, state.collapsed.slice(before)));
+            __senpiGuardCount(totals, notes[index]);
             if (__senpiGuardIsBoundary(message)) {
                 state = __senpiGuardFresh();
+                totals.epochs++;
             }
         }
         if (result !== message) {
@@ -164,7 +174,7 @@ export function __senpiGuardDedupeMessages(messages) {
             out[index] = result;
         }
     });
-    __senpiGuardLast = { keys, changes, state };
+    __senpiGuardLast = { keys, changes, state, notes, totals };
     return out;
 }
 
@@ -172,13 +182,22 @@ export default function senpiGuardDirectiveDedupe(pi) {
     // senpi's restart binding, as the dist layer patches it, hashes the stored branch through this
     // very rewrite (so that a restart resumes whenever it would without senpi-guard)
     globalThis[Symbol.for("senpi-guard.extension.as-sent")] = (messages) => __senpiGuardDedupeMessages(messages) ?? messages;
-    pi.on("context", (event) => {
+    let view = { call() {} };
+    try {
+        view = __senpiGuardView(pi); // (status, /senpi-guard, budget: never in the way of the dedupe)
+    }
+    catch {
+        // (a host without those events or commands: the dedupe alone)
+    }
+    pi.on("context", (event, ctx) => {
+        let messages;
         try {
-            const messages = __senpiGuardDedupeMessages(event && event.messages);
-            return messages === null ? undefined : { messages };
+            messages = __senpiGuardDedupeMessages(event && event.messages);
         }
         catch {
             return undefined; // fail closed: senpi sends the messages unchanged
         }
+        view.call(event.messages, ctx); // (never throws; it only reads what the call carries)
+        return messages === null ? undefined : { messages };
     });
 }

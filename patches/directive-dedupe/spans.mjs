@@ -56,9 +56,23 @@ export function contextTexts(context) {
     return texts;
 }
 
-export function markersOf(job) {
-    return job.tags.map((tag) => [tag, job.marker.split("{tag}").join(tag)]);
+// The markers a patched text may hold: one per configured tag; with tags = "auto" (job.autoMinBytes),
+// one per name that opens a tag anywhere in `texts` too.
+export function markersOf(job, texts = []) {
+    const names = new Set(job.tags);
+    if (job.autoMinBytes > 0) {
+        for (const text of texts) {
+            for (const m of text.matchAll(/<([A-Za-z][A-Za-z0-9_.:-]{0,39})[\s>]/g)) {
+                names.add(m[1]);
+            }
+        }
+    }
+    return [...names].map((tag) => [tag, job.marker.split("{tag}").join(tag)]);
 }
+
+// Whether an open tag of `tag` starts at `at`: `<tag>`, or `<tag` and whitespace (attributes).
+const opensAt = (text, at, tag) => text.startsWith(`<${tag}>`, at)
+    || (text.startsWith(`<${tag}`, at) && /\s/.test(text.charAt(at + tag.length + 1)));
 
 export function countMarkers(markers, text) {
     const counts = {};
@@ -88,7 +102,7 @@ export function align(markers, orig, cand) {
         if (i === orig.length && j === cand.length) {
             return { ok: true, repls };
         }
-        const hit = markers.find(([tag, marker]) => cand.startsWith(marker, j) && orig.startsWith(`<${tag}>`, i));
+        const hit = markers.find(([tag, marker]) => cand.startsWith(marker, j) && opensAt(orig, i, tag));
         if (!hit) {
             return { ok: false, repls, detail: `texts differ at byte ${i} with no marker there: ${JSON.stringify(orig.slice(i, i + 40))} vs ${JSON.stringify(cand.slice(j, j + 40))}` };
         }

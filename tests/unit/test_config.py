@@ -43,10 +43,19 @@ def test_every_engine_key_lands(tmp_path):
 @pytest.mark.parametrize("form", ["table", "top level"])
 def test_every_patch_setting_lands_in_its_table_or_at_the_top(tmp_path, form):
     given = {"tags": '["ultrawork-mode"]', "upstream_dedupe": '"defer"'}
-    assert set(given) == {s.name for s in DEDUPE.settings_schema}  # every setting is in this test
     lines = "".join(f"{key} = {text}\n" for key, text in given.items())
     found = load(tmp_path, f"[patches.directive-dedupe]\n{lines}" if form == "table" else lines)
-    assert DEDUPE.settings(found) == {"tags": ("ultrawork-mode",), "upstream_dedupe": "defer"}
+    assert {k: v for k, v in DEDUPE.settings(found).items() if k in given} == \
+        {"tags": ("ultrawork-mode",), "upstream_dedupe": "defer"}
+    assert {s.name for s in DEDUPE.settings_schema if s.top_level} == set(given)  # every top-level one
+
+
+def test_table_only_settings_and_sub_tables(tmp_path):
+    found = load(tmp_path, '[patches.directive-dedupe]\ntags = "auto"\nmin_bytes = 2048\n'
+                           '[patches.directive-dedupe.budget]\nwarn_at = 0.5\nblock_at = 0.9\n')
+    assert DEDUPE.settings(found) == {"tags": "auto", "min_bytes": 2048, "budget.warn_at": 0.5,
+                                      "budget.block_at": 0.9, "upstream_dedupe": "replace"}
+    assert {s.name for s in DEDUPE.settings_schema} == set(DEDUPE.settings(found))  # every setting
 
 
 @pytest.mark.parametrize(("text", "phrase"), [
@@ -60,6 +69,13 @@ def test_every_patch_setting_lands_in_its_table_or_at_the_top(tmp_path, form):
     ("tags = [", "not valid TOML"),
     ('[patches.directive-dedupe]\ntags = ["x", "x"]', "twice"),
     ('[patches.directive-dedupe]\ncolour = 1', "unknown setting"),
+    ('[patches.directive-dedupe]\ntags = "everything"', 'or "auto"'),
+    ('[patches.directive-dedupe]\nmin_bytes = 0', "'min_bytes' must be a whole number from 1"),
+    ('[patches.directive-dedupe]\nmin_bytes = "big"', "'min_bytes' must be a whole number from 1 to 100,000,000"),
+    ('[patches.directive-dedupe]\nmin_bytes = 512.5', "'min_bytes' must be a whole number"),
+    ('[patches.directive-dedupe]\nmin_bytes = true', "'min_bytes' must be a whole number"),
+    ('[patches.directive-dedupe.budget]\nwarn_at = 2', "'budget.warn_at' must be a number from 0.05 to 1"),
+    ('[patches.directive-dedupe.budget]\ncolour = 2', "unknown setting 'budget.colour'"),
     ('[patches.nothing-by-this-name]\nx = 1', "names no patch"),
     ('on_drift = "maybe"', "on_drift"),
     ('layers = ["dist", "dist"]', "layers"),

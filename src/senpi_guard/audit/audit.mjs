@@ -80,7 +80,7 @@ function countMarkers(texts) {
         for (let at = text.indexOf(MARKER_TAIL); at !== -1; at = text.indexOf(MARKER_TAIL, at + 1)) {
             const start = text.lastIndexOf(MARKER_HEAD, at);
             const tag = start === -1 ? "" : text.slice(start + MARKER_HEAD.length, at);
-            if (job.tags.includes(tag)) {
+            if (job.tags.includes(tag) || (job.autoMinBytes > 0 && /^[A-Za-z][A-Za-z0-9_.:-]{0,39}$/.test(tag))) {
                 counts[tag] = (counts[tag] ?? 0) + 1;
             }
         }

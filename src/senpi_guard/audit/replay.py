@@ -17,10 +17,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from senpi_guard.audit import session
+from senpi_guard.audit import money, session
+from senpi_guard.audit.prices import PriceBook
 from senpi_guard.audit.server import NodeServer
 from senpi_guard.audit.summary import Summary
-from senpi_guard.core import locate
+from senpi_guard.core import agentdir, locate
 from senpi_guard.core.patch.classify import State
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.demo import sample
@@ -47,6 +48,7 @@ class Serializer:
     node: NodeServer
     reconstruction: str  # "senpi" (its own buildSessionContext + convertToLlm) or "python"
     resident_lane: bool  # the install has a delta lane (2026.7.31-2 and later)
+    package_dir: Path | None = None  # (where senpi's model registry, its list prices, is found)
 
     def send(self, request: dict[str, Any]) -> None:
         self.send_raw(json.dumps(request).encode())
@@ -133,7 +135,7 @@ def serializer(installs: list[Install], patch: Patch, config: Config, allow_fore
                              "could not be used (not found, or they did not import under node); "
                              "run without --reconstruction senpi to use senpi-guard's own")
         yield Serializer(label, node, "senpi" if ready.get("exact") else "python",
-                         "buildDeltaPromptBlocks" in functions)
+                         "buildDeltaPromptBlocks" in functions, chosen.package_dir if own else None)
 
 
 @contextmanager
@@ -190,10 +192,12 @@ def audit_session(path: Path, server: Serializer,
     leaves node ready for the next one (its replies in flight are read and dropped)."""
     found = session.index(path)
     summary = Summary(server.resident_lane)
+    prices = PriceBook(server.package_dir, models_json(path))
     server.send({"op": "reset"})
     try:
         with session.open_session(path) as handle:
-            _measure_turns(found, handle, server, summary, on_turn)
+            _measure_turns(found, handle, server, summary, lambda meta, result: _finish(
+                meta, result, summary, prices, on_turn))
     except Exception:
         _resync(server)
         raise
@@ -201,11 +205,20 @@ def audit_session(path: Path, server: Serializer,
             "summary": summary.result(), "warnings": dict(found.warnings),
             "warning_lines": dict(found.warning_lines),
             "series": (summary.unpatched_series, summary.patched_series),
-            "series_by_layers": dict(summary.series)}
+            "series_by_layers": dict(summary.series),
+            "money_series": {"tokens": dict(summary.ledger.tokens_series), "usd": dict(summary.ledger.usd_series)}}
+
+
+def models_json(path: Path) -> Path:
+    """The user's models.json (custom models and price overrides) of the agent dir the session is
+    in (<agent dir>/sessions/<folder>/<file>.jsonl), else of the default agent dir."""
+    parent = path.resolve().parent
+    agent = parent.parent.parent if parent.parent.name == "sessions" else agentdir.default_agent_dir()
+    return agent / "models.json"
 
 
 def _measure_turns(found: session.SessionIndex, handle: BinaryIO, server: Serializer, summary: Summary,
-                   on_turn: Callable[[dict[str, Any]], None] | None) -> None:
+                   finish: Callable[[dict[str, Any], dict[str, Any]], None]) -> None:
     tools = sorted(found.tools)
     sent: set[str] = set()
     silent: set[str] = set()
@@ -213,7 +226,7 @@ def _measure_turns(found: session.SessionIndex, handle: BinaryIO, server: Serial
 
     def settle(limit: int) -> None:
         while len(pending) > limit:
-            _finish(pending.pop(0), server.reply(), summary, on_turn)
+            finish(pending.pop(0), server.reply())
 
     for turn in session.turns(found):
         ids = turn.chain if server.reconstruction == "senpi" else turn.path
@@ -226,7 +239,8 @@ def _measure_turns(found: session.SessionIndex, handle: BinaryIO, server: Serial
         lane = lane_of(call, server.resident_lane)
         server.send({"op": "measure", "ids": [i for i in ids if i not in silent], "leaf": turn.leaf,
                      "lane": lane, "delta": call.delta_messages, "tools": tools})
-        pending.append({"turn": turn, "call": call, "lane": lane, "usage": session.usage_of(raw_turn)})
+        pending.append({"turn": turn, "call": call, "lane": lane, "usage": session.usage_of(raw_turn),
+                        "recorded": money.recorded(raw_turn.get("message"))})
         settle(IN_FLIGHT)
     server.send({"op": "flush"})
     settle(0)
@@ -255,7 +269,7 @@ def _resync(server: Serializer) -> None:
             pass
 
 
-def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary,
+def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary, prices: PriceBook,
             on_turn: Callable[[dict[str, Any]], None] | None) -> None:
     turn, call = meta["turn"], meta["call"]
     if "error" in result:
@@ -278,6 +292,9 @@ def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary,
         "directives": {"distinct": result["directives"], **({f"kept_{c}": result["kept"][c] for c in CONFIGS}
                                                            if lane != "delta" else {})},
     }
-    summary.add(row)
+    rates, no_price = prices.lookup(call.provider, turn.model)
+    priced = money.of_call(row, meta["recorded"], rates)
+    row["money"] = money.as_json(priced)
+    summary.add(row, priced, rates, None if rates else no_price)
     if on_turn is not None:
         on_turn(row)

@@ -8,6 +8,7 @@ held, so memory follows the context window, not the file size.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -370,7 +371,10 @@ def usage_of(raw: dict[str, Any]) -> dict[str, Any] | None:
     usage = raw.get("message", {}).get("usage")
     if not isinstance(usage, dict):
         return None
-    return {k: usage.get(k) for k in ("input", "cacheRead", "cacheWrite", "totalTokens")}
+    def number(value: Any) -> int | float | None:  # (NaN, a string, a negative count: not recorded)
+        ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value >= 0
+        return value if ok else None
+    return {k: number(usage.get(k)) for k in ("input", "cacheRead", "cacheWrite", "totalTokens")}
 
 
 def context_window(model: str | None) -> int | None:

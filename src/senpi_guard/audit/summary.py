@@ -7,6 +7,8 @@ from array import array
 from typing import Any
 
 from senpi_guard.audit import session
+from senpi_guard.audit.ledger import Ledger
+from senpi_guard.audit.money import Rates
 
 LANES = ("full", "delta", "unknown", "context")
 CONFIGS = ("installed", "dist", "extension", "both")
@@ -37,6 +39,7 @@ class Summary:
         self.collapsed: dict[str, int] = {}
         self.losing = dict.fromkeys(CONFIGS, 0)
         self.most_lost = dict.fromkeys(CONFIGS, 0)
+        self.ledger = Ledger()
 
     @property
     def unpatched_series(self) -> array[int]:
@@ -51,7 +54,11 @@ class Summary:
         if len(self.skipped["first"]) < LISTED:
             self.skipped["first"].append({"index": index, "error": error})
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: dict[str, Any], priced: dict[str, Any] | None = None, rates: Rates | None = None,
+            no_price: str | None = None) -> None:
+        """One measured call; `priced` is its money.of_call (with the rates it used, or why none)."""
+        if priced is not None:
+            self.ledger.add(row, priced, rates, no_price)
         lane = self.lanes[row["sent"]]
         lane["turns"] += 1
         for config in CONFIGS:
@@ -149,4 +156,5 @@ class Summary:
                                "both": "with both layers"},
             "delta_note": "the dist patch does not act on delta calls, nor on other providers' calls",
             "tokens_are": "estimates: UTF-8 bytes / 4",
+            "money": self.ledger.result(),
         }

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard import ui
+from senpi_guard.audit import money_text as money_view
 
 WIDTH = 100  # the table fits this many columns unless -v
 KIND = {"bootstrap": "bootstrap", "flatten": "flatten", "disabled": "disabled", "delta": "delta",
@@ -99,7 +100,8 @@ def _lanes(s: dict[str, Any]) -> None:
     every = s["every_call"]
     if every["turns"]:
         _say(f"every call: {every['bytes']['installed']:,} bytes as installed, {every['bytes']['both']:,} "
-             f"with both layers ({_change(every['bytes']['installed'], every['bytes']['both'])})")
+             f"with both layers ({_change(every['bytes']['installed'], every['bytes']['both'])})"
+             + money_view.beside_bytes(s.get("money")))
     if sent["unknown"]["turns"]:
         unknown = sent["unknown"]
         _say(f"unknown lane (no record; senpi 2026.7.31-2 - 2026.8.1): {unknown['unpatched_bytes']:,} "
@@ -115,6 +117,8 @@ _RECORDED_AS = {"installed": "as installed", "dist": "with the dist patch", "ext
 def print_summary(report: dict[str, Any]) -> None:
     s = report["summary"]
     _lanes(s)
+    for line in money_view.lines(s.get("money")):
+        _say(line)
     cache, losing = s["cache_write"], s["turns_losing_a_directive"]
     if cache["full_turns"]:
         written = cache["bytes"]

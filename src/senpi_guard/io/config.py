@@ -25,6 +25,17 @@ RANGES = {"verify_timeout": (0.01, 3600), "rescan_interval": (1, 86400), "quiet_
 ENGINE_KEYS = frozenset({"on_drift", "layers", "patches", *RANGES})
 
 
+def _flat(table: dict[str, Any]) -> dict[str, Any]:
+    """A patch's table with its sub-tables as dotted keys: `[patches.x.budget] warn_at` is `budget.warn_at`."""
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
 def _frozen(table: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in table.items()))
 
@@ -129,7 +140,7 @@ def _validate(data: dict, path: Path) -> Config:
         raise bad("'patches' must hold one table per patch, e.g. [patches.directive-dedupe]")
     loose = {k: v for k, v in data.items() if k not in ENGINE_KEYS}
     return Config(on_drift=drift, layers=tuple(layers), source=path,
-                  tables=tuple(sorted((name, _frozen(t)) for name, t in tables.items())),
+                  tables=tuple(sorted((name, _frozen(_flat(t))) for name, t in tables.items())),
                   loose=_frozen(loose), **numbers)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 
 from senpi_guard import discover
+from senpi_guard.core.patch import reshape
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
@@ -56,6 +57,11 @@ class ExtensionKeeper:
             if status.state in ("modified", "foreign"):
                 self._note((status.state, str(status.path)), "extension layer %s: %s (%s); run `senpi-guard "
                            "apply`", status.path, status.state, status.detail)
+                return
+            if status.state == "stale" and status.reshapes:
+                self._note(("reshapes", f"{status.path} {status.reshapes}"), "extension layer %s: left as it "
+                           "is: %s; run `senpi-guard apply` to make that change", status.path,
+                           reshape.cost("extension", status.reshapes))
                 return
             wanted = (patch.patch_id(config), str(target.agent_dir))
             if status.state == "installed" or wanted in self.failed:

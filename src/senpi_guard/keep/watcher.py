@@ -286,7 +286,7 @@ class Watcher:
                  trigger.split(" ", 1)[0])
         with self.store.lock():
             reconciler = Reconciler(patch, self.config, self.store, cancel=self.stop)
-            outcome = reconciler.reconcile(inst, on_drift=self.config.on_drift)
+            outcome = reconciler.reconcile(inst, on_drift=self.config.on_drift, keep_reshapes=True)
         if self.stop.is_set() and not outcome.ok:
             log.info("install=%s stopped: %s", inst.package_dir, outcome.detail)
             return
@@ -294,6 +294,8 @@ class Watcher:
                  patch.name, trigger.split(" ", 1)[0], inst.package_dir, inst.version, outcome.before,
                  outcome.after, outcome.ok, outcome.millis,
                  f" wrote={','.join(outcome.changed)}" if outcome.changed else "")
+        if outcome.ok and outcome.detail.startswith("left as it is"):
+            log.warning("install=%s %s", inst.package_dir, outcome.detail)
         result = {"time": time.time(), "trigger": trigger[:200], "before": outcome.before,
                   "after": outcome.after, "ok": outcome.ok, "millis": outcome.millis,
                   "detail": outcome.detail[:500]}

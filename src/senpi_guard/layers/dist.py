@@ -8,7 +8,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from senpi_guard.core.patch import apply, reverse
+from senpi_guard.core.patch import apply, reshape, reverse
 from senpi_guard.core.patch.classify import State, classify
 from senpi_guard.core.patch.definition import Patch, Target
 from senpi_guard.discover import Install
@@ -103,6 +103,11 @@ class Reconciler:
                               self.patch.config_digest(self.config))
         if classified.state == State.UNPATCHED and recovered.base is not None:
             classified = classified._replace(detail=apply.finding(target, recovered.base, str(path)))
+        what = reshape.change(self.patch, reshape.slot_in(snapshot.data), self.config) \
+            if classified.state == State.STALE else None
+        if what:
+            classified = classified._replace(detail=f"{classified.detail}; {reshape.cost('dist', what)}",
+                                             reshapes=what)
         return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified, wanted)
 
     def base_of(self, install: Install, tf: TargetFile) -> bytes:
@@ -191,10 +196,12 @@ class Reconciler:
             "patch": self.patch.patch_id(self.config)})
 
     # ---- acting ------------------------------------------------------------------------
-    def reconcile(self, install: Install, *, dry_run: bool = False, on_drift: str = "rebuild") -> Outcome:
+    def reconcile(self, install: Install, *, dry_run: bool = False, on_drift: str = "rebuild",
+                  keep_reshapes: bool = False) -> Outcome:
         """Bring one install to the wanted state (verified before anything is written). A held
         install is left alone; a drifted file is kept aside first, and rebuilt only with
-        on_drift="rebuild"."""
+        on_drift="rebuild"; with keep_reshapes (the watcher), a config change that alters what
+        sent messages look like is left to `apply`."""
         started = time.monotonic()
         insp = self.inspect(install)
         start = Outcome.of(insp)
@@ -207,6 +214,9 @@ class Reconciler:
                 result = replace(start, ok=True)
             elif insp.state == State.DRIFTED and on_drift != "rebuild":
                 result = self._report_drift(insp, start, dry_run)
+            elif keep_reshapes and _reshaped(insp):
+                result = replace(start, ok=True, detail=f"left as it is: {_reshaped(insp)[2:]}; "
+                                 "run `senpi-guard apply` to make that change")
             elif self.patch.deferred(self.config, insp.present):
                 result = self._defer(insp, start, dry_run)
             else:
@@ -259,7 +269,7 @@ class Reconciler:
                            for tf in to_write)
             return replace(start, ok=True, report=report, diff=diff,
                            would_write=[tf.rel for tf in to_write],
-                           detail="dry run: verified, nothing written")
+                           detail="dry run: verified, nothing written" + _reshaped(insp))
         changed, backups, final = [], [], start.final_shas
         for tf in sorted(to_write, key=lambda t: self.patch.write_rank(t.target.role)):
             try:
@@ -277,6 +287,7 @@ class Reconciler:
             changed.append(tf.rel)
             final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
         detail = f"verified: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
+        detail += _reshaped(insp)
         if kept:
             detail += f"; the hand-edited file was kept at {', '.join(kept)}"
         return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed,
@@ -333,57 +344,15 @@ class Reconciler:
                        millis=int((time.monotonic() - began) * 1000))
 
     def revert(self, install: Install, *, from_edit: bool = False) -> Outcome:
-        """Give the install its original bytes and hold it there: the watcher leaves a held
-        install alone until `apply` lifts the hold."""
-        insp = self.inspect(install)
-        start = Outcome.of(insp)
-        if insp.state in (State.UNSUPPORTED, State.ERROR):
-            return start
-        try:
-            plans, how, backups = self._revert_plans(insp, from_edit)
-        except (FatalError, OSError) as exc:
-            return replace(start, detail=str(exc))
-        except Exception as exc:  # a bug: this install's error, the others go on
-            return replace(start, detail=unexpected(exc))
-        changed = []
-        for tf, data in sorted(plans, key=lambda p: -self.patch.write_rank(p[0].target.role)):
-            self._write(tf.snapshot, data)
-            changed.append(tf.rel)
-        self.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
-        final = {**start.final_shas, **{str(tf.path): apply.sha256(data) for tf, data in plans}}
-        return replace(start, ok=True, after=self.inspect(install).state, changed=changed, backups=backups,
-                       final_shas=final,
-                       detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert")
-
-    def _revert_plans(self, insp: Inspection, from_edit: bool) -> tuple[list, list[str], list[str]]:
-        install = insp.install
-        plans, how, backups = [], [], []
-        for tf in (tf for tf in insp.files if tf.classified.header is not None):
-            backup = None if from_edit else self._fitting_backup(install, tf)
-            if backup is not None:
-                plans.append((tf, backup.data))
-                how.append(f"{tf.path.name}: restored from the backup" + self._hand_fix_note(insp, backup.data))
-                backups.append(str(backup.path))
-            elif tf.classified.base is not None:
-                plans.append((tf, tf.classified.base))
-                how.append(f"{tf.path.name}: removed the edit (sha256 matches the original)"
-                           + ("" if from_edit else "; no backup was found"))
-            else:
-                raise FatalError(f"senpi {install.version} at {install.package_dir}: {tf.rel} "
-                                 f"cannot be reverted ({tf.classified.detail}) and no backup "
-                                 f"exists; reinstall senpi (npm install -g {install_spec(install)})")
-        return plans, how, backups
+        """Give the install its original bytes and hold it there (see dist_revert)."""
+        from senpi_guard.layers import dist_revert
+        return dist_revert.revert(self, install, from_edit=from_edit)
 
 
-    def _hand_fix_note(self, insp: Inspection, restored: bytes) -> str:
-        """What putting a hand-applied fix back costs on this install, and the way to senpi as shipped."""
-        name = self.patch.hand_fix_function
-        if not name or name.encode() not in restored:
-            return ""
-        costs = [text for role, text in self.patch.hand_fix_risks.items() if role in insp.present]
-        return (f", which holds the hand-applied {name} that was there before apply"
-                + (f"; {'; '.join(costs)}" if costs else "")
-                + "; for senpi as shipped instead: `senpi-guard apply`, then `senpi-guard revert --from-edit`")
+def _reshaped(insp: Inspection) -> str:
+    """"; <what the config change costs>" when it alters what sent messages look like, else ""."""
+    what = next((tf.classified.reshapes for tf in insp.files if tf.classified.reshapes), "")
+    return f"; {reshape.cost('dist', what)}" if what else ""
 
 
 def unexpected(exc: Exception) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.core import jssyntax, locate
+from senpi_guard.core.patch import reshape
 from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.core.patch.fixtures import load_fixtures
@@ -44,6 +45,7 @@ class LayerStatus:
     path: Path
     detail: str = ""
     data: bytes | None = None  # what the file held when it was read
+    reshapes: str = ""  # (stale) how the config changes what sent messages look like, in words
 
 
 @dataclass
@@ -87,9 +89,11 @@ def inspect(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
     if hashlib.sha256(body).hexdigest() != header.get("content-sha256"):
         return LayerStatus("modified", path, "edited since senpi-guard wrote it", data)
     if data != patch.render_extension(config).encode("utf-8"):
+        what = reshape.change(patch, reshape.slot_in(data), config)
+        cost = f"; {reshape.cost('extension', what)}" if what else ""
         return LayerStatus("stale", path, f"written by {patch.name} v{header['version']} with config "
                            f"{header.get('config-sha256')}; apply renders v{patch.version} "
-                           f"{patch.config_digest(config)}", data)
+                           f"{patch.config_digest(config, extension=True)}{cost}", data, reshapes=what or "")
     return LayerStatus("installed", path, "", data)
 
 
@@ -265,16 +269,17 @@ def install(patch: Patch, config: Config, installs: list[Install], store: Store,
         first = report.failures[0] if report.failures else "no checks ran"
         return LayerOutcome(path, status.state, status.state, False, f"verification failed, nothing was "
                             f"written: {first} ({len(report.failures)} failed of {report.checks_run})", report)
+    cost = f"; {reshape.cost('extension', status.reshapes)}" if status.reshapes else ""
     if dry_run:
         return LayerOutcome(path, status.state, status.state, True,
-                            f"dry run: verified ({report.checks_run} checks), would write {path}", report)
+                            f"dry run: verified ({report.checks_run} checks), would write {path}{cost}", report)
     try:
         kept = [_keep_aside(path, store)] if status.state == "modified" else []
         _write(path, rendered.encode("utf-8"), status.data if status.state == "stale" else None)
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc), report)
     return LayerOutcome(path, status.state, "installed", True, f"verified: {report.checks_run} checks "
-                        f"passed through {_host_text(report)}", report, kept)
+                        f"passed through {_host_text(report)}{cost}", report, kept)
 
 
 def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> LayerOutcome:

@@ -32,6 +32,7 @@ class Classified(NamedTuple):
     base: bytes | None  # the unpatched bytes, when they can be recovered
     header: Header | None
     detail: str
+    reshapes: str = ""  # (stale) how the config changes what sent messages look like, in words
 
 
 def classify(data: bytes, found: Recovered, wanted: bytes | None, patch_version: int,

@@ -65,7 +65,7 @@ class Defer:
 class ExtensionLayer:
     """The second layer: a senpi extension (one ES module) installed in the agent's extensions/."""
 
-    source: str  # its code, appended to the rendered payload
+    source: str  # its code (its source files joined), appended to the rendered payload
     file_name: str  # what it is called in <agent dir>/extensions/
     checks: Path  # named checks its replay runs
     fixtures: Path  # folder of fixture sessions (message lists)
@@ -157,20 +157,32 @@ class Patch:
     def top_level_keys(self) -> set[str]:
         return {s.name for s in self.settings_schema if s.top_level}
 
-    def rendered(self, config: Config) -> dict[str, Any]:
-        """The settings that are part of the rendered code (lists as lists)."""
+    def rendered(self, config: Config, extension: bool = False) -> dict[str, Any]:
+        """The settings that are part of the rendered code (lists as lists); with `extension`, also
+        those rendered into the extension layer alone."""
         values = self.settings(config)
-        return {s.name: list(v) if isinstance(v := values[s.name], tuple) else v
-                for s in self.settings_schema if s.render}
+        out: dict[str, Any] = {}
+        for s in self.settings_schema:
+            rendered = s.render or (extension and s.extension_only)
+            if rendered and (s.when is None or values.get(s.when[0]) == s.when[1]):
+                out[s.name] = list(v) if isinstance(v := values[s.name], tuple) else v
+                if s.kind == "tags" and isinstance(v, str):
+                    out["known"] = list(s.known)  # (a word such as "auto" keeps these at any size)
+        return out
 
-    def _slot(self, config: Config) -> dict[str, Any]:
+    def _slot(self, config: Config, extension: bool = False) -> dict[str, Any]:
         """What the rendered code is configured with: the rendered settings and the marker."""
-        return {**self.rendered(config), **({"marker": self.marker_template} if self.marker_template else {})}
+        marker = {"marker": self.marker_template} if self.marker_template else {}
+        return {**self.rendered(config, extension), **marker}
 
     def job_settings(self, config: Config) -> dict[str, Any]:
-        """What a replay's job tells the patch's own checks: the rendered settings and the marker."""
+        """What a replay's job tells the patch's own checks: the rendered settings and the marker;
+        `tags` is always a list (with tags = "auto", the known ones, and `autoMinBytes` is set)."""
+        slot = self._slot(config)
         extra = {"maxMarkerBytes": self.max_marker_bytes} if self.marker_template else {}
-        return {**self._slot(config), **extra}
+        if isinstance(slot.get("tags"), str):
+            extra |= {"tags": slot["known"], "autoMinBytes": slot.get("min_bytes", 0)}
+        return {**slot, **extra}
 
     def deferred(self, config: Config, present: set[str]) -> bool:
         """Whether the config leaves an install with these targets to senpi's own code."""
@@ -178,10 +190,10 @@ class Patch:
             and self.settings(config).get(self.defer.setting) == self.defer.value
 
     # ---- rendering -----------------------------------------------------------------------------
-    def render_payload(self, config: Config) -> str:
+    def render_payload(self, config: Config, extension: bool = False) -> str:
         if not self.payload_template:
             return ""
-        literal = json.dumps(self._slot(config), ensure_ascii=True, separators=(",", ":"))
+        literal = json.dumps(self._slot(config, extension), ensure_ascii=True, separators=(",", ":"))
         head, _, rest = self.payload_template.partition(CONFIG_SLOT)
         _, _, tail = rest.partition(CONFIG_SLOT_END)
         return f"{head}{CONFIG_SLOT}{literal}{CONFIG_SLOT_END}{tail}"
@@ -191,14 +203,15 @@ class Patch:
         header names the patch, its version, the config digest and the sha256 of what follows."""
         if self.extension is None:
             raise FatalError(f"patch {self.name} has no extension layer")
-        body = f"{self.render_payload(config).rstrip()}\n{self.extension.source.rstrip()}\n"
+        body = f"{self.render_payload(config, extension=True).rstrip()}\n{self.extension.source.rstrip()}\n"
         digest = hashlib.sha256(body.encode()).hexdigest()
         return (f"// senpi-guard: {self.name} v{self.version} layer=extension "
-                f"config-sha256={self.config_digest(config)} content-sha256={digest}\n{body}")
+                f"config-sha256={self.config_digest(config, extension=True)} content-sha256={digest}\n{body}")
 
-    def config_digest(self, config: Config) -> str:
-        """What the rendered settings change in the code (the same for equal settings)."""
-        text = json.dumps(self._slot(config))
+    def config_digest(self, config: Config, extension: bool = False) -> str:
+        """What the rendered settings change in the code (the same for equal settings); with
+        `extension`, in the extension layer's code."""
+        text = json.dumps(self._slot(config, extension))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def patch_id(self, config: Config) -> str:
@@ -237,7 +250,9 @@ def _extension(root: Path, layer: dict[str, Any] | None) -> ExtensionLayer | Non
     if not layer:
         return None
     risks = tuple((r["target"], r["text"]) for r in layer.get("risks", []))
-    return ExtensionLayer((root / layer["source"]).read_text("utf-8"), layer["file_name"], root / layer["checks"],
+    sources = [layer["source"]] if isinstance(layer["source"], str) else layer["source"]
+    source = "".join((root / name).read_text("utf-8") for name in sources)  # (joined in the order given)
+    return ExtensionLayer(source, layer["file_name"], root / layer["checks"],
                           root / layer["fixtures"], layer.get("unsafe_alone_with", ""), layer.get("unsafe_alone", ""),
                           risks)
 
@@ -251,7 +266,9 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:  # (a key under the wrong [table] lands here too)
         raise ValueError(f"unknown top-level keys {', '.join(unknown)}")
-    payload = (root / data["payload"]).read_text("utf-8") if data.get("payload") else ""
+    files = data.get("payload") or []
+    # (the payload may be split into several files, joined in the order given)
+    payload = "".join((root / name).read_text("utf-8") for name in ([files] if isinstance(files, str) else files))
     versions = data.get("versions", {})
     shapes = tuple(KnownShape(s["range"], s["folder"], s["returns"], tuple(s.get("present", ())))
                    for s in versions.get("known", []))

@@ -2,8 +2,9 @@
 whether the value is part of the rendered code), checked against what the user's config gives it.
 
 Kinds: `tags` (a non-empty list of distinct plain tag names; when the patch has a marker, each
-tag's marker must fit `max_marker_bytes` and hold no configured opening tag) and `choice` (one of
-`choices`)."""
+tag's marker must fit `max_marker_bytes` and hold no configured opening tag; or, where the setting
+allows it, one of its `words`, e.g. "auto"), `choice` (one of `choices`) and `number` (from `min` to
+`max`; 0 too when `off_is_zero`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 from senpi_guard.errors import FatalError
 
 TAG_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,39}")
-KINDS = ("tags", "choice")
+KINDS = ("tags", "choice", "number")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,15 @@ class Setting:
     render: bool = False  # part of the rendered code: a change makes patched files stale
     top_level: bool = False  # may also be given at the top of config.toml (older configs)
     about: str = ""
+    words: tuple[str, ...] = ()  # (tags) words that may stand for a list, e.g. "auto"
+    low: float | None = None  # (number) the range
+    high: float | None = None
+    off_is_zero: bool = False  # (number) 0 turns the feature off
+    known: tuple[str, ...] = ()  # (tags) the tags a word such as "auto" keeps at any size
+    when: tuple[str, Any] | None = None  # rendered only while that other setting has that value
+    reshapes: bool = False  # a change alters what already-sent messages look like (see reshape.py)
+    extension_only: bool = False  # (render = "extension") rendered into the extension layer alone
+    whole: bool = False  # (number) whole numbers only
 
     @classmethod
     def parse(cls, name: str, data: dict[str, Any]) -> Setting:
@@ -33,8 +43,11 @@ class Setting:
         if kind not in KINDS:
             raise ValueError(f"setting {name!r} has the unknown kind {kind!r}")
         default = tuple(data["default"]) if isinstance(data["default"], list) else data["default"]
-        return cls(name, kind, default, tuple(data.get("choices", ())), bool(data.get("render", False)),
-                   bool(data.get("top_level", False)), data.get("about", ""))
+        return cls(name, kind, default, tuple(data.get("choices", ())), data.get("render", False) is True,
+                   bool(data.get("top_level", False)), data.get("about", ""), tuple(data.get("words", ())),
+                   data.get("min"), data.get("max"), bool(data.get("off_is_zero", False)),
+                   tuple(data.get("known", ())), _when(data.get("when")), bool(data.get("reshapes", False)),
+                   extension_only=_extension_only(name, data), whole=bool(data.get("whole", False)))
 
 
 def check(setting: Setting, value: Any, where: str, marker: str = "", max_marker_bytes: int = 0) -> Any:
@@ -45,9 +58,16 @@ def check(setting: Setting, value: Any, where: str, marker: str = "", max_marker
             raise FatalError(f"{key} is {value!r}; use " + " or ".join(f'"{c}"' for c in setting.choices)
                              + "; nothing was changed")
         return value
+    if setting.kind == "number":
+        return _number(setting, value, key)
+    if isinstance(value, str) and value in setting.words:
+        if marker:
+            check_markers(setting.known, marker, max_marker_bytes)
+        return value
     if not isinstance(value, list | tuple) or not value or not all(isinstance(t, str) for t in value):
         raise FatalError(f"{key} must be a non-empty list of tag names, e.g. {setting.name} = "
-                         "[\"ultrawork-mode\"]; nothing was changed")
+                         "[\"ultrawork-mode\"]" + "".join(f' or "{w}"' for w in setting.words)
+                         + "; nothing was changed")
     for tag in value:
         if not TAG_PATTERN.fullmatch(tag):
             raise FatalError(f"{where}: tag {tag!r} is not a plain tag name (letters, digits, - _ . :; "
@@ -69,3 +89,37 @@ def check_markers(tags: tuple[str, ...], marker: str, max_marker_bytes: int) -> 
         for other in tags:
             if f"<{other}>" in text:
                 raise FatalError(f"the marker for {tag!r} would contain <{other}>; rename the tag in the config")
+
+
+def _extension_only(name: str, data: dict[str, Any]) -> bool:
+    """`render = "extension"`: the value is in the extension's code and config digest only, so a change
+    makes the extension stale and leaves the patched dist files current."""
+    render = data.get("render", False)
+    if render not in (True, False, "extension"):
+        raise ValueError(f"setting {name!r} has render = {render!r}; use true, false or \"extension\"")
+    return render == "extension"
+
+
+def _number(setting: Setting, value: Any, key: str) -> float | int:
+    low, high = setting.low, setting.high
+    if setting.off_is_zero and value == 0 and not isinstance(value, bool):
+        return value
+    kinds = int if setting.whole else int | float
+    if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
+        off = " (or 0 for off)" if setting.off_is_zero else ""
+        what = "a whole number" if setting.whole else "a number"
+        raise FatalError(f"{key} must be {what} from {_figure(low)} to {_figure(high)}{off}, got {value!r}; "
+                         "nothing was changed")
+    return value
+
+
+def _figure(x: float) -> str:
+    return f"{int(x):,}" if x == int(x) else f"{x:g}"
+
+
+def _when(data: Any) -> tuple[str, Any] | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) != {"setting", "value"}:
+        raise ValueError("a setting's `when` must be {setting = \"…\", value = …}")
+    return data["setting"], data["value"]

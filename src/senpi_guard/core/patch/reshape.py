@@ -1,0 +1,70 @@
+"""What a settings change does to messages already sent. Settings marked `reshapes` in patch.toml
+(the tag list, min_bytes) change what earlier messages look like once re-rendered: a live session's
+next call no longer matches what it sent before. `apply` and `status` say what that costs; the
+watcher never makes such a change by itself."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from senpi_guard.core.patch.definition import CONFIG_SLOT, CONFIG_SLOT_END, Patch
+from senpi_guard.io.config import Config
+
+COST = {
+    "dist": "the next full re-send of each live session misses the prompt cache once",
+    "extension": "each senpi session resumed after it sends its earlier messages differently, so it "
+                 "re-sends its whole context once (claude-sdk-oauth: one flatten; other providers: one "
+                 "uncached prompt); a senpi already running keeps the extension it loaded",
+}
+
+
+def slot_in(data: bytes) -> dict[str, Any] | None:
+    """The settings a rendered file was written with (its config literal), or None."""
+    text = data.decode("utf-8", "replace")
+    start = text.find(CONFIG_SLOT)
+    end = text.find(CONFIG_SLOT_END, start + 1)
+    if start == -1 or end == -1:
+        return None
+    try:
+        slot = json.loads(text[start + len(CONFIG_SLOT):end])
+    except ValueError:
+        return None
+    return slot if isinstance(slot, dict) else None
+
+
+def _tags_text(slot: dict[str, Any]) -> str:
+    tags = slot.get("tags")
+    if tags == "auto":
+        return f"auto ({len(slot.get('known') or [])} known tags, any other from {slot.get('min_bytes')} bytes)"
+    if isinstance(tags, list):
+        return f"{len(tags)} tags" if len(tags) > 3 else ", ".join(tags)
+    return "unknown"
+
+
+def change(patch: Patch, old: dict[str, Any] | None, config: Config) -> str | None:
+    """How the reshaping settings differ between a file rendered with `old` and what `config`
+    renders now, in words; None when they do not (or the old ones cannot be read)."""
+    if old is None:
+        return None
+    new = patch.rendered(config)
+    keys = [s.name for s in patch.settings_schema if s.reshapes] + ["known"]
+    if all(old.get(k) == new.get(k) for k in keys):
+        return None
+    said = []
+    if old.get("tags") != new.get("tags") or old.get("known") != new.get("known"):
+        before, after = old.get("tags"), new.get("tags")
+        if isinstance(before, list) and isinstance(after, list):
+            added = [t for t in after if t not in before]
+            removed = [t for t in before if t not in after]
+            said.append("tags " + ", ".join([f"+{t}" for t in added] + [f"-{t}" for t in removed]))
+        else:
+            said.append(f"tags {_tags_text(old)} -> {_tags_text(new)}")
+    for key in keys:
+        if key not in ("tags", "known") and old.get(key) != new.get(key):
+            said.append(f"{key} {old.get(key)} -> {new.get(key)}")
+    return "; ".join(said)
+
+
+def cost(layer: str, what: str) -> str:
+    return f"the config changes what earlier messages look like ({what}): {COST[layer]}"

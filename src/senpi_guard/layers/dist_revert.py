@@ -1,0 +1,70 @@
+"""Reverting the dist layer: each patched file gets its original bytes back (a fitting backup, else
+the edit taken out), and the install is held there: the watcher leaves a held install alone until
+`apply` lifts the hold."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from senpi_guard.core.patch import apply
+from senpi_guard.core.patch.classify import State
+from senpi_guard.discover import Install
+from senpi_guard.errors import FatalError
+from senpi_guard.layers.dist import Reconciler, unexpected
+from senpi_guard.layers.findings import Inspection, Outcome, install_spec
+
+
+def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False) -> Outcome:
+    """Give the install its original bytes and hold it there: the watcher leaves a held
+    install alone until `apply` lifts the hold."""
+    insp = reconciler.inspect(install)
+    start = Outcome.of(insp)
+    if insp.state in (State.UNSUPPORTED, State.ERROR):
+        return start
+    try:
+        plans, how, backups = _revert_plans(reconciler, insp, from_edit)
+    except (FatalError, OSError) as exc:
+        return replace(start, detail=str(exc))
+    except Exception as exc:  # a bug: this install's error, the others go on
+        return replace(start, detail=unexpected(exc))
+    changed = []
+    for tf, data in sorted(plans, key=lambda p: -reconciler.patch.write_rank(p[0].target.role)):
+        reconciler._write(tf.snapshot, data)
+        changed.append(tf.rel)
+    reconciler.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
+    final = {**start.final_shas, **{str(tf.path): apply.sha256(data) for tf, data in plans}}
+    return replace(start, ok=True, after=reconciler.inspect(install).state, changed=changed, backups=backups,
+                   final_shas=final,
+                   detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert")
+
+
+def _revert_plans(reconciler: Reconciler, insp: Inspection, from_edit: bool) -> tuple[list, list[str], list[str]]:
+    install = insp.install
+    plans, how, backups = [], [], []
+    for tf in (tf for tf in insp.files if tf.classified.header is not None):
+        backup = None if from_edit else reconciler._fitting_backup(install, tf)
+        if backup is not None:
+            plans.append((tf, backup.data))
+            how.append(f"{tf.path.name}: restored from the backup" + _hand_fix_note(reconciler, insp, backup.data))
+            backups.append(str(backup.path))
+        elif tf.classified.base is not None:
+            plans.append((tf, tf.classified.base))
+            how.append(f"{tf.path.name}: removed the edit (sha256 matches the original)"
+                       + ("" if from_edit else "; no backup was found"))
+        else:
+            raise FatalError(f"senpi {install.version} at {install.package_dir}: {tf.rel} "
+                             f"cannot be reverted ({tf.classified.detail}) and no backup "
+                             f"exists; reinstall senpi (npm install -g {install_spec(install)})")
+    return plans, how, backups
+
+
+
+def _hand_fix_note(reconciler: Reconciler, insp: Inspection, restored: bytes) -> str:
+    """What putting a hand-applied fix back costs on this install, and the way to senpi as shipped."""
+    name = reconciler.patch.hand_fix_function
+    if not name or name.encode() not in restored:
+        return ""
+    costs = [text for role, text in reconciler.patch.hand_fix_risks.items() if role in insp.present]
+    return (f", which holds the hand-applied {name} that was there before apply"
+            + (f"; {'; '.join(costs)}" if costs else "")
+            + "; for senpi as shipped instead: `senpi-guard apply`, then `senpi-guard revert --from-edit`")

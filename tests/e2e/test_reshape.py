@@ -1,0 +1,115 @@
+"""A config change that alters what already-sent messages look like (the tag list, "auto",
+min_bytes): `status` and `apply` say what it costs on each layer, and the watcher's hands leave it
+to `apply` (a change of other settings, or of senpi-guard's own code, they still make)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from conftest import SHAPE_REL, rows_of, run_cli, sha, write_user_config
+
+from senpi_guard import discover
+from senpi_guard.core.patch import definition
+from senpi_guard.io import config as config_mod
+from senpi_guard.io.store import Store
+from senpi_guard.keep.extension_keeper import ExtensionKeeper
+from senpi_guard.layers.dist import Reconciler
+
+NAME = "senpi-guard-directive-dedupe.js"
+PATCH = definition.load("directive-dedupe")
+
+
+def apply_json(capsys, *args):
+    code, out, err = run_cli(capsys, "apply", *args, "--json")
+    return code, json.loads(out), err
+
+
+def test_status_and_apply_say_what_a_tag_change_costs(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(3)
+    assert apply_json(capsys, "--root", pkg)[0] == 0
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = "auto"\n')
+    _, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = json.loads(out)["installs"]
+    assert row["state"] == "stale" and row["layers"]["extension"] == "stale"
+    assert "misses the prompt cache once" in row["detail"]
+    assert "re-sends its whole context once" in row["extension"]["detail"]
+    assert "tags 7 tags -> auto (11 known tags, any other from 512 bytes)" in row["extension"]["detail"]
+
+    code, doc, err = apply_json(capsys, "--root", pkg, "--dry-run")
+    assert code == 0, err
+    assert "misses the prompt cache once" in rows_of(doc)[0]["detail"]
+    code, doc, err = apply_json(capsys, "--root", pkg)
+    assert code == 0, err
+    assert "misses the prompt cache once" in rows_of(doc)[0]["detail"]
+    assert "re-sends its whole context once" in doc["extension"][0]["detail"]
+    assert '"tags":"auto"' in (isolated_dirs / "agent" / "extensions" / NAME).read_text()
+
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = "auto"\nmin_bytes = 2048\n')
+    code, doc, _ = apply_json(capsys, "--root", pkg)
+    assert code == 0 and "min_bytes 512 -> 2048" in doc["extension"][0]["detail"]
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = ["ultrawork-mode", "omo-senpi-ulw-execute"]\n')
+    code, doc, _ = apply_json(capsys, "--root", pkg)
+    assert code == 0 and "tags auto (11 known tags, any other from 2048 bytes) -> ultrawork-mode, " \
+        "omo-senpi-ulw-execute" in doc["extension"][0]["detail"]
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = ["ultrawork-mode"]\n')
+    code, doc, _ = apply_json(capsys, "--root", pkg)
+    assert code == 0 and "tags -omo-senpi-ulw-execute" in doc["extension"][0]["detail"]
+
+
+def test_a_change_that_reshapes_nothing_costs_nothing(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(3)
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\nmin_bytes = 100\n')  # (a list: unused)
+    code, doc, err = apply_json(capsys, "--root", pkg)
+    assert code == 0, err
+    write_user_config(isolated_dirs, "")
+    code, doc, _ = apply_json(capsys, "--root", pkg)
+    assert code == 0 and rows_of(doc)[0]["changed"] == []  # the rendered code is the same
+    assert "cache" not in rows_of(doc)[0]["detail"]
+
+
+def test_the_watchers_hands_leave_a_tag_change_to_apply(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(3)
+    assert apply_json(capsys, "--root", pkg)[0] == 0
+    extension = isolated_dirs / "agent" / "extensions" / NAME
+    target = pkg / SHAPE_REL[3]
+    before = (sha(target), extension.read_bytes())
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = "auto"\n')
+    config = config_mod.load()
+    store = Store()
+    install = discover.describe(pkg)
+    outcome = Reconciler(PATCH, config, store).reconcile(install, keep_reshapes=True)
+    assert outcome.ok and outcome.changed == [] and outcome.detail.startswith("left as it is")
+    ExtensionKeeper(store, threading.Event()).keep(PATCH, config, [install])
+    assert (sha(target), extension.read_bytes()) == before
+
+    # the same hands do make a change that leaves sent messages alone: here, the extension removed
+    extension.unlink()
+    ExtensionKeeper(store, threading.Event()).keep(PATCH, config, [install])
+    assert '"tags":"auto"' in extension.read_text()
+    outcome = Reconciler(PATCH, config, store).reconcile(install)  # (apply's path)
+    assert outcome.ok and outcome.changed and sha(target) != before[0]
+
+
+def test_the_replay_catches_an_auto_payload_that_drops_a_first_copy(npm_install, capsys, isolated_dirs,
+                                                                    tmp_path, monkeypatch):
+    """The patch's own checks see markers of any tag name under "auto" (the any-tag fixture): a
+    payload that collapses the first copy of an unlisted block fails verification."""
+    import shutil
+    copy = tmp_path / "patches"
+    shutil.copytree(definition.patches_root(), copy)
+    payload = copy / "directive-dedupe" / "dedupe.js"
+    good = "if (span.first || __senpiGuardSeen(seen, body)) {"
+    assert good in payload.read_text()
+    payload.write_text(payload.read_text().replace(
+        good, "if (span.first || __senpiGuardSeen(seen, body) || span.tag === \"team-notes\") {"))
+    monkeypatch.setattr(definition, "patches_root", lambda: copy)
+    pkg = npm_install(3)
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = "auto"\n')
+    code, doc, _ = apply_json(capsys, "--root", pkg, "--dry-run")
+    (row,) = rows_of(doc)
+    assert code != 0 and row["state"] == "unpatched"
+    assert "only-repeats-replaced failed on fixture any-tag: the first copy of a <team-notes> span" in row["detail"]
+    write_user_config(isolated_dirs, "")  # a list: the sabotaged line never runs for team-notes
+    code, doc, err = apply_json(capsys, "--root", pkg, "--dry-run")
+    assert code == 0, err
