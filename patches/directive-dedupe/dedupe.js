@@ -88,26 +88,57 @@ function __senpiGuardAutoToken(text, nameStart, closing) {
     }
     return -1;
 }
-// UTF-8 bytes of a text, counted only as far as `min` needs.
-function __senpiGuardAtLeast(text, start, end, min) {
+// Whether text[start, end) has at least `min` UTF-8 bytes. Where the UTF-16 length cannot tell,
+// the text's non-ASCII units are indexed once (`extra` holds, per text, their positions and the
+// extra bytes up to each), so that every span is then counted in logarithmic time.
+function __senpiGuardAtLeast(text, start, end, min, extra) {
     if (end - start >= min) {
         return true; // (UTF-8 has at least one byte per UTF-16 unit)
     }
     if ((end - start) * 3 < min) {
         return false;
     }
-    let bytes = 0;
-    for (let k = start; k < end; k++) {
-        const c = text.charCodeAt(k);
-        if (c >= 0xd800 && c <= 0xdbff && k + 1 < end && (text.charCodeAt(k + 1) & 0xfc00) === 0xdc00) {
-            bytes += 4;
-            k++;
+    extra.index ??= __senpiGuardExtraIndex(text);
+    const { at, sum } = extra.index;
+    const before = (p) => { // extra bytes of the units before position p
+        let lo = 0;
+        let hi = at.length;
+        while (lo < hi) {
+            const mid = (lo + hi) >> 1;
+            if (at[mid] < p) {
+                lo = mid + 1;
+            }
+            else {
+                hi = mid;
+            }
         }
-        else {
-            bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
-        }
+        return lo === 0 ? 0 : sum[lo - 1];
+    };
+    return end - start + before(end) - before(start) >= min;
+}
+// Positions of the non-ASCII UTF-16 units of a text and the running total of their extra UTF-8
+// bytes (a BMP unit 1 or 2 more; a surrogate pair 2 more in all, a lone surrogate 2 more).
+function __senpiGuardExtraIndex(text) {
+    let count = 0;
+    for (let k = 0; k < text.length; k++) {
+        count += text.charCodeAt(k) >= 0x80 ? 1 : 0;
     }
-    return bytes >= min;
+    const at = new Int32Array(count);
+    const sum = new Float64Array(count);
+    let n = 0;
+    let total = 0;
+    for (let k = 0; k < text.length; k++) {
+        const c = text.charCodeAt(k);
+        if (c < 0x80) {
+            continue;
+        }
+        const paired = (c & 0xfc00) === 0xd800 && (text.charCodeAt(k + 1) & 0xfc00) === 0xdc00;
+        const low = (c & 0xfc00) === 0xdc00 && k > 0 && (text.charCodeAt(k - 1) & 0xfc00) === 0xd800;
+        total += c < 0x800 ? 1 : paired || low ? 1 : 2;
+        at[n] = k;
+        sum[n++] = total;
+    }
+    return { at, sum };
 }
 // Well-formed spans of one text block, in order. A tag whose spans are unclosed, nested or stray
 // in this block is left alone here (fail closed); a span inside another tag's span is not ours.
@@ -175,9 +206,10 @@ function __senpiGuardSpans(text, tags, firsts) {
 // The spans that are candidates (their tag not broken in this text; with "auto", a span of an
 // unknown name only from `auto` bytes on), outermost first.
 function __senpiGuardCandidates(text, found, broken, names, auto) {
+    const extra = {}; // (the text's byte index, made when a span first needs it)
     if (broken !== null || auto > 0) {
         found = found.filter((span) => (broken === null || !broken.has(span.tag))
-            && (auto === 0 || names.has(span.tag) || __senpiGuardAtLeast(text, span.start, span.end, auto)));
+            && (auto === 0 || names.has(span.tag) || __senpiGuardAtLeast(text, span.start, span.end, auto, extra)));
     }
     return found.length < 2 ? found : __senpiGuardOutermost(found);
 }

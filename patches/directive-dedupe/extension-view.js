@@ -278,7 +278,10 @@ function __senpiGuardReport(figures) {
     }
     const { warnAt, blockAt } = __senpiGuardBudgetSettings();
     const share = (at) => (at > 0 ? `at ${Math.round(at * 100)}% of the context window` : "off");
-    lines.push(`budget: warn ${share(warnAt)}, block ${share(blockAt)}`);
+    const measured = (figures.pending ?? call)?.measure ?? null; // (the call under way, else the latest)
+    const inactive = (warnAt > 0 || blockAt > 0) && measured !== null && measured.window === null
+        ? " (inactive: the model declares no context window)" : "";
+    lines.push(`budget: warn ${share(warnAt)}, block ${share(blockAt)}${inactive}`);
     try {
         lines.push(...__senpiGuardInstall());
     }

@@ -66,6 +66,12 @@ function __senpiGuardMessageKey(message) {
     return { role: message.role, content: typeof content === "string" ? content : content.map(__senpiGuardText) };
 }
 
+// Whether a message's reuse key holds all of its text (so a match means the same size).
+const __senpiGuardPinned = (message) => message !== null && typeof message === "object"
+    && __senpiGuardRoles.has(message.role) && (typeof message.content === "string"
+        || (Array.isArray(message.content) && message.content.every((part) => part === null
+            || typeof part !== "object" || part.type === "text" || part.type === "image")));
+
 const __senpiGuardText = (part) => (part !== null && typeof part === "object" && part.type === "text"
     && typeof part.text === "string" ? part.text : null);
 
@@ -155,6 +161,11 @@ export function __senpiGuardDedupeMessages(messages) {
         let result;
         if (index < reused) {
             result = __senpiGuardReapply(message, changes[index]);
+            if (!__senpiGuardPinned(message)) { // (its key holds no content: its size may differ)
+                const size = __senpiGuardSize(result);
+                totals.bytes += size - notes[index].size;
+                notes[index] = { ...notes[index], size };
+            }
         }
         else {
             const before = state.collapsed.length;
@@ -197,7 +208,7 @@ export default function senpiGuardDirectiveDedupe(pi) {
         catch {
             return undefined; // fail closed: senpi sends the messages unchanged
         }
-        view.call(event.messages, ctx); // (never throws; it only reads what the call carries)
+        view.call(event && event.messages, ctx); // (never throws; it only reads what the call carries)
         return messages === null ? undefined : { messages };
     });
 }

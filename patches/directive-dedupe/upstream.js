@@ -35,10 +35,12 @@ function __senpiGuardMarkersIn(blocks) {
         }
         const text = block.text;
         for (let at = text.indexOf(tail); at !== -1; at = text.indexOf(tail, at + tail.length)) {
-            const start = text.lastIndexOf(head, at);
-            const tag = start === -1 ? "" : text.slice(start + head.length, at);
-            if (tag !== "" && text.startsWith(__senpiGuardMarker(tag), start)
-                && (tags.includes(tag) || (__senpiGuardAuto() > 0 && __senpiGuardAutoToken(`<${tag}>`, 1, false) === tag.length + 1))) {
+            // (the name sits right before the tail: look back at most as far as a name reaches)
+            const from = Math.max(0, at - 40 - head.length);
+            const found = text.slice(from, at).lastIndexOf(head);
+            const tag = found === -1 ? "" : text.slice(from + found + head.length, at);
+            const known = tags.includes(tag) || (__senpiGuardAuto() > 0 && /^[A-Za-z][A-Za-z0-9_.:-]{0,39}$/.test(tag));
+            if (known && text.startsWith(__senpiGuardMarker(tag), from + found)) {
                 collapsed.push(tag);
             }
         }

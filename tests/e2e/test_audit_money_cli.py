@@ -114,3 +114,27 @@ def test_odd_usage_records_are_not_recorded_and_never_crash(tmp_path, capsys):
     code, out, err = run_cli(capsys, "-v", "audit", path, "--root", pkg)
     assert code == 0, err
     assert "12 estimated at 4 bytes/token" in out
+
+
+def test_huge_finite_numbers_in_usage_and_prices_never_crash_nor_print_nan(tmp_path, capsys):
+    """1e308 is a finite double, but two of them add up to infinity (and inf * 0 to NaN): such
+    records and rates are not trusted (found by a hostile review: exit 3, then NaN in --json)."""
+    pkg = priced_package(tmp_path)
+    data = pkg / "node_modules" / "@earendil-works" / "pi-ai" / "dist" / "providers" / "data"
+    (data / "anthropic.json").write_text(json.dumps({"anthropic-messages": {"claude-opus-4-5": {
+        "id": "claude-opus-4-5", "cost": {"input": 1e308, "output": 1e308, "cacheRead": 0, "cacheWrite": 0}}}}))
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=4, directive_bytes=3000,
+                                               provider="anthropic", extras=False)
+    lines = []
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("type") == "message" and entry["message"].get("role") == "assistant":
+            entry["message"]["usage"] = {**entry["message"]["usage"], "input": 1e308, "cacheRead": 1e308}
+        lines.append(json.dumps(entry))
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli(capsys, "audit", path, "--root", pkg, "--json")
+    assert code == 0, err
+    (report,) = strict(out)["sessions"]
+    assert all(r["money"]["tokens_are"] == "estimated" for r in report["turns"])
+    money = report["summary"]["money"]
+    assert money["usd"] is None and "lists no price for claude-opus-4-5" in money["by_model"][0]["no_price"]

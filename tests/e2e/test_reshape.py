@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
 from conftest import SHAPE_REL, rows_of, run_cli, sha, write_user_config
 
 from senpi_guard import discover
@@ -113,3 +114,43 @@ def test_the_replay_catches_an_auto_payload_that_drops_a_first_copy(npm_install,
     write_user_config(isolated_dirs, "")  # a list: the sabotaged line never runs for team-notes
     code, doc, err = apply_json(capsys, "--root", pkg, "--dry-run")
     assert code == 0, err
+
+
+DEFAULT_TAGS = list(PATCH.settings_schema[0].default)
+
+
+def test_a_reordered_tag_list_is_no_reshape(npm_install, capsys, isolated_dirs):
+    """The dedupe treats the tags as a set: another order changes no sent text, so it costs nothing
+    and the watcher's hands re-render it."""
+    pkg = npm_install(3)
+    assert apply_json(capsys, "--root", pkg)[0] == 0
+    write_user_config(isolated_dirs, f"[patches.directive-dedupe]\ntags = {json.dumps(DEFAULT_TAGS[::-1])}\n")
+    _, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = json.loads(out)["installs"]
+    assert row["state"] == "stale" and "earlier messages" not in row["detail"] + row["extension"]["detail"]
+    outcome = Reconciler(PATCH, config_mod.load(), Store()).reconcile(discover.describe(pkg), keep_reshapes=True)
+    assert outcome.ok and outcome.changed and not outcome.detail.startswith("left as it is")
+
+
+def test_handing_a_patched_install_to_upstream_is_left_to_apply_and_costed(npm_install, capsys, isolated_dirs):
+    pkg = npm_install(3)
+    assert apply_json(capsys, "--root", pkg)[0] == 0
+    target = pkg / SHAPE_REL[3]
+    before = sha(target)
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\nupstream_dedupe = "defer"\n')
+    outcome = Reconciler(PATCH, config_mod.load(), Store()).reconcile(discover.describe(pkg), keep_reshapes=True)
+    assert outcome.ok and outcome.changed == [] and sha(target) == before
+    assert outcome.detail.startswith("left as it is") and "misses the prompt cache once" in outcome.detail
+    code, doc, err = apply_json(capsys, "--root", pkg)
+    assert code == 0, err
+    (row,) = rows_of(doc)
+    assert row["changed"] and "keep-last" in row["detail"] and "misses the prompt cache once" in row["detail"]
+
+
+@pytest.mark.parametrize("literal", ['{"tags":"auto","known":5}', '{"tags":[1,2]}', "[" * 100_000 + "]" * 100_000,
+                                     '{"tags":"everything"}', "not json"])
+def test_a_config_literal_this_version_cannot_read_is_no_reshape(literal):
+    from senpi_guard.core.patch import reshape
+    data = f"x /*senpi-guard:config*/{literal}/*senpi-guard:config-end*/ y".encode()
+    assert reshape.slot_in(data) is None
+    assert reshape.change(PATCH, reshape.slot_in(data), config_mod.Config()) is None

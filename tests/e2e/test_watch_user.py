@@ -171,12 +171,21 @@ def test_a_second_watcher_is_refused_with_the_first_ones_pid(npm_install, watch)
 def test_sighup_reloads_the_config_and_reconciles(npm_install, watch, isolated_dirs, capsys):
     pkg = npm_install(2)
     target = pkg / SHAPE_REL[2]
+    extension = isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
     watcher = watch("--root", pkg, "--rescan-interval", "300")
-    wait_for(lambda: patched(target), what="patched at start-up")
-    write_user_config(isolated_dirs, 'tags = ["ultrawork-mode", "sighup-tag"]\n')
+    wait_for(lambda: patched(target) and extension.exists(), what="both layers at start-up")
+    # a change that leaves sent text alone is made (here the extension's budget)...
+    write_user_config(isolated_dirs, "[patches.directive-dedupe.budget]\nwarn_at = 0.5\n")
     watcher.proc.send_signal(signal.SIGHUP)
-    wait_for(lambda: b'"sighup-tag"' in target.read_bytes(), what="re-patched with the new config")
+    wait_for(lambda: '"budget.warn_at":0.5' in extension.read_text(), what="re-rendered with the new config")
     assert watcher.proc.poll() is None and "received SIGHUP" in watcher.text()
+    # ...one that changes what sent messages look like (the tag list) is left to `apply`, and said
+    before = target.read_bytes()
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = ["ultrawork-mode", "sighup-tag"]\n')
+    watcher.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: watcher.text().count("left as it is") >= 2, what="both layers left to apply")
+    assert target.read_bytes() == before and '"sighup-tag"' not in extension.read_text()
+    assert "run `senpi-guard apply` to make that change" in watcher.text()
     _code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
     assert json.loads(out)["watcher"]["pid"] == watcher.proc.pid  # the pid file is still right
     assert watcher.stop() < 2.0

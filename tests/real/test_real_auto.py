@@ -70,6 +70,7 @@ def test_auto_sends_large_unlisted_blocks_once_and_leaves_reminders(full_senpi, 
     assert earlier_messages_kept(calls["auto"])
     total = {name: sum(map(text_bytes, c)) for name, c in calls.items()}
     assert total["auto"] < 0.5 * total["listed"], total
+    print(f"\nauto vs default list, {len(PROMPTS)} calls: {total['listed']:,} -> {total['auto']:,} bytes")
 
     result = senpi_guard("audit", "--root", full_senpi.package_dir, "--json", auto.session_file())
     assert result.returncode == 0, result.stderr

@@ -232,3 +232,12 @@ def test_a_provider_that_recorded_no_cost_gets_tokens_and_an_unpriced_one_says_w
 def test_dollar_amounts_read_as_money():
     assert money_text.usd(1234.5) == "$1,234.50" and money_text.usd(0.01234) == "$0.0123"
     assert money_text.usd(-0.5) == "-$0.5000"
+
+
+def test_absurd_numbers_are_not_counted_and_plans_are_subscriptions():
+    from senpi_guard.audit.prices import is_subscription
+    assert money.count(1e308) is None and money.count(1e12) == 1e12
+    assert rates_of({"input": 1e308, "output": 1, "cacheRead": 0, "cacheWrite": 0}, "x") is None
+    assert [is_subscription(p) for p in ("claude-sdk-oauth", "openai-codex", "github-copilot", "zai-coding-cn",
+                                         "alibaba-token-plan", "openai", "anthropic", None)] == \
+        [True, True, True, True, True, False, False, False]

@@ -225,3 +225,26 @@ def test_a_list_of_tags_renders_as_before():
     assert PATCH.config_digest(Config()) == PATCH.config_digest(
         Config().with_patch("directive-dedupe", min_bytes=100))
     assert PATCH.config_digest(Config()) != PATCH.config_digest(CONFIG)
+
+
+def test_hostile_texts_stay_linear():
+    """Found by a hostile review, both once quadratic: 40,000 nested distinct names under a large
+    min_bytes (each span's UTF-8 size was counted unit by unit: 92 s), and 10,000 marker tails after
+    one "[" through upstream's wrapper (each looked back to that "[": 17 s). The bounds are generous
+    for a busy machine and far below those; a list config takes the second path too."""
+    config = Config().with_patch("directive-dedupe", tags="auto", min_bytes=3_000_000)
+    script = PATCH.render_payload(config) + r"""
+        let open = "", close = "";
+        for (let i = 0; i < 40000; i++) { open += `<n${i}>` + "x".repeat(30); close = `</n${i}>` + close; }
+        let t = Date.now();
+        __senpiGuardDedupe([{ type: "text", text: open + close }]);
+        const nested = Date.now() - t;
+        const text = "[" + "note: unchanged, see the earlier copy; it still applies]\n".repeat(10000);
+        t = Date.now();
+        const found = __senpiGuardMarkersIn([{ type: "text", text }]);
+        console.log(JSON.stringify([nested, Date.now() - t, found.length]));
+    """
+    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True, timeout=120)
+    nested_ms, markers_ms, found = json.loads(out.stdout)
+    assert nested_ms < 15_000 and markers_ms < 3_000
+    assert found == 1  # (only the one right after "[" is a marker of a valid name)

@@ -76,6 +76,8 @@ def test_table_only_settings_and_sub_tables(tmp_path):
     ('[patches.directive-dedupe]\nmin_bytes = true', "'min_bytes' must be a whole number"),
     ('[patches.directive-dedupe.budget]\nwarn_at = 2', "'budget.warn_at' must be a number from 0.05 to 1"),
     ('[patches.directive-dedupe.budget]\ncolour = 2', "unknown setting 'budget.colour'"),
+    ('[patches.directive-dedupe]\n"budget.warn_at" = 0.5\n[patches.directive-dedupe.budget]\nwarn_at = 0.6',
+     "'budget.warn_at' is given twice"),
     ('[patches.nothing-by-this-name]\nx = 1', "names no patch"),
     ('on_drift = "maybe"', "on_drift"),
     ('layers = ["dist", "dist"]', "layers"),

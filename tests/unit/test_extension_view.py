@@ -200,3 +200,29 @@ def test_a_bad_budget_is_one_line_naming_the_key_range_and_fix(key, value):
         PATCH.settings(Config().with_patch("directive-dedupe", **{key: value}))
     message = str(caught.value)
     assert "\n" not in message and f"'{key}' must be a number from 0.05 to 1 (or 0 for off)" in message
+
+
+def test_a_reused_message_of_another_size_is_measured_again_and_odd_events_pass(extension):
+    """The reuse key of an assistant message holds no content: when the same position holds other
+    content (another extension trimmed it), the budget measures what this call carries, not what the
+    previous call did. A null or empty event never throws."""
+    path = extension(**{"budget.block_at": 0.5})
+    script = f"""
+        const mod = await import({json.dumps(path.as_uri())});
+        const handlers = {{}};
+        mod.default({{ on: (e, h) => {{ (handlers[e] ??= []).push(h); }}, registerCommand() {{}} }});
+        let aborted = 0;
+        const ctx = {{ hasUI: true, ui: {{ notify() {{}}, setStatus() {{}} }},
+            sessionManager: {{ getSessionId: () => "s" }}, model: {{ id: "w", contextWindow: 100000 }},
+            getSystemPrompt: () => "", getContextUsage: () => undefined,
+            abort: () => {{ aborted++; }}, isCompacting: () => false }};
+        const u1 = {{ role: "user", content: "first" }}, u2 = {{ role: "user", content: "go on" }};
+        const answer = (text) => ({{ role: "assistant", content: [{{ type: "text", text }}] }});
+        const run = (messages) => {{ aborted = 0; handlers.context[0]({{ messages }}, ctx); return aborted; }};
+        const odd = [undefined, null, {{}}].map((event) => {{
+            try {{ handlers.context[0](event, ctx); return "ok"; }} catch (e) {{ return String(e); }} }});
+        console.log(JSON.stringify([run([u1]), run([u1, answer("z".repeat(240000)), u2]),
+            run([u1, answer("short"), u2]), run([u1, answer("z".repeat(240000)), u2]), odd]));
+    """
+    out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [0, 1, 0, 1, ["ok", "ok", "ok"]]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from senpi_guard.audit.money import BYTES_PER_TOKEN, CONFIGS, Rates, Tokens
-from senpi_guard.audit.prices import SUBSCRIPTIONS
+from senpi_guard.audit.prices import is_subscription
 
 COUNTED = ("full", "delta", "context")  # (as every_call: a call of an unknown lane is left out)
 
@@ -32,7 +32,7 @@ class Group:
 
     @property
     def subscription(self) -> bool:
-        return self.provider in SUBSCRIPTIONS
+        return is_subscription(self.provider)
 
     @property
     def pays_list_price(self) -> bool:

@@ -18,12 +18,16 @@ CONFIGS = ("installed", "dist", "extension", "both")
 MILLION = 1_000_000
 
 
+LARGEST = 1e12  # more tokens (or dollars, or $ per million) than any real record holds
+
+
 def count(value: Any) -> float | None:
-    """A recorded number of tokens (or dollars): finite and not negative; anything else is None."""
+    """A recorded number of tokens (or dollars): finite, not negative and not absurd (sums of such
+    numbers stay finite); anything else is None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     number = float(value)
-    return number if math.isfinite(number) and number >= 0 else None
+    return number if math.isfinite(number) and 0 <= number <= LARGEST else None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,13 @@ from senpi_guard.audit.money import Rates, count
 # senpi registers these providers with the anthropic provider's model list (and its costs):
 # claude-sdk-oauth/index.js maps getModels("anthropic").
 ALIASES = {"claude-sdk-oauth": "anthropic", "claude-agent-sdk": "anthropic"}
-SUBSCRIPTIONS = {"claude-sdk-oauth", "claude-agent-sdk"}  # OAuth: billed by plan, not by token
+# Billed by plan, not by token (OAuth logins and coding/token plans): no list price is paid there.
+SUBSCRIPTIONS = {"claude-sdk-oauth", "claude-agent-sdk", "openai-codex", "github-copilot", "kimi-coding"}
+PLAN_PARTS = ("token-plan", "-coding")  # (alibaba-token-plan, zai-coding-cn, …)
+
+
+def is_subscription(provider: str | None) -> bool:
+    return provider is not None and (provider in SUBSCRIPTIONS or any(p in provider for p in PLAN_PARTS))
 PI_AI = (("@earendil-works", "pi-ai"), ("@code-yeongyu", "senpi-ai"))
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
 RATE_KEYS = ("input", "output", "cacheRead", "cacheWrite")

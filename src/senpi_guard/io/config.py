@@ -29,10 +29,11 @@ def _flat(table: dict[str, Any]) -> dict[str, Any]:
     """A patch's table with its sub-tables as dotted keys: `[patches.x.budget] warn_at` is `budget.warn_at`."""
     out: dict[str, Any] = {}
     for key, value in table.items():
-        if isinstance(value, dict):
-            out.update({f"{key}.{k}": v for k, v in value.items()})
-        else:
-            out[key] = value
+        for name, item in ({f"{key}.{k}": v for k, v in value.items()} if isinstance(value, dict)
+                           else {key: value}).items():
+            if name in out:
+                raise ValueError(name)
+            out[name] = item
     return out
 
 
@@ -139,8 +140,12 @@ def _validate(data: dict, path: Path) -> Config:
     if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
         raise bad("'patches' must hold one table per patch, e.g. [patches.directive-dedupe]")
     loose = {k: v for k, v in data.items() if k not in ENGINE_KEYS}
+    try:
+        flat = {name: _flat(t) for name, t in tables.items()}
+    except ValueError as exc:
+        raise bad(f"'{exc}' is given twice (as a quoted key and in a sub-table); keep one") from None
     return Config(on_drift=drift, layers=tuple(layers), source=path,
-                  tables=tuple(sorted((name, _frozen(_flat(t))) for name, t in tables.items())),
+                  tables=tuple(sorted((name, _frozen(t)) for name, t in flat.items())),
                   loose=_frozen(loose), **numbers)
 
 

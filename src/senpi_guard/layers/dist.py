@@ -22,6 +22,9 @@ from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, install
 from senpi_guard.prove import mirror, nodes, owners, verify
 from senpi_guard.prove.replays import ReplayMemo, replay_key
 
+# What handing an install patched by us to upstream's keep-last costs (it changes sent text).
+DEFER_COST = ("hands full re-sends to upstream's keep-last dedupe, which changes what earlier messages "
+              "look like: the next full re-send of each live session misses the prompt cache once")
 HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
 
 
@@ -218,7 +221,7 @@ class Reconciler:
                 result = replace(start, ok=True, detail=f"left as it is: {_reshaped(insp)[2:]}; "
                                  "run `senpi-guard apply` to make that change")
             elif self.patch.deferred(self.config, insp.present):
-                result = self._defer(insp, start, dry_run)
+                result = self._defer(insp, start, dry_run, keep_reshapes)
             else:
                 result = self._patch(insp, start, dry_run)
         except FatalError as exc:
@@ -293,7 +296,7 @@ class Reconciler:
         return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed,
                        backups=backups + kept, detail=detail, final_shas=final)
 
-    def _defer(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+    def _defer(self, insp: Inspection, start: Outcome, dry_run: bool, keep_reshapes: bool = False) -> Outcome:
         rule = f"{self.patch.defer.setting} = \"{self.patch.defer.value}\""
         hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
         if hand:
@@ -301,14 +304,18 @@ class Reconciler:
                            f"{self.patch.hand_fix_function}, which would run before senpi's own code; nothing "
                            f"was changed: reinstall senpi to remove it, or change {self.patch.defer.setting}")
         ours = [tf for tf in insp.files if tf.classified.header is not None]
+        if ours and keep_reshapes:
+            return replace(start, ok=True, detail=f"left as it is: {rule} {DEFER_COST}; run `senpi-guard "
+                           "apply` to make that change")
         plans = [(tf, self.base_of(insp.install, tf)) for tf in ours]
         for tf, base in plans if not dry_run else []:
             self._write(tf.snapshot, base)
         rels = [tf.rel for tf in ours]
         if dry_run:
             return replace(start, ok=True, would_write=rels, detail=f"dry run: would remove the patch "
-                           f"and leave the install to senpi's own code ({rule})")
-        detail = (f"{rule}: removed the patch, senpi's own code is in charge" if ours
+                           f"and leave the install to senpi's own code ({rule})"
+                           + (f"; that {DEFER_COST}" if ours else ""))
+        detail = (f"{rule}: removed the patch, senpi's own code is in charge ({DEFER_COST})" if ours
                   else f"{rule}: left to senpi's own code")
         final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
         return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)

@@ -20,17 +20,25 @@ COST = {
 
 
 def slot_in(data: bytes) -> dict[str, Any] | None:
-    """The settings a rendered file was written with (its config literal), or None."""
+    """The settings a rendered file was written with (its config literal), or None when it has none
+    this version can read (a hand-edited file, another senpi-guard's)."""
     text = data.decode("utf-8", "replace")
     start = text.find(CONFIG_SLOT)
     end = text.find(CONFIG_SLOT_END, start + 1)
-    if start == -1 or end == -1:
+    if start == -1 or end == -1 or end - start > 1_000_000:
         return None
     try:
         slot = json.loads(text[start + len(CONFIG_SLOT):end])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    return slot if isinstance(slot, dict) else None
+    if not isinstance(slot, dict) or not _tags_ok(slot.get("tags"), word=True) or not _tags_ok(slot.get("known")):
+        return None
+    return slot
+
+
+def _tags_ok(value: Any, word: bool = False) -> bool:
+    return value is None or (word and value == "auto") or (
+        isinstance(value, list) and all(isinstance(t, str) for t in value))
 
 
 def _tags_text(slot: dict[str, Any]) -> str:
@@ -49,10 +57,11 @@ def change(patch: Patch, old: dict[str, Any] | None, config: Config) -> str | No
         return None
     new = patch.rendered(config)
     keys = [s.name for s in patch.settings_schema if s.reshapes] + ["known"]
-    if all(old.get(k) == new.get(k) for k in keys):
+    same = [k for k in keys if _same(old.get(k), new.get(k))]
+    if len(same) == len(keys):
         return None
     said = []
-    if old.get("tags") != new.get("tags") or old.get("known") != new.get("known"):
+    if "tags" not in same or "known" not in same:
         before, after = old.get("tags"), new.get("tags")
         if isinstance(before, list) and isinstance(after, list):
             added = [t for t in after if t not in before]
@@ -61,9 +70,16 @@ def change(patch: Patch, old: dict[str, Any] | None, config: Config) -> str | No
         else:
             said.append(f"tags {_tags_text(old)} -> {_tags_text(new)}")
     for key in keys:
-        if key not in ("tags", "known") and old.get(key) != new.get(key):
-            said.append(f"{key} {old.get(key)} -> {new.get(key)}")
+        if key not in ("tags", "known") and key not in same:
+            said.append(f"{key} {str(old.get(key))[:40]} -> {str(new.get(key))[:40]}")
     return "; ".join(said)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal settings; tag lists in any order (the dedupe treats them as a set)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return sorted(map(str, a)) == sorted(map(str, b))
+    return a == b
 
 
 def cost(layer: str, what: str) -> str:
