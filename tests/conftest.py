@@ -115,6 +115,15 @@ def run_console(*args: str | Path, env: dict[str, str] | None = None,
                           env={**os.environ, **(env or {})}, check=False)
 
 
+def kb(size: int) -> str:
+    """A size as the extension's status line rounds it."""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.{1 if size < 10 * 1024 else 0}f} KB"
+    return f"{size / 1024 / 1024:.1f} MB"
+
+
 def tree_digest(root: Path) -> dict[str, str]:
     """sha256 of every file under root (to prove nothing changed)."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write_user_config
+from conftest import kb, write_user_config
 from realsenpi import SUPPORT, RealSenpi, read_jsonl, senpi_guard
 
 from senpi_guard.core.patch import definition
@@ -36,15 +36,6 @@ export default function probe(pi) {
         system: Buffer.byteLength(ctx.getSystemPrompt()), usage: ctx.getContextUsage() ?? null }) + "\\n"); });
 }
 """
-
-
-def kb(size: int) -> str:
-    """As the status line rounds a size."""
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.{1 if size < 10 * 1024 else 0}f} KB"
-    return f"{size / 1024 / 1024:.1f} MB"
 
 
 def text_bytes(call: dict) -> int:

@@ -9,8 +9,9 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import kb
 from realsenpi import SUPPORT, RealSenpi
-from test_real_inside import PATCH, PROMPTS, Rpc, kb
+from test_real_inside import PATCH, PROMPTS, Rpc
 
 from senpi_guard.io.config import Config
 

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import kb
 
 from senpi_guard.core.patch import definition
 from senpi_guard.errors import FatalError
@@ -24,15 +25,6 @@ DIRECTIVE = "<ultrawork-mode>\n" + "rule: verify end to end.\n" * 200 + "</ultra
 MARKER = PATCH.marker("ultrawork-mode")
 SAVED = len(DIRECTIVE.encode()) - len(MARKER.encode())  # what one collapsed copy saves
 REPLY = {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "stopReason": "stop"}
-
-
-def kb(size: int) -> str:
-    """As the status line rounds a size."""
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.{1 if size < 10 * 1024 else 0}f} KB"
-    return f"{size / 1024 / 1024:.1f} MB"
 
 
 def user(text: str) -> dict:

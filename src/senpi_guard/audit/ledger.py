@@ -110,8 +110,9 @@ class Ledger:
         return {
             "over": "full re-sends, delta calls and other providers' calls (unknown lanes left out)",
             "calls": calls, "tokens_recorded_calls": recorded, "tokens_estimated_calls": calls - recorded,
-            "tokens": {config: t.as_json() for config, t in total.items()},
-            "saved_tokens": {config: round(total["installed"].total - t.total) for config, t in total.items()},
+            "tokens": (tokens := {config: t.as_json() for config, t in total.items()}),
+            # (from the rounded totals, so that the figures printed beside each other add up)
+            "saved_tokens": {config: tokens["installed"]["total"] - t["total"] for config, t in tokens.items()},
             "usd": usd, "usd_calls": sum(g["calls"] for g in paid),
             "saved_usd": {config: round(usd["installed"] - x, 9) for config, x in usd.items()} if usd else None,
             "by_model": groups,

@@ -6,6 +6,7 @@
 // calculateCost at the model's rates. Each call's text bytes and usage go to $SENPI_GUARD_PRICED_LOG.
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { calculateCost, createAssistantMessageEventStream } from "@earendil-works/pi-ai";
+import { replyStream } from "./reply_stream.js";
 
 const LOG = process.env.SENPI_GUARD_PRICED_LOG;
 const TAIL_TOKENS = 2;
@@ -78,16 +79,7 @@ export default function pricedProvider(pi) {
             }
             const message = { role: "assistant", content: [{ type: "text", text: "ok" }], api: model.api,
                 provider: model.provider, model: model.id, stopReason: "stop", timestamp: Date.now(), usage };
-            const stream = createAssistantMessageEventStream();
-            queueMicrotask(() => {
-                stream.push({ type: "start", partial: { ...message, content: [] } });
-                stream.push({ type: "text_start", contentIndex: 0, partial: { ...message, content: [{ type: "text", text: "" }] } });
-                stream.push({ type: "text_delta", contentIndex: 0, delta: "ok", partial: message });
-                stream.push({ type: "text_end", contentIndex: 0, content: "ok", partial: message });
-                stream.push({ type: "done", reason: "stop", message });
-                stream.end(message);
-            });
-            return stream;
+            return replyStream(createAssistantMessageEventStream, message);
         },
     });
 }

@@ -3,6 +3,7 @@
 // line, and answers "ok". A provider of this kind has no lanes: every call gets the whole context.
 import { appendFileSync } from "node:fs";
 import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
+import { replyStream } from "./reply_stream.js";
 
 const LOG = process.env.SENPI_GUARD_REC_LOG;
 const WINDOW = Number(process.env.SENPI_GUARD_REC_WINDOW || 200000);
@@ -29,16 +30,7 @@ export default function recordingProvider(pi) {
                 provider: model.provider, model: model.id, stopReason: "stop", timestamp: Date.now(),
                 usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2,
                     cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } } };
-            const stream = createAssistantMessageEventStream();
-            queueMicrotask(() => {
-                stream.push({ type: "start", partial: { ...message, content: [] } });
-                stream.push({ type: "text_start", contentIndex: 0, partial: { ...message, content: [{ type: "text", text: "" }] } });
-                stream.push({ type: "text_delta", contentIndex: 0, delta: "ok", partial: message });
-                stream.push({ type: "text_end", contentIndex: 0, content: "ok", partial: message });
-                stream.push({ type: "done", reason: "stop", message });
-                stream.end(message);
-            });
-            return stream;
+            return replyStream(createAssistantMessageEventStream, message);
         },
     });
 }
