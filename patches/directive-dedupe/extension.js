@@ -66,6 +66,25 @@ function __senpiGuardMessageKey(message) {
     return { role: message.role, content: typeof content === "string" ? content : content.map(__senpiGuardText) };
 }
 
+// A cheap print of what a message carries (its parts' kinds and lengths, not their bytes): where it
+// is the previous call's, the size measured then still holds (a tool call's arguments are not in it).
+function __senpiGuardPrint(message) {
+    if (message === null || typeof message !== "object") {
+        return "";
+    }
+    const length = (value) => (typeof value === "string" ? value.length : -1);
+    let print = `${message.role}:${length(message.command)}:${length(message.output)}:${length(message.summary)}`;
+    const content = message.content;
+    if (typeof content === "string") {
+        return `${print}:${content.length}`;
+    }
+    for (const part of Array.isArray(content) ? content : []) {
+        print += part !== null && typeof part === "object"
+            ? `|${part.type}:${length(part.text)}:${length(part.thinking)}:${length(part.name)}` : "|";
+    }
+    return print;
+}
+
 // Whether a message's reuse key holds all of its text (so a match means the same size).
 const __senpiGuardPinned = (message) => message !== null && typeof message === "object"
     && __senpiGuardRoles.has(message.role) && (typeof message.content === "string"
@@ -162,9 +181,12 @@ export function __senpiGuardDedupeMessages(messages) {
         if (index < reused) {
             result = __senpiGuardReapply(message, changes[index]);
             if (!__senpiGuardPinned(message)) { // (its key holds no content: its size may differ)
-                const size = __senpiGuardSize(result);
-                totals.bytes += size - notes[index].size;
-                notes[index] = { ...notes[index], size };
+                const print = __senpiGuardPrint(message);
+                if (print !== notes[index].print) {
+                    const size = __senpiGuardSize(result);
+                    totals.bytes += size - notes[index].size;
+                    notes[index] = { ...notes[index], size, print };
+                }
             }
         }
         else {
@@ -174,6 +196,7 @@ export function __senpiGuardDedupeMessages(messages) {
             const change = __senpiGuardChange(message, result);
             changes.push(change);
             notes.push(__senpiGuardNote(message, result, change, state.collapsed.slice(before)));
+            notes[index].print = __senpiGuardPinned(message) ? null : __senpiGuardPrint(message);
             __senpiGuardCount(totals, notes[index]);
             if (__senpiGuardIsBoundary(message)) {
                 state = __senpiGuardFresh();
