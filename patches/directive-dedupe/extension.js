@@ -196,7 +196,6 @@ export function __senpiGuardDedupeMessages(messages) {
             const change = __senpiGuardChange(message, result);
             changes.push(change);
             notes.push(__senpiGuardNote(message, result, change, state.collapsed.slice(before)));
-            notes[index].print = __senpiGuardPinned(message) ? null : __senpiGuardPrint(message);
             __senpiGuardCount(totals, notes[index]);
             if (__senpiGuardIsBoundary(message)) {
                 state = __senpiGuardFresh();

@@ -107,10 +107,11 @@ class Ledger:
         usd = {config: round(sum(g["usd"][config] for g in paid), 9) for config in CONFIGS} if paid else None
         calls = sum(g["calls"] for g in groups)
         recorded = sum(g["tokens_recorded_calls"] for g in groups)
+        tokens = {config: t.as_json() for config, t in total.items()}
         return {
             "over": "full re-sends, delta calls and other providers' calls (unknown lanes left out)",
             "calls": calls, "tokens_recorded_calls": recorded, "tokens_estimated_calls": calls - recorded,
-            "tokens": (tokens := {config: t.as_json() for config, t in total.items()}),
+            "tokens": tokens,
             # (from the rounded totals, so that the figures printed beside each other add up)
             "saved_tokens": {config: tokens["installed"]["total"] - t["total"] for config, t in tokens.items()},
             "usd": usd, "usd_calls": sum(g["calls"] for g in paid),

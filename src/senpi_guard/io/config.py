@@ -149,9 +149,15 @@ def _validate(data: dict, path: Path) -> Config:
                   loose=_frozen(loose), **numbers)
 
 
+def in_range(value: object, low: float, high: float, whole: bool = False) -> bool:
+    """A number (not a bool; an int when `whole`) from low to high; nan and inf never are."""
+    kinds = int if whole else int | float
+    return not isinstance(value, bool) and isinstance(value, kinds) and low <= value <= high
+
+
 def number_problem(key: str, value: object) -> str | None:
     """Why `value` is no good for the numeric setting `key` (None when it is)."""
     low, high = RANGES[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+    if not in_range(value, low, high):
         return f"'{key}' must be a number from {low} to {high}, got {value!r}"
     return None

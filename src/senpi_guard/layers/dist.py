@@ -217,8 +217,8 @@ class Reconciler:
                 result = replace(start, ok=True)
             elif insp.state == State.DRIFTED and on_drift != "rebuild":
                 result = self._report_drift(insp, start, dry_run)
-            elif keep_reshapes and _reshaped(insp):
-                result = replace(start, ok=True, detail=f"left as it is: {_reshaped(insp)[2:]}; "
+            elif keep_reshapes and (cost := _reshape_cost(insp)):
+                result = replace(start, ok=True, detail=f"left as it is: {cost}; "
                                  "run `senpi-guard apply` to make that change")
             elif self.patch.deferred(self.config, insp.present):
                 result = self._defer(insp, start, dry_run, keep_reshapes)
@@ -272,7 +272,7 @@ class Reconciler:
                            for tf in to_write)
             return replace(start, ok=True, report=report, diff=diff,
                            would_write=[tf.rel for tf in to_write],
-                           detail="dry run: verified, nothing written" + _reshaped(insp))
+                           detail="dry run: verified, nothing written" + _also(_reshape_cost(insp)))
         changed, backups, final = [], [], start.final_shas
         for tf in sorted(to_write, key=lambda t: self.patch.write_rank(t.target.role)):
             try:
@@ -290,7 +290,7 @@ class Reconciler:
             changed.append(tf.rel)
             final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
         detail = f"verified: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
-        detail += _reshaped(insp)
+        detail += _also(_reshape_cost(insp))
         if kept:
             detail += f"; the hand-edited file was kept at {', '.join(kept)}"
         return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed,
@@ -356,10 +356,14 @@ class Reconciler:
         return dist_revert.revert(self, install, from_edit=from_edit)
 
 
-def _reshaped(insp: Inspection) -> str:
-    """"; <what the config change costs>" when it alters what sent messages look like, else ""."""
+def _reshape_cost(insp: Inspection) -> str:
+    """What the config change costs when it alters what sent messages look like, else ""."""
     what = next((tf.classified.reshapes for tf in insp.files if tf.classified.reshapes), "")
-    return f"; {reshape.cost('dist', what)}" if what else ""
+    return reshape.cost("dist", what) if what else ""
+
+
+def _also(text: str) -> str:
+    return f"; {text}" if text else ""
 
 
 def unexpected(exc: Exception) -> str:

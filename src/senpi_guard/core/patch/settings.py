@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io.config import in_range
 
 TAG_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,39}")
 KINDS = ("tags", "choice", "number")
@@ -104,8 +105,7 @@ def _number(setting: Setting, value: Any, key: str) -> float | int:
     low, high = setting.low, setting.high
     if setting.off_is_zero and value == 0 and not isinstance(value, bool):
         return value
-    kinds = int if setting.whole else int | float
-    if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
+    if not in_range(value, low, high, setting.whole):
         off = " (or 0 for off)" if setting.off_is_zero else ""
         what = "a whole number" if setting.whole else "a number"
         raise FatalError(f"{key} must be {what} from {_figure(low)} to {_figure(high)}{off}, got {value!r}; "
