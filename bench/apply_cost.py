@@ -42,21 +42,30 @@ def main() -> int:
         sample.write_sample_package(source, 3, fillers=1230)
         files = sum(1 for p in (source / "dist").rglob("*") if p.is_file())
         nvm = work / "nvm"
-        installs = [nvm / f"versions/node/v24.{i}.0/lib/node_modules/@code-yeongyu/senpi"
-                    for i in range(args.installs)]
+        installs = [nvm / f"versions/node/v24.{i}.0/lib/node_modules/@code-yeongyu/senpi" for i in range(args.installs)]
         base = dict(os.environ, HOME=str(work / "home"), NVM_DIR=str(nvm))
         (work / "home").mkdir()
-        rows: dict[str, list[float]] = {k: [] for k in (
-            "node -e 0 (baseline)", "apply, 1 install", "verify, 1 install",
-            f"apply, {args.installs} installs", f"verify, {args.installs} installs")}
+        rows: dict[str, list[float]] = {
+            k: []
+            for k in (
+                "node -e 0 (baseline)",
+                "apply, 1 install",
+                "verify, 1 install",
+                f"apply, {args.installs} installs",
+                f"verify, {args.installs} installs",
+            )
+        }
         for round_no in range(args.rounds):
             rows["node -e 0 (baseline)"].append(timed(["node", "-e", "0"], base))
             for count in (1, args.installs):
                 shutil.rmtree(nvm, ignore_errors=True)
                 for target in installs[:count]:
                     shutil.copytree(source, target, symlinks=True)
-                env = dict(base, XDG_STATE_HOME=str(work / f"state{round_no}-{count}"),
-                           XDG_DATA_HOME=str(work / f"data{round_no}-{count}"))
+                env = dict(
+                    base,
+                    XDG_STATE_HOME=str(work / f"state{round_no}-{count}"),
+                    XDG_DATA_HOME=str(work / f"data{round_no}-{count}"),
+                )
                 label = "1 install" if count == 1 else f"{count} installs"
                 roots = [] if count > 1 else ["--root", str(installs[0])]  # 20: through discovery
                 rows[f"apply, {label}"].append(timed([*cli, "apply", "-q", *roots], env))
@@ -68,11 +77,15 @@ def main() -> int:
         print(f"{name:<28}{value:7.2f} s  {value / node:6.2f}x node -e 0")
     one, many = med["apply, 1 install"], med[f"apply, {args.installs} installs"]
     v_one, v_many = med["verify, 1 install"], med[f"verify, {args.installs} installs"]
-    print(f"goal: apply <= 0.6 s per install: {'met' if one <= 0.6 else 'NOT met'} ({one:.2f} s); "
-          f"verify: {'met' if v_one <= 0.6 else 'NOT met'} ({v_one:.2f} s)")
-    print(f"goal: {args.installs} installs <= 3x one: apply {many / one:.2f}x "
-          f"{'met' if many <= 3 * one else 'NOT met'}; verify {v_many / v_one:.2f}x "
-          f"{'met' if v_many <= 3 * v_one else 'NOT met'}")
+    print(
+        f"goal: apply <= 0.6 s per install: {'met' if one <= 0.6 else 'NOT met'} ({one:.2f} s); "
+        f"verify: {'met' if v_one <= 0.6 else 'NOT met'} ({v_one:.2f} s)"
+    )
+    print(
+        f"goal: {args.installs} installs <= 3x one: apply {many / one:.2f}x "
+        f"{'met' if many <= 3 * one else 'NOT met'}; verify {v_many / v_one:.2f}x "
+        f"{'met' if v_many <= 3 * v_one else 'NOT met'}"
+    )
     return 0
 
 

@@ -84,17 +84,22 @@ def main() -> int:
         env_python = sys.executable
         naive_s, naive_mb, _ = run_sampled([env_python, "-c", NAIVE, str(path)])
         audit_s, audit_mb, node_mb = run_sampled(
-            [env_python, "-m", "senpi_guard", "audit", str(path), "--root", str(pkg), "--json"])
+            [env_python, "-m", "senpi_guard", "audit", str(path), "--root", str(pkg), "--json"]
+        )
     print(f"session file                         {size:8.1f} MB  ({steps:,} steps)")
     print(f"naive json-load of every line (base) {naive_mb:8.1f} MB peak RSS  {naive_s:6.1f} s  1.00x")
-    print(f"senpi-guard audit, python            {audit_mb:8.1f} MB peak RSS  {audit_s:6.1f} s  "
-          f"{audit_mb / naive_mb:.2f}x")
+    print(
+        f"senpi-guard audit, python            {audit_mb:8.1f} MB peak RSS  {audit_s:6.1f} s  "
+        f"{audit_mb / naive_mb:.2f}x"
+    )
     print(f"senpi-guard audit, node              {node_mb:8.1f} MB peak RSS")
     print(f"peak RSS / file size: python {audit_mb / size:.2f}, node {node_mb / size:.2f}")
     rate = size / audit_s
-    print(f"throughput: {rate:.1f} MB of session per second ({naive_s / audit_s:.2f}x the naive reader's "
-          f"speed; every call measured as a full re-send, the worst case) — goal >= 20 MB/s "
-          f"{'met' if rate >= 20 else 'NOT met'}")
+    print(
+        f"throughput: {rate:.1f} MB of session per second ({naive_s / audit_s:.2f}x the naive reader's "
+        f"speed; every call measured as a full re-send, the worst case) — goal >= 20 MB/s "
+        f"{'met' if rate >= 20 else 'NOT met'}"
+    )
     return 0
 
 

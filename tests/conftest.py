@@ -46,8 +46,13 @@ def real_user_dirs() -> dict[str, tuple]:
     that undoes the isolation above would write there)."""
     home = Path(pwd.getpwuid(os.getuid()).pw_dir)
     seen = {}
-    for rel in (".local/state/senpi-guard", ".config/senpi-guard", ".local/share/senpi-guard",
-                ".cache/senpi-guard", ".senpi/agent/extensions"):
+    for rel in (
+        ".local/state/senpi-guard",
+        ".config/senpi-guard",
+        ".local/share/senpi-guard",
+        ".cache/senpi-guard",
+        ".senpi/agent/extensions",
+    ):
         folder = home / rel
         try:
             seen[rel] = tuple(sorted((str(p), p.lstat().st_mtime_ns) for p in [folder, *folder.rglob("*")]))
@@ -108,11 +113,17 @@ def run_cli(capsys, *args: str | Path) -> tuple[int, str, str]:
     return code, out, err
 
 
-def run_console(*args: str | Path, env: dict[str, str] | None = None,
-                timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "senpi_guard", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, check=False)
+def run_console(
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "senpi_guard", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
 
 
 def kb(size: int) -> str:
@@ -126,8 +137,11 @@ def kb(size: int) -> str:
 
 def tree_digest(root: Path) -> dict[str, str]:
     """sha256 of every file under root (to prove nothing changed)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 def sha(path: Path) -> str:
@@ -135,8 +149,17 @@ def sha(path: Path) -> str:
 
 
 REPO = Path(__file__).resolve().parents[1]
-MANAGER_VARS = ("NPM_CONFIG_PREFIX", "npm_config_prefix", "PNPM_HOME", "BUN_INSTALL", "NVM_DIR",
-                "FNM_DIR", "VOLTA_HOME", "ASDF_DATA_DIR", "YARN_GLOBAL_FOLDER")
+MANAGER_VARS = (
+    "NPM_CONFIG_PREFIX",
+    "npm_config_prefix",
+    "PNPM_HOME",
+    "BUN_INSTALL",
+    "NVM_DIR",
+    "FNM_DIR",
+    "VOLTA_HOME",
+    "ASDF_DATA_DIR",
+    "YARN_GLOBAL_FOLDER",
+)
 
 
 def tool(name: str) -> str:
@@ -177,6 +200,7 @@ def add_path(monkeypatch, *dirs: Path | str) -> None:
 
 # ---- the watcher, run as a real process ---------------------------------------------------
 
+
 def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -202,7 +226,10 @@ class WatchProcess:
         self.handle = log.open("w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "senpi_guard", "watch", "--quiet-period", "0.4", *map(str, args)],
-            stdout=self.handle, stderr=subprocess.STDOUT, env=dict(os.environ))
+            stdout=self.handle,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ),
+        )
 
     def text(self) -> str:
         return self.log.read_text()
@@ -234,8 +261,11 @@ def watch(tmp_path):
 
 def npm_update(tarball: Path, prefix: Path) -> None:
     """What `senpi update` runs for npm installs."""
-    subprocess.run(["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund",
-                    "--prefix", str(prefix), str(tarball)], check=True, capture_output=True)
+    subprocess.run(
+        ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--prefix", str(prefix), str(tarball)],
+        check=True,
+        capture_output=True,
+    )
 
 
 def node_check(path: Path) -> None:

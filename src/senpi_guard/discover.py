@@ -42,8 +42,17 @@ class Discovery:
 
 _ANSWERS: dict[tuple[str, ...], tuple[float, str | None]] = {}
 # what a package manager's answer depends on besides its arguments
-PROBE_ENV = ("PATH", "HOME", "NPM_CONFIG_PREFIX", "npm_config_prefix", "PNPM_HOME", "XDG_DATA_HOME",
-             "XDG_CONFIG_HOME", "PREFIX_YARN", "YARN_GLOBAL_FOLDER")
+PROBE_ENV = (
+    "PATH",
+    "HOME",
+    "NPM_CONFIG_PREFIX",
+    "npm_config_prefix",
+    "PNPM_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
+    "PREFIX_YARN",
+    "YARN_GLOBAL_FOLDER",
+)
 PROBES = (["npm", "root", "-g"], ["pnpm", "root", "-g"], ["yarn", "global", "dir"])
 
 
@@ -85,6 +94,7 @@ class ProbeCache:
     def save(self) -> None:
         if self.changed:
             from senpi_guard.io.write import write_private
+
             # a cache that cannot be written only costs the next run a probe
             with contextlib.suppress(FatalError):
                 write_private(self.path, json.dumps(self.answers).encode())
@@ -144,9 +154,16 @@ def _ask(argv: list[str]) -> str | None:
         return None
     try:
         # from HOME: a .npmrc/.yarnrc where the user stands must not point discovery elsewhere
-        result = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=20,
-                                check=False, stdin=subprocess.DEVNULL, cwd=_probe_dir(),
-                                env=quiet_env())
+        result = subprocess.run(
+            [exe, *argv[1:]],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            cwd=_probe_dir(),
+            env=quiet_env(),
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     out = result.stdout.strip().splitlines()
@@ -197,12 +214,16 @@ def explicit(roots: Iterable[Path]) -> Discovery:
         root = Path(os.path.abspath(root))
         found.searched.append(str(root))
         if not root.exists():
-            raise FatalError(f"--root {root}: no such directory; pass the senpi package dir "
-                             f"(the folder holding its package.json), e.g. $(npm root -g)/{SCOPED}")
+            raise FatalError(
+                f"--root {root}: no such directory; pass the senpi package dir "
+                f"(the folder holding its package.json), e.g. $(npm root -g)/{SCOPED}"
+            )
         install = describe(root)
         if install is None:
-            raise FatalError(f"--root {root}: not a {PACKAGE_NAME} package (package.json missing "
-                             "or names another package); pass the senpi package dir")
+            raise FatalError(
+                f"--root {root}: not a {PACKAGE_NAME} package (package.json missing "
+                "or names another package); pass the senpi package dir"
+            )
         found.installs.append(install)
     return found
 
@@ -234,14 +255,17 @@ def candidate_dirs(answers: dict[tuple[str, ...], str | None]) -> Iterator[tuple
     nvm = Path(os.environ.get("NVM_DIR") or _home() / ".nvm")
     for version in _glob_dirs(nvm, "versions/node/*"):
         yield "npm (nvm)", "$NVM_DIR", version / "lib" / "node_modules" / SCOPED
-    fnm_dirs = [os.environ.get("FNM_DIR"), _home() / ".local/share/fnm", _home() / ".fnm",
-                _home() / "Library/Application Support/fnm"]
+    fnm_dirs = [
+        os.environ.get("FNM_DIR"),
+        _home() / ".local/share/fnm",
+        _home() / ".fnm",
+        _home() / "Library/Application Support/fnm",
+    ]
     for fnm in filter(None, fnm_dirs):
         for version in _glob_dirs(Path(fnm), "node-versions/*/installation"):
             yield "npm (fnm)", "fnm", version / "lib" / "node_modules" / SCOPED
     volta = Path(os.environ.get("VOLTA_HOME") or _home() / ".volta")
-    yield ("npm (volta)", "$VOLTA_HOME",
-           volta / "tools/image/packages" / SCOPED / "lib/node_modules" / SCOPED)
+    yield ("npm (volta)", "$VOLTA_HOME", volta / "tools/image/packages" / SCOPED / "lib/node_modules" / SCOPED)
     for version in _glob_dirs(volta, "tools/image/node/*"):
         yield "npm (volta)", "$VOLTA_HOME", version / "lib" / "node_modules" / SCOPED
     asdf = Path(os.environ.get("ASDF_DATA_DIR") or _home() / ".asdf")
@@ -272,9 +296,13 @@ def from_path_command(name: str) -> tuple[Path | None, Install | None]:
     if head.startswith(b"#!"):
         return _package_of_script(real, head.decode("utf-8", "replace")), None
     if head.startswith(BINARY_MAGICS) and _mentions_senpi(real):
-        return None, Install(real, "unknown", "bun (compiled binary)",
-                             "a bun-compiled single binary has no dist/ to patch; install senpi "
-                             "from npm (npm install -g @code-yeongyu/senpi) to use senpi-guard")
+        return None, Install(
+            real,
+            "unknown",
+            "bun (compiled binary)",
+            "a bun-compiled single binary has no dist/ to patch; install senpi "
+            "from npm (npm install -g @code-yeongyu/senpi) to use senpi-guard",
+        )
     return None, None
 
 
@@ -299,7 +327,7 @@ def _mentions_senpi(path: Path) -> bool:
         while chunk := handle.read(1 << 20):
             if needle in tail + chunk:
                 return True
-            tail = chunk[-len(needle):]
+            tail = chunk[-len(needle) :]
     return False
 
 

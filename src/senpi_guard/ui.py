@@ -28,9 +28,9 @@ NEXT_STEPS = {
     State.DRIFTED: "run `senpi-guard apply` to rebuild it from the backup, or reinstall senpi",
     State.HELD: "run `senpi-guard apply` to patch it again (this lifts the hold)",
     State.UNSUPPORTED: "install senpi from npm (npm install -g @code-yeongyu/senpi); "
-                       "senpi-guard patches the npm package, not a compiled binary",
+    "senpi-guard patches the npm package, not a compiled binary",
     State.ERROR: "a newer senpi-guard may know this senpi; otherwise report it with the output "
-                 "of `senpi-guard status --json`",
+    "of `senpi-guard status --json`",
 }
 
 

@@ -51,7 +51,7 @@ def test_status_looks_in_the_shapes_folders_before_walking_dist(tmp_path, capsys
     # a file elsewhere that mentions the function but cannot be read as UTF-8: a walk of all of
     # dist/ stops on it, a look in the shapes' folders never opens it
     (pkg / "dist" / "vendor").mkdir()
-    (pkg / "dist" / "vendor" / "odd.js").write_bytes(b"const name = \"buildPromptBlocks\"; // \xff\xfe")
+    (pkg / "dist" / "vendor" / "odd.js").write_bytes(b'const name = "buildPromptBlocks"; // \xff\xfe')
     code, out, err = run_cli(capsys, "status", "--root", pkg, "--json")
     assert code == 1 and json.loads(out)["installs"][0]["state"] == "unpatched", err
     code, out, err = run_cli(capsys, "apply", "--root", pkg)  # apply walks everything, and says so

@@ -20,8 +20,10 @@ def script(capsys, shell: str) -> str:
 def complete(bash_script: str, *words: str) -> list[str]:
     """What bash offers for the last word of `senpi-guard WORDS…`, through the real `complete -F`."""
     line = " ".join(["senpi-guard", *words])
-    probe = (f"{bash_script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}\n"
-             "_senpi_guard; printf '%s\\n' \"${COMPREPLY[@]}\"")
+    probe = (
+        f"{bash_script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}\n"
+        "_senpi_guard; printf '%s\\n' \"${COMPREPLY[@]}\""
+    )
     done = subprocess.run(["bash", "--norc", "-c", probe], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
@@ -30,13 +32,24 @@ def complete(bash_script: str, *words: str) -> list[str]:
 def test_bash_script_parses_and_completes_commands_options_and_choices(capsys, tmp_path):
     bash = script(capsys, "bash")
     assert subprocess.run(["bash", "-n"], input=bash, text=True, capture_output=True).returncode == 0
-    assert complete(bash, "") == [*COMMANDS, "-h", "--help", "-V", "--version", "-q", "--quiet", "-v",
-                                  "--verbose", "--config", "--color"]
+    assert complete(bash, "") == [
+        *COMMANDS,
+        "-h",
+        "--help",
+        "-V",
+        "--version",
+        "-q",
+        "--quiet",
+        "-v",
+        "--verbose",
+        "--config",
+        "--color",
+    ]
     assert complete(bash, "ap") == ["apply"]
     assert complete(bash, "apply", "--dr") == ["--dry-run"]
     assert complete(bash, "--config", "x.toml", "status", "--j") == ["--json"]  # (a value is no command)
     assert complete(bash, "--color", "") == ["auto", "always", "never"]
-    assert complete(bash, "daemon", "") [-4:] == ["install", "uninstall", "status", "--json"]
+    assert complete(bash, "daemon", "")[-4:] == ["install", "uninstall", "status", "--json"]
     assert complete(bash, "audit", "--reconstruction", "s") == ["senpi"]
     (tmp_path / "senpi-x.tgz").write_text("")
     assert f"{tmp_path}/senpi-x.tgz" in complete(bash, "check", f"{tmp_path}/senpi-")  # a file to check

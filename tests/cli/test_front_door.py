@@ -52,8 +52,10 @@ def test_version_flag(capsys):
     assert capsys.readouterr().out.strip() == f"senpi-guard {__version__}"
 
 
-@pytest.mark.parametrize("command", ["apply", "status", "verify", "revert", "watch", "daemon",
-                                     "audit", "demo", "check", "paths", "completion"])
+@pytest.mark.parametrize(
+    "command",
+    ["apply", "status", "verify", "revert", "watch", "daemon", "audit", "demo", "check", "paths", "completion"],
+)
 def test_every_subcommand_help_has_an_example_and_exit_codes(capsys, command):
     with pytest.raises(SystemExit):
         run_cli(capsys, command, "--help")
@@ -62,6 +64,7 @@ def test_every_subcommand_help_has_an_example_and_exit_codes(capsys, command):
     assert "exit codes:\n  0 " in out and "130" in out
     # every example line is a command this parser accepts
     from senpi_guard.cli import build_parser
+
     examples = out.split("example:\n", 1)[1].split("\n\n", 1)[0]
     for line in examples.splitlines():
         words = shlex.split(re.split(r"[#|>]", line, maxsplit=1)[0])  # (the command, not a comment, pipe or redirect)
@@ -80,8 +83,15 @@ def test_json_error_is_valid_json(capsys, tmp_path):
     assert code == 1 and json.loads(out)["sessions"] == [] and "does not exist" in json.loads(out)["error"]
 
 
-@pytest.mark.parametrize("argv", [("apply", "--json", "--bogus"), ("status", "--bogus", "--json"),
-                                  ("audit", "--json", "--nope"), ("--json", "nonsense")])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("apply", "--json", "--bogus"),
+        ("status", "--bogus", "--json"),
+        ("audit", "--json", "--nope"),
+        ("--json", "nonsense"),
+    ],
+)
 def test_a_usage_error_with_json_still_prints_json(capsys, argv):
     code, out, err = run_cli(capsys, *argv)
     doc = json.loads(out)
@@ -108,7 +118,8 @@ def test_dry_run_says_would_write(capsys, pkg):
     code, out, _ = run_cli(capsys, "apply", "--dry-run", "--json", "--root", pkg)
     (row,) = rows_of(json.loads(out))
     assert row["changed"] == [] and row["would_write"] == [
-        "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"]
+        "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
+    ]
 
 
 def test_verify_does_not_pretend_a_change(capsys, pkg):
@@ -149,8 +160,12 @@ def test_quiet_prints_only_failures(capsys, pkg):
 def _run_on_tty(*args: str, env: dict[str, str]) -> str:
     """Run senpi-guard with stdout on a pseudo-terminal; return what the terminal got."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", *args], stdout=follower,
-                            stderr=subprocess.DEVNULL, env={**os.environ, **env})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "senpi_guard", *args],
+        stdout=follower,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env},
+    )
     os.close(follower)
     chunks = []
     while True:
@@ -199,6 +214,7 @@ def test_the_version_is_set_in_one_place():
     from importlib.metadata import version
 
     import senpi_guard
+
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert 'dynamic = ["version"]' in pyproject and "\nversion =" not in pyproject
     assert version("senpi-guard") == senpi_guard.__version__
@@ -238,15 +254,18 @@ def test_audit_fits_100_columns_unless_verbose(capsys, tmp_path):
 
 
 def test_status_imports_neither_watchdog_nor_filelock(pkg):
-    code = ("import sys; from senpi_guard.cli import main; main(['status', '--root', sys.argv[1]]); "
-            "print(sorted(m for m in ('watchdog', 'filelock', 'logging.handlers', 'matplotlib') "
-            "if m in sys.modules))")
+    code = (
+        "import sys; from senpi_guard.cli import main; main(['status', '--root', sys.argv[1]]); "
+        "print(sorted(m for m in ('watchdog', 'filelock', 'logging.handlers', 'matplotlib') "
+        "if m in sys.modules))"
+    )
     proc = subprocess.run([sys.executable, "-c", code, str(pkg)], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
 
 
 def test_status_looks_where_the_target_was_and_walks_again_after_an_update(capsys, pkg, monkeypatch):
     from senpi_guard.core import locate
+
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     walks = []
     real_walk = locate.js_files
@@ -257,6 +276,7 @@ def test_status_looks_where_the_target_was_and_walks_again_after_an_update(capsy
     manifest.write_text(manifest.read_text() + "\n")  # what an update does to package.json
     assert run_cli(capsys, "status", "--root", pkg)[0] == 0
     from senpi_guard.core.patch import definition
+
     assert len(walks) == len(definition.load_all())  # each patch looks again, once
 
 
@@ -281,10 +301,15 @@ def test_audit_quiet_prints_the_summary_without_the_table(capsys, tmp_path):
 def test_watch_q_and_quiet_mean_the_same_the_log_file_only(pkg, flag, isolated_dirs):
     """`watch --quiet` is what installed units run: it keeps logging to the file only; `-q` now means it too."""
     log = isolated_dirs / "xdg_state_home" / "senpi-guard" / "log" / "watch.log"
-    proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "watch", flag, "--root", str(pkg),
-                             "--rescan-interval", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "senpi_guard", "watch", flag, "--root", str(pkg), "--rescan-interval", "300"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         from conftest import wait_for
+
         wait_for(lambda: log.is_file() and "after=patched" in log.read_text(), what="the startup reconcile logged")
     finally:
         proc.terminate()
@@ -305,9 +330,16 @@ def test_config_flag_before_or_after_the_command_names_the_file(capsys, tmp_path
     assert code == 1 and "--config" in err and "does not exist" in err
 
 
-@pytest.mark.parametrize("argv, env, painted", [
-    (("--color", "always"), {}, True), (("--color", "never"), {"FORCE_COLOR": "1"}, False),
-    ((), {"FORCE_COLOR": "1"}, True), ((), {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False), ((), {}, False)])
+@pytest.mark.parametrize(
+    "argv, env, painted",
+    [
+        (("--color", "always"), {}, True),
+        (("--color", "never"), {"FORCE_COLOR": "1"}, False),
+        ((), {"FORCE_COLOR": "1"}, True),
+        ((), {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),
+        ((), {}, False),
+    ],
+)
 def test_color_flag_and_force_color(capsys, pkg, monkeypatch, argv, env, painted):
     for key in ("NO_COLOR", "FORCE_COLOR"):
         monkeypatch.delenv(key, raising=False)
@@ -318,21 +350,31 @@ def test_color_flag_and_force_color(capsys, pkg, monkeypatch, argv, env, painted
 
 
 @pytest.mark.parametrize("columns", [80, 100])
-@pytest.mark.parametrize("command", [None, "apply", "status", "verify", "revert", "watch", "daemon", "audit",
-                                     "demo", "check", "paths", "completion"])
+@pytest.mark.parametrize(
+    "command",
+    [None, "apply", "status", "verify", "revert", "watch", "daemon", "audit", "demo", "check", "paths", "completion"],
+)
 def test_help_is_wrapped_to_the_terminal(command, columns):
     env = {**os.environ, "COLUMNS": str(columns)}
-    done = subprocess.run([sys.executable, "-m", "senpi_guard", *([command] if command else []), "--help"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "senpi_guard", *([command] if command else []), "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 0
-    too_wide = [line for line in done.stdout.splitlines()
-                if len(line) > columns and not any(len(word) > columns // 2 for word in line.split())]
+    too_wide = [
+        line
+        for line in done.stdout.splitlines()
+        if len(line) > columns and not any(len(word) > columns // 2 for word in line.split())
+    ]
     assert not too_wide, too_wide  # (a path too long to break is the one exception)
 
 
 def test_start_here_names_the_safe_first_steps(capsys):
     _, out, _ = run_cli(capsys)
-    start = out[out.index("start here:"):out.index("files:")]
+    start = out[out.index("start here:") : out.index("files:")]
     assert [line.split()[1] for line in start.splitlines()[1:] if line.strip()] == ["demo", "status", "apply", "daemon"]
 
 
@@ -347,9 +389,18 @@ def test_a_config_file_named_like_a_command_is_a_value_not_the_command(capsys, t
 
 def test_check_says_breaks_whenever_the_dist_replay_failed():
     from senpi_guard.commands.check import _line
-    row = {"patch": "directive-dedupe", "ok": False, "dist_ok": False, "checks": 39, "shape": "x",
-           "state": "unpatched", "would_write": ["a"], "detail": "3 of 39 checks failed",
-           "extension": {"ok": False, "checks": 0, "failures": ["host runner threw"]}}
+
+    row = {
+        "patch": "directive-dedupe",
+        "ok": False,
+        "dist_ok": False,
+        "checks": 39,
+        "shape": "x",
+        "state": "unpatched",
+        "would_write": ["a"],
+        "detail": "3 of 39 checks failed",
+        "extension": {"ok": False, "checks": 0, "failures": ["host runner threw"]},
+    }
     assert "BREAKS: 3 of 39 checks failed" in _line("2026.9.1", row)
     row.update(dist_ok=True, detail="")
     assert "patchable, 39 checks passed; the extension FAILS: host runner threw" in _line("2026.9.1", row)

@@ -12,7 +12,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def uninstall_block() -> str:
     text = README.read_text()
-    section = text[text.index("### Uninstall"):]
+    section = text[text.index("### Uninstall") :]
     return re.search(r"```sh\n(.*?)```", section, re.S)[1]
 
 
@@ -27,8 +27,13 @@ def test_the_uninstall_runs_clean_without_a_config_folder_and_leaves_no_empty_fo
     for name in ("senpi-guard", "pipx", "uv"):
         (stubs / name).write_text("#!/bin/sh\nexit 0\n")
         (stubs / name).chmod(0o755)
-    done = subprocess.run(["sh", "-e", "-c", uninstall_block()], capture_output=True, text=True, timeout=60,
-                          env={"HOME": str(home), "PATH": f"{stubs}:/usr/bin:/bin"})
+    done = subprocess.run(
+        ["sh", "-e", "-c", uninstall_block()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"HOME": str(home), "PATH": f"{stubs}:/usr/bin:/bin"},
+    )
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert not (home / ".local" / "state" / "senpi-guard").exists()
     assert not (home / ".senpi" / "agent" / "extensions").exists()

@@ -20,10 +20,21 @@ def sdist(tmp_path_factory) -> Path:
     pytest.importorskip("hatchling")
     out = tmp_path_factory.mktemp("sdist")
     work = out / "checkout"
-    shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", ".ci/tools", "tools", "__pycache__",
-                                                              "*.egg-info", "dist", "build"))
-    subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(out / "dist")],
-                   cwd=work, check=True, capture_output=True, text=True, timeout=300)
+    shutil.copytree(
+        ROOT,
+        work,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", ".ci/tools", "tools", "__pycache__", "*.egg-info", "dist", "build"
+        ),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(out / "dist")],
+        cwd=work,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     (tarball,) = (out / "dist").glob("senpi_guard-*.tar.gz")
     with tarfile.open(tarball) as archive:
         archive.extractall(out / "unpacked", filter="data")
@@ -46,7 +57,12 @@ def test_the_sdists_ci_entry_point_starts(sdist, tmp_path):
     fake.mkdir()
     (fake / "python3").write_text(f'#!/bin/sh\necho "$@" > "{tmp_path}/called"; exit 7\n')
     (fake / "python3").chmod(0o755)
-    done = subprocess.run(["bash", str(sdist / ".ci" / "run")], capture_output=True, text=True, timeout=60,
-                          env={"PATH": f"{fake}:/usr/bin:/bin"})
+    done = subprocess.run(
+        ["bash", str(sdist / ".ci" / "run")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": f"{fake}:/usr/bin:/bin"},
+    )
     assert done.returncode == 7 and "==> python venv in .venv" in done.stdout, done.stdout + done.stderr
     assert (tmp_path / "called").read_text().split() == ["-m", "venv", ".venv"]

@@ -45,13 +45,16 @@ def test_apply_patches_verifies_and_is_idempotent(npm_install, capsys, shape):
 def test_patched_module_dedupes_when_senpi_runs_it(npm_install, tmp_path, capsys):
     """The installed, patched module — imported from the real dist by node — dedupes."""
     import subprocess
+
     pkg = npm_install(3)
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     uw = "<ultrawork-mode>\n" + "do the work\n" * 2000 + "</ultrawork-mode>"
     messages = []
     for n in range(5):
-        messages += [{"role": "user", "content": f"{uw}\nstep {n}"},
-                     {"role": "assistant", "content": [{"type": "text", "text": f"ok {n}"}]}]
+        messages += [
+            {"role": "user", "content": f"{uw}\nstep {n}"},
+            {"role": "assistant", "content": [{"type": "text", "text": f"ok {n}"}]},
+        ]
     messages.append({"role": "user", "content": f"{uw}\nlast"})
     script = tmp_path / "run.mjs"
     stream = pkg / "dist/core/extensions/builtin/claude-sdk-oauth/stream.js"
@@ -60,8 +63,7 @@ const blocks = preparePrompt({{ messages: {json.dumps(messages)} }});
 const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("");
 const copies = text.split("<ultrawork-mode>").length - 1;
 console.log(JSON.stringify({{ copies, bytes: Buffer.byteLength(text) }}));""")
-    out = json.loads(subprocess.run(["node", str(script)], capture_output=True, text=True,
-                                    check=True).stdout)
+    out = json.loads(subprocess.run(["node", str(script)], capture_output=True, text=True, check=True).stdout)
     assert out["copies"] == 1
     assert out["bytes"] < len(uw) * 2
 
@@ -81,6 +83,7 @@ def test_revert_restores_exact_bytes_from_backup(npm_install, capsys):
 
 def test_revert_without_backup_removes_the_edit(npm_install, capsys, isolated_dirs):
     import shutil
+
     pkg = npm_install(2)
     before = tree_digest(pkg)
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
@@ -134,7 +137,8 @@ def test_hand_patched_file_is_cleaned_then_patched(custom_package, capsys):
 
 def test_hand_patched_file_that_cannot_be_cleaned_is_refused(custom_package, capsys):
     source = hand_patched(sample.prompt_bridge_source(2)).replace(
-        "//# sourceMappingURL", "export const keep = dedupeRepeatedDirectiveBlocks;\n//# sourceMappingURL")
+        "//# sourceMappingURL", "export const keep = dedupeRepeatedDirectiveBlocks;\n//# sourceMappingURL"
+    )
     pkg = custom_package(source)
     before = tree_digest(pkg)
     code, out, _ = run_cli(capsys, "apply", "--root", pkg)
@@ -143,8 +147,7 @@ def test_hand_patched_file_that_cannot_be_cleaned_is_refused(custom_package, cap
     assert tree_digest(pkg) == before
 
 
-@pytest.mark.parametrize("variant", ["crlf", "tabs", "arrow", "arrow-expression", "export-clause",
-                                     "early-returns"])
+@pytest.mark.parametrize("variant", ["crlf", "tabs", "arrow", "arrow-expression", "export-clause", "early-returns"])
 def test_tolerated_variants_apply_and_verify(custom_package, capsys, variant):
     src = sample.prompt_bridge_source(2)
     if variant == "crlf":
@@ -152,22 +155,31 @@ def test_tolerated_variants_apply_and_verify(custom_package, capsys, variant):
     elif variant == "tabs":
         src = src.replace("    ", "\t")
     elif variant == "arrow":
-        src = src.replace("export function buildPromptBlocks(context, customNames) {",
-                          "export const buildPromptBlocks = (context, customNames) => {")
+        src = src.replace(
+            "export function buildPromptBlocks(context, customNames) {",
+            "export const buildPromptBlocks = (context, customNames) => {",
+        )
         src = src.replace("    return blocks;\n}\n//#", "    return blocks;\n};\n//#")
     elif variant == "arrow-expression":
-        src = src.replace("export function buildPromptBlocks(context, customNames) {",
-                          "function buildAll(context, customNames) {")
-        src = src.replace("//# sourceMappingURL", "export const buildPromptBlocks = (context, customNames) => "
-                          "buildAll(context, customNames);\n//# sourceMappingURL")
+        src = src.replace(
+            "export function buildPromptBlocks(context, customNames) {", "function buildAll(context, customNames) {"
+        )
+        src = src.replace(
+            "//# sourceMappingURL",
+            "export const buildPromptBlocks = (context, customNames) => "
+            "buildAll(context, customNames);\n//# sourceMappingURL",
+        )
     elif variant == "export-clause":
         src = src.replace("export function buildPromptBlocks(", "function buildPromptBlocksImpl(")
-        src = src.replace("//# sourceMappingURL",
-                          "export { buildPromptBlocksImpl as buildPromptBlocks };\n//# sourceMappingURL")
+        src = src.replace(
+            "//# sourceMappingURL", "export { buildPromptBlocksImpl as buildPromptBlocks };\n//# sourceMappingURL"
+        )
     elif variant == "early-returns":
-        src = src.replace("    const messages = context.messages;",
-                          "    if (context.messages.length === 0) {\n        return [];\n    }\n"
-                          "    const messages = context.messages;")
+        src = src.replace(
+            "    const messages = context.messages;",
+            "    if (context.messages.length === 0) {\n        return [];\n    }\n"
+            "    const messages = context.messages;",
+        )
     assert src != sample.prompt_bridge_source(2) or variant == "none"  # the variant took effect
     pkg = custom_package(src)
     code, out, _err = run_cli(capsys, "apply", "--root", pkg, "--json")
@@ -222,8 +234,10 @@ def test_older_payload_version_is_stale_and_repatched(npm_install, capsys):
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     current = target.read_bytes()
     version = edit.read_header(current).version
-    older = current.replace(f"// senpi-guard: directive-dedupe v{version} ".encode(),
-                            f"// senpi-guard: directive-dedupe v{version - 1} ".encode())
+    older = current.replace(
+        f"// senpi-guard: directive-dedupe v{version} ".encode(),
+        f"// senpi-guard: directive-dedupe v{version - 1} ".encode(),
+    )
     target.write_bytes(older)
     assert status_json(capsys, pkg)[1]["state"] == "stale"
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
@@ -244,8 +258,9 @@ def test_drifted_file_is_rebuilt_from_backup(npm_install, capsys):
 
 
 @pytest.mark.parametrize("shape, version, costly", [(2, "2026.8.1", False), (3, "2026.8.5", True)])
-def test_revert_says_when_it_puts_a_hand_fix_back_and_the_way_to_senpi_as_shipped(custom_package, capsys,
-                                                                                 shape, version, costly):
+def test_revert_says_when_it_puts_a_hand_fix_back_and_the_way_to_senpi_as_shipped(
+    custom_package, capsys, shape, version, costly
+):
     shipped = sample.prompt_bridge_source(shape)
     pkg = custom_package(hand_patched(shipped), shape, version)
     target = pkg / SHAPE_REL[shape]

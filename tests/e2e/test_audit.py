@@ -18,13 +18,16 @@ def audit_json(capsys, *args) -> dict:
 def node_bytes(module: Path, messages: list[dict], names: dict[str, str] | None = None) -> int:
     """UTF-8 bytes of the text blocks that `module`'s buildPromptBlocks makes of `messages` (with
     `names` as the provider's custom tool name map)."""
-    script = (f"import {{ buildPromptBlocks }} from {json.dumps(module.as_uri())};\n"
-              f"const names = new Map(Object.entries({json.dumps(names or {})}));\n"
-              f"const blocks = buildPromptBlocks({{ messages: {json.dumps(messages)} }}, names);\n"
-              "let n = 0; for (const b of blocks) if (b.type === 'text') n += Buffer.byteLength(b.text);\n"
-              "console.log(n);")
-    return int(subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True,
-                              text=True, check=True).stdout)
+    script = (
+        f"import {{ buildPromptBlocks }} from {json.dumps(module.as_uri())};\n"
+        f"const names = new Map(Object.entries({json.dumps(names or {})}));\n"
+        f"const blocks = buildPromptBlocks({{ messages: {json.dumps(messages)} }}, names);\n"
+        "let n = 0; for (const b of blocks) if (b.type === 'text') n += Buffer.byteLength(b.text);\n"
+        "console.log(n);"
+    )
+    return int(
+        subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True).stdout
+    )
 
 
 def test_per_turn_report_through_the_installed_senpi(npm_install, tmp_path, capsys):
@@ -35,9 +38,12 @@ def test_per_turn_report_through_the_installed_senpi(npm_install, tmp_path, caps
     turns = report["turns"]
     assert len(turns) == 24  # two assistant entries per step; the orphan is skipped
     assert [t["index"] for t in turns] == list(range(24))
-    lines = [json.loads(line) for line in path.read_text().splitlines()[1:-1] if line.startswith("{\"")]
-    assistants = [e["id"] for e in lines if e.get("type") == "message"
-                  and e["message"]["role"] == "assistant" and e["parentId"] != "no-such-parent"]
+    lines = [json.loads(line) for line in path.read_text().splitlines()[1:-1] if line.startswith('{"')]
+    assistants = [
+        e["id"]
+        for e in lines
+        if e.get("type") == "message" and e["message"]["role"] == "assistant" and e["parentId"] != "no-such-parent"
+    ]
     assert [t["entry_id"] for t in turns] == assistants
     assert turns[0]["unpatched_bytes"] == turns[0]["patched_bytes"]
     assert all(t["patched_bytes"] <= t["unpatched_bytes"] for t in turns)
@@ -53,8 +59,12 @@ def test_per_turn_report_through_the_installed_senpi(npm_install, tmp_path, caps
     assert unknown["unpatched_bytes"] == sum(t["unpatched_bytes"] for t in turns)
     assert unknown["saved_bytes"] == unknown["unpatched_bytes"] - unknown["patched_bytes"] > 0
     assert s["headline"]["turns"] == 0 and s["headline"]["saved_bytes"] == 0  # never counted as full
-    assert report["warnings"] == {"malformed line": 1, "unknown entry type 'future_entry_kind'": 1,
-                                  "entry with a missing parent": 1, "truncated last line": 1}
+    assert report["warnings"] == {
+        "malformed line": 1,
+        "unknown entry type 'future_entry_kind'": 1,
+        "entry with a missing parent": 1,
+        "truncated last line": 1,
+    }
     # the first turn's bytes equal what senpi's own function makes of that context
     first_user = next(e for e in lines if e.get("type") == "message")["message"]
     assert turns[0]["unpatched_bytes"] == node_bytes(pkg / SHAPE_REL[2], [first_user])
@@ -66,21 +76,61 @@ def test_context_rules_compaction_branch_summary_custom_message(npm_install, tmp
     stamp = "2026-11-20T10:00:00Z"
     entries = [
         {"type": "session", "version": 3, "id": "s", "timestamp": stamp, "cwd": "/w"},
-        {"type": "message", "id": "u1", "parentId": None, "timestamp": stamp,
-         "message": {"role": "user", "content": "first question"}},
-        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": stamp,
-         "message": {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}},
-        {"type": "custom_message", "id": "c1", "parentId": "a1", "timestamp": stamp,
-         "customType": "omo", "content": "extension note", "display": False},
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": stamp,
+            "message": {"role": "user", "content": "first question"},
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": "u1",
+            "timestamp": stamp,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]},
+        },
+        {
+            "type": "custom_message",
+            "id": "c1",
+            "parentId": "a1",
+            "timestamp": stamp,
+            "customType": "omo",
+            "content": "extension note",
+            "display": False,
+        },
         {"type": "custom", "id": "x1", "parentId": "c1", "timestamp": stamp, "customType": "ui"},
-        {"type": "message", "id": "u2", "parentId": "x1", "timestamp": stamp,
-         "message": {"role": "user", "content": "second question"}},
-        {"type": "compaction", "id": "k1", "parentId": "u2", "timestamp": stamp,
-         "summary": "they asked twice", "firstKeptEntryId": "u2", "tokensBefore": 10},
-        {"type": "branch_summary", "id": "b1", "parentId": "k1", "timestamp": stamp,
-         "fromId": "u2", "summary": "an abandoned branch"},
-        {"type": "message", "id": "a2", "parentId": "b1", "timestamp": stamp,
-         "message": {"role": "assistant", "content": [{"type": "text", "text": "second answer"}]}},
+        {
+            "type": "message",
+            "id": "u2",
+            "parentId": "x1",
+            "timestamp": stamp,
+            "message": {"role": "user", "content": "second question"},
+        },
+        {
+            "type": "compaction",
+            "id": "k1",
+            "parentId": "u2",
+            "timestamp": stamp,
+            "summary": "they asked twice",
+            "firstKeptEntryId": "u2",
+            "tokensBefore": 10,
+        },
+        {
+            "type": "branch_summary",
+            "id": "b1",
+            "parentId": "k1",
+            "timestamp": stamp,
+            "fromId": "u2",
+            "summary": "an abandoned branch",
+        },
+        {
+            "type": "message",
+            "id": "a2",
+            "parentId": "b1",
+            "timestamp": stamp,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "second answer"}]},
+        },
     ]
     path = tmp_path / "ctx.jsonl"
     path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
@@ -92,11 +142,15 @@ def test_context_rules_compaction_branch_summary_custom_message(npm_install, tmp
 
     first = [entries[1]["message"]]
     second = [
-        user("The conversation history before this point was compacted into the following "
-             "summary:\n\n<summary>\nthey asked twice\n</summary>"),
+        user(
+            "The conversation history before this point was compacted into the following "
+            "summary:\n\n<summary>\nthey asked twice\n</summary>"
+        ),
         entries[5]["message"],
-        user("The following is a summary of a branch that this conversation came back from:"
-             "\n\n<summary>\nan abandoned branch</summary>"),  # no newline before the tag
+        user(
+            "The following is a summary of a branch that this conversation came back from:"
+            "\n\n<summary>\nan abandoned branch</summary>"
+        ),  # no newline before the tag
     ]
     assert report["turns"][0]["unpatched_bytes"] == node_bytes(bridge, first)
     assert report["turns"][1]["unpatched_bytes"] == node_bytes(bridge, second)
@@ -107,8 +161,7 @@ def test_context_rules_compaction_branch_summary_custom_message(npm_install, tmp
 
 def test_window_overflow_is_reported(tmp_path, capsys, npm_install):
     pkg = npm_install(2)  # (on shape 3 upstream's keep-last already trims the unpatched prompt)
-    path = sample_session.write_sample_session(tmp_path / "big.jsonl", turns=40, directive_bytes=25_000,
-                                       extras=False)
+    path = sample_session.write_sample_session(tmp_path / "big.jsonl", turns=40, directive_bytes=25_000, extras=False)
     s = audit_json(capsys, path, "--root", pkg)["summary"]
     assert s["context_window_tokens"] == 200_000
     assert s["first_turn_over_window_unpatched"] is not None
@@ -120,6 +173,7 @@ def test_fallback_without_senpi_and_latest(env, tmp_path, capsys, monkeypatch):
     older = sample_session.write_sample_session(agent / "sessions/--work-app--/2026-11-01_a.jsonl", turns=2)
     newer = sample_session.write_sample_session(agent / "sessions/--work-app--/2026-11-02_b.jsonl", turns=3)
     import os
+
     os.utime(older, (1, 1))
     monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(agent))
     code, out, err = run_cli(capsys, "audit", "--latest", "--sample")
@@ -159,6 +213,5 @@ def test_upstream_keep_last_loses_directives_ours_does_not(npm_install, tmp_path
     assert s["turns_losing_a_directive"]["patched"] == 0
     assert s["turns_losing_a_directive"]["unpatched"] > 0  # the variant (step 7) is dropped later
     # the variant arrives at step 7 (turn 14); from then on keep-last always drops one of the two
-    losing = [t["index"] for t in report["turns"]
-              if t["directives"]["kept_installed"] < t["directives"]["distinct"]]
+    losing = [t["index"] for t in report["turns"] if t["directives"]["kept_installed"] < t["directives"]["distinct"]]
     assert losing == list(range(14, len(report["turns"])))

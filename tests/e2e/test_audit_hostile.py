@@ -44,8 +44,13 @@ def run_bounded(*args: str | Path, timeout: float = 60) -> tuple[int, str, str, 
     """senpi-guard in its own process group, killed with everything it started (a looping node
     included) if it outlives `timeout`: a hang fails the test instead of stalling the suite."""
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "senpi_guard", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -63,6 +68,7 @@ def one_line(err: str) -> str:
 
 
 # ---- 1. a target that never returns ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_target_that_loops_at_import_times_out(tmp_path, isolated_dirs, as_json):
@@ -83,25 +89,28 @@ def test_a_target_that_loops_at_import_times_out(tmp_path, isolated_dirs, as_jso
 def test_a_looping_audit_is_cancelled_at_once(tmp_path):
     from senpi_guard.commands import common
     from senpi_guard.discover import describe
+
     patches, config = common.load()
     patch = next(p for p in patches if p.audit)
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
     started = time.monotonic()
     installs = [describe(target_pkg(tmp_path, "loops", LOOP), "npm")]
-    with pytest.raises(FatalError, match="stopped during the audit"), \
-            replay.serializer(installs, patch, config, cancel=cancel):
+    with (
+        pytest.raises(FatalError, match="stopped during the audit"),
+        replay.serializer(installs, patch, config, cancel=cancel),
+    ):
         pass
     assert time.monotonic() - started < 5  # (verify_timeout is 60 s here)
 
 
 # ---- 2. wrong-typed session fields -------------------------------------------------------------
 
+
 def _session_with(tmp_path: Path, name: str, extra: list[dict]) -> tuple[Path, int]:
     """A sample session, then `extra` chained after its last entry and an assistant reply; returns
     the file and the line number of the first extra entry."""
-    path = sample_session.write_sample_session(tmp_path / f"{name}.jsonl", turns=2, directive_bytes=300,
-                                               extras=False)
+    path = sample_session.write_sample_session(tmp_path / f"{name}.jsonl", turns=2, directive_bytes=300, extras=False)
     lines = path.read_text().splitlines()
     parent = json.loads(lines[-1])["id"]
     for number, entry in enumerate(extra):
@@ -109,15 +118,22 @@ def _session_with(tmp_path: Path, name: str, extra: list[dict]) -> tuple[Path, i
         entry.setdefault("parentId", parent)
         entry.setdefault("timestamp", "t")
         parent = entry["id"] if isinstance(entry["id"], str) else parent
-    tail = {"type": "message", "id": "after", "parentId": parent, "timestamp": "t",
-            "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}}
+    tail = {
+        "type": "message",
+        "id": "after",
+        "parentId": parent,
+        "timestamp": "t",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+    }
     path.write_text("\n".join(lines + [json.dumps(e) for e in [*extra, tail]]) + "\n")
     return path, len(lines) + 1
 
 
 def _assistant(model) -> dict:
-    return {"type": "message", "message": {"role": "assistant", "model": model,
-                                           "content": [{"type": "text", "text": "hi"}]}}
+    return {
+        "type": "message",
+        "message": {"role": "assistant", "model": model, "content": [{"type": "text", "text": "hi"}]},
+    }
 
 
 WRONG = {
@@ -163,8 +179,7 @@ def _truncating_index(monkeypatch, victims: set[Path]) -> None:
 def test_a_file_cut_short_while_it_is_read_is_one_line(tmp_path, capsys, monkeypatch, reconstruction):
     path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=6, directive_bytes=300)
     _truncating_index(monkeypatch, {path})
-    code, _, err = run_cli(capsys, "audit", path, "--root", plain_pkg(tmp_path), "--reconstruction",
-                           reconstruction)
+    code, _, err = run_cli(capsys, "audit", path, "--root", plain_pkg(tmp_path), "--reconstruction", reconstruction)
     line = one_line(err)
     assert code == 1 and str(path) in line and "changed while" in line and "line " in line
 
@@ -193,6 +208,7 @@ def test_all_goes_on_after_a_bad_session(tmp_path, capsys, monkeypatch):
 
 
 # ---- 3. a session path that is not a regular file ----------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 @pytest.mark.parametrize("as_json", [False, True])
@@ -236,6 +252,7 @@ def test_opening_a_fifo_never_blocks(tmp_path):
 
 # ---- 4. --json is one document, whatever happens -----------------------------------------------
 
+
 def test_json_is_one_document_when_the_install_cannot_serialise(tmp_path, capsys):
     pkg = target_pkg(tmp_path, "broken", "")
     bridge = pkg / "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
@@ -255,6 +272,7 @@ def test_json_is_one_document_when_a_session_stops_half_way(tmp_path, capsys, mo
         def one_row_then_stop(row):
             on_turn(row)
             raise raised("stopped half way")
+
         return real(path, server, one_row_then_stop)
 
     monkeypatch.setattr(replay, "audit_session", stops)
@@ -271,6 +289,7 @@ def test_json_is_one_document_when_a_session_stops_half_way(tmp_path, capsys, mo
 
 
 # ---- 5. a target that prints at import ---------------------------------------------------------
+
 
 def test_a_target_that_prints_at_import_is_audited(tmp_path, capsys):
     pkg = target_pkg(tmp_path, "prints", PRINTS)

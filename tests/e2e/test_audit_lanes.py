@@ -21,9 +21,15 @@ def audit(capsys, path, *args, code=0):
 
 def recorded_session(tmp_path, shape, pkg, **kwargs):
     return sample_session.write_sample_session(
-        tmp_path / f"s{shape}.jsonl", directive_bytes=kwargs.pop("directive_bytes", 3000),
-        turns=kwargs.pop("turns", 26), compact_every=kwargs.pop("compact_every", 8),
-        lanes=shape > 1, provider=PROVIDER[shape], payload_from=pkg if shape == 3 else None, **kwargs)
+        tmp_path / f"s{shape}.jsonl",
+        directive_bytes=kwargs.pop("directive_bytes", 3000),
+        turns=kwargs.pop("turns", 26),
+        compact_every=kwargs.pop("compact_every", 8),
+        lanes=shape > 1,
+        provider=PROVIDER[shape],
+        payload_from=pkg if shape == 3 else None,
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize("shape", [1, 2, 3])
@@ -75,12 +81,15 @@ def test_recorded_payload_bytes_match_exactly(npm_install, tmp_path, capsys, rec
     assert len(recorded) >= 5  # bootstrap, the flattens, the compactions' flattens
     assert all(t["recorded_payload_bytes"] == t["unpatched_bytes"] for t in recorded)
     # recorded as installed: that configuration, or (where another gives the same bytes) unknown
-    assert all("installed" in t["recorded_matches"] and t["recorded_as"] in ("installed", "unknown")
-               for t in recorded)
+    assert all("installed" in t["recorded_matches"] and t["recorded_as"] in ("installed", "unknown") for t in recorded)
     agreement = report["summary"]["recorded_payload"]
     assert agreement["recorded_as"].get("installed", 0) >= 1
-    assert agreement == {"turns": len(recorded), "matched": len(recorded), "mismatches": [],
-                         "recorded_as": agreement["recorded_as"]}
+    assert agreement == {
+        "turns": len(recorded),
+        "matched": len(recorded),
+        "mismatches": [],
+        "recorded_as": agreement["recorded_as"],
+    }
 
 
 def test_a_mismatch_is_shown_not_hidden(npm_install, tmp_path, capsys):
@@ -101,8 +110,9 @@ def test_a_mismatch_is_shown_not_hidden(npm_install, tmp_path, capsys):
 
 def test_keep_first_writes_less_to_the_cache_than_upstreams_keep_last(npm_install, tmp_path, capsys):
     pkg = npm_install(3)
-    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=24, directive_bytes=6000,
-                                               lanes=True, payload_from=pkg, extras=False)
+    path = sample_session.write_sample_session(
+        tmp_path / "s.jsonl", turns=24, directive_bytes=6000, lanes=True, payload_from=pkg, extras=False
+    )
     (report,) = audit(capsys, path, "--root", pkg)[0]["sessions"]
     s = report["summary"]
     full = [t for t in report["turns"] if t["sent"] == "full"]
@@ -117,14 +127,25 @@ def test_keep_first_writes_less_to_the_cache_than_upstreams_keep_last(npm_instal
 
 def test_a_turn_that_cannot_be_serialised_is_skipped_and_counted(npm_install, tmp_path, capsys):
     pkg = npm_install(2)
-    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=3, directive_bytes=300,
-                                               extras=False)
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=3, directive_bytes=300, extras=False)
     lines = path.read_text().splitlines()
     last = json.loads(lines[-1])["id"]
-    poison = [{"type": "message", "id": "bad", "parentId": last, "timestamp": "t",
-               "message": {"role": "user", "content": [None]}},
-              {"type": "message", "id": "ask", "parentId": "bad", "timestamp": "t",
-               "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}}]
+    poison = [
+        {
+            "type": "message",
+            "id": "bad",
+            "parentId": last,
+            "timestamp": "t",
+            "message": {"role": "user", "content": [None]},
+        },
+        {
+            "type": "message",
+            "id": "ask",
+            "parentId": "bad",
+            "timestamp": "t",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        },
+    ]
     path.write_text("\n".join(lines + [json.dumps(e) for e in poison]) + "\n")
     (report,) = audit(capsys, path, "--root", pkg)[0]["sessions"]
     assert len(report["turns"]) == 6
@@ -173,18 +194,32 @@ def test_plot_is_checked_before_the_audit_and_drawn_per_session(tmp_path, capsys
 def test_custom_tools_are_named_as_senpi_names_them(npm_install, tmp_path, capsys):
     pkg = npm_install(2)
     from test_audit import node_bytes  # (same folder)
+
     stamp = "t"
-    result = {"role": "toolResult", "toolCallId": "c1", "toolName": "web_search",
-              "content": [{"type": "text", "text": "found"}]}
-    call = {"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "web_search",
-                                              "arguments": {"q": "x"}}]}
+    result = {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "web_search",
+        "content": [{"type": "text", "text": "found"}],
+    }
+    call = {
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": "c1", "name": "web_search", "arguments": {"q": "x"}}],
+    }
     user = {"role": "user", "content": [{"type": "text", "text": "look it up"}]}
-    entries = [{"type": "session", "version": 3, "id": "s", "timestamp": stamp, "cwd": "/w"},
-               {"type": "message", "id": "u", "parentId": None, "timestamp": stamp, "message": user},
-               {"type": "message", "id": "a", "parentId": "u", "timestamp": stamp, "message": call},
-               {"type": "message", "id": "r", "parentId": "a", "timestamp": stamp, "message": result},
-               {"type": "message", "id": "b", "parentId": "r", "timestamp": stamp,
-                "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]}}]
+    entries = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": stamp, "cwd": "/w"},
+        {"type": "message", "id": "u", "parentId": None, "timestamp": stamp, "message": user},
+        {"type": "message", "id": "a", "parentId": "u", "timestamp": stamp, "message": call},
+        {"type": "message", "id": "r", "parentId": "a", "timestamp": stamp, "message": result},
+        {
+            "type": "message",
+            "id": "b",
+            "parentId": "r",
+            "timestamp": stamp,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        },
+    ]
     path = tmp_path / "tools.jsonl"
     path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
     (report,) = audit(capsys, path, "--root", pkg)[0]["sessions"]
@@ -195,6 +230,7 @@ def test_custom_tools_are_named_as_senpi_names_them(npm_install, tmp_path, capsy
 
 def test_the_extension_layer_is_counted_on_the_delta_lane(npm_install, tmp_path, capsys):
     from senpi_guard.core.patch import definition
+
     pkg = npm_install(3)
     path = recorded_session(tmp_path, 3, pkg, extras=False, compact_every=0, turns=12)
     (report,) = audit(capsys, path, "--root", pkg)[0]["sessions"]
@@ -203,8 +239,11 @@ def test_the_extension_layer_is_counted_on_the_delta_lane(npm_install, tmp_path,
     # sends the marker in its place; turn 0 (bootstrap) holds the first copy, kept in full
     marker = definition.load("directive-dedupe").marker("ultrawork-mode")
     assert turns[2]["sent"] == "delta"
-    assert turns[2]["bytes"]["extension"] == turns[2]["bytes"]["both"] \
+    assert (
+        turns[2]["bytes"]["extension"]
+        == turns[2]["bytes"]["both"]
         == len(f"{marker}\n\nstep 1: continue the work".encode())
+    )
     assert turns[2]["unpatched_bytes"] > 3000 > turns[2]["bytes"]["both"]
     assert turns[0]["bytes"]["both"] == turns[0]["patched_bytes"]
     assert turns[0]["bytes"]["extension"] == turns[0]["unpatched_bytes"]  # (the extension alone: upstream's pipeline)

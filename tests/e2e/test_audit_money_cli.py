@@ -20,8 +20,9 @@ def priced_package(tmp_path: Path) -> Path:
     sample.write_sample_package(pkg, 2, fillers=0)
     data = pkg / "node_modules" / "@earendil-works" / "pi-ai" / "dist" / "providers" / "data"
     data.mkdir(parents=True)
-    (data / "anthropic.json").write_text(json.dumps({"anthropic-messages": {"claude-opus-4-5": {
-        "id": "claude-opus-4-5", "cost": PRICE}}}))
+    (data / "anthropic.json").write_text(
+        json.dumps({"anthropic-messages": {"claude-opus-4-5": {"id": "claude-opus-4-5", "cost": PRICE}}})
+    )
     return pkg
 
 
@@ -41,13 +42,17 @@ def with_cost(path: Path) -> Path:
 def strict(text: str) -> dict:
     def refuse(name: str) -> None:
         raise AssertionError(f"{name} in the JSON output")
+
     return json.loads(text, parse_constant=refuse)
 
 
 def test_dollars_at_list_price_for_an_api_session(tmp_path, capsys):
     pkg = priced_package(tmp_path)
-    path = with_cost(sample_session.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=6000,
-                                                         provider="anthropic", extras=False))
+    path = with_cost(
+        sample_session.write_sample_session(
+            tmp_path / "s.jsonl", turns=8, directive_bytes=6000, provider="anthropic", extras=False
+        )
+    )
     code, out, err = run_cli(capsys, "audit", path, "--root", pkg, "--json")
     assert code == 0, err
     (report,) = strict(out)["sessions"]
@@ -72,16 +77,22 @@ def test_dollars_at_list_price_for_an_api_session(tmp_path, capsys):
 def test_a_subscription_session_gets_tokens_and_the_plot_draws_every_layer(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     pkg = priced_package(tmp_path)
-    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=6000, lanes=True,
-                                               extras=False)
+    path = sample_session.write_sample_session(
+        tmp_path / "s.jsonl", turns=8, directive_bytes=6000, lanes=True, extras=False
+    )
     image = tmp_path / "p.svg"
     code, out, err = run_cli(capsys, "-v", "audit", path, "--root", pkg, "--plot", image)
     assert code == 0, err
     assert "a subscription: it pays no list price" in out and "tokens that count against its limits" in out
     assert "at API list price" not in out
     drawn = image.read_text()
-    for label in ("senpi as installed", "with senpi-guard (both layers)", "dist layer only", "extension layer only",
-                  "tokens, cumulative"):
+    for label in (
+        "senpi as installed",
+        "with senpi-guard (both layers)",
+        "dist layer only",
+        "extension layer only",
+        "tokens, cumulative",
+    ):
         assert label in drawn, label
 
 
@@ -91,8 +102,9 @@ ODD = ["12", -5, True, None, [], {"input": 1}, BIG, "NaN"]  # (1e309: valid JSON
 
 def test_odd_usage_records_are_not_recorded_and_never_crash(tmp_path, capsys):
     pkg = priced_package(tmp_path)
-    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=6, directive_bytes=3000,
-                                               provider="anthropic", extras=False)
+    path = sample_session.write_sample_session(
+        tmp_path / "s.jsonl", turns=6, directive_bytes=3000, provider="anthropic", extras=False
+    )
     lines, n = [], 0
     for line in path.read_text().splitlines():
         entry = json.loads(line)
@@ -121,10 +133,21 @@ def test_huge_finite_numbers_in_usage_and_prices_never_crash_nor_print_nan(tmp_p
     records and rates are not trusted (found by a hostile review: exit 3, then NaN in --json)."""
     pkg = priced_package(tmp_path)
     data = pkg / "node_modules" / "@earendil-works" / "pi-ai" / "dist" / "providers" / "data"
-    (data / "anthropic.json").write_text(json.dumps({"anthropic-messages": {"claude-opus-4-5": {
-        "id": "claude-opus-4-5", "cost": {"input": 1e308, "output": 1e308, "cacheRead": 0, "cacheWrite": 0}}}}))
-    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=4, directive_bytes=3000,
-                                               provider="anthropic", extras=False)
+    (data / "anthropic.json").write_text(
+        json.dumps(
+            {
+                "anthropic-messages": {
+                    "claude-opus-4-5": {
+                        "id": "claude-opus-4-5",
+                        "cost": {"input": 1e308, "output": 1e308, "cacheRead": 0, "cacheWrite": 0},
+                    }
+                }
+            }
+        )
+    )
+    path = sample_session.write_sample_session(
+        tmp_path / "s.jsonl", turns=4, directive_bytes=3000, provider="anthropic", extras=False
+    )
     lines = []
     for line in path.read_text().splitlines():
         entry = json.loads(line)

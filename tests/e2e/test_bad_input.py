@@ -55,14 +55,21 @@ def test_target_symlinked_outside_the_package(npm_install, capsys, tmp_path):
     assert outside.read_bytes() == before
 
 
-@pytest.mark.parametrize(("source", "phrases"), [
-    ("export function buildPromptBlocks(context) {\n    return [;\n}", ["syntax error at line 2"]),
-    ("export function somethingElse(context) {\n    return [];\n}",
-     ["no file under dist/ defines and exports buildPromptBlocks"]),
-    ("export function* buildPromptBlocks(context) {\n    yield 1;\n}", ["unknown return shape", "generator"]),
-    ("export function buildPromptBlocks(context) {\n    context.x = 1;\n}",
-     ["unknown return shape", "returns no value"]),
-])
+@pytest.mark.parametrize(
+    ("source", "phrases"),
+    [
+        ("export function buildPromptBlocks(context) {\n    return [;\n}", ["syntax error at line 2"]),
+        (
+            "export function somethingElse(context) {\n    return [];\n}",
+            ["no file under dist/ defines and exports buildPromptBlocks"],
+        ),
+        ("export function* buildPromptBlocks(context) {\n    yield 1;\n}", ["unknown return shape", "generator"]),
+        (
+            "export function buildPromptBlocks(context) {\n    context.x = 1;\n}",
+            ["unknown return shape", "returns no value"],
+        ),
+    ],
+)
 def test_target_code_problems(custom_package, capsys, source, phrases):
     pkg = custom_package(source + "\n//# sourceMappingURL=prompt-bridge.js.map")
     assert_refused(capsys, pkg, *phrases)
@@ -103,15 +110,18 @@ def test_corrupt_state_file(npm_install, capsys, isolated_dirs):
     assert_refused(capsys, pkg, "state file", "corrupt")
 
 
-@pytest.mark.parametrize(("config", "phrase"), [
-    ("tags = [", "not valid TOML"),
-    ('tagz = ["x"]', "unknown key 'tagz'"),
-    ("tags = []", "non-empty list"),
-    ('tags = ["<bad>"]', "not a plain tag name"),
-    ('tags = ["a-very-long-tag-name-that-makes-the-marker-too-big"]', "not a plain tag name"),
-    ('upstream_dedupe = "sometimes"', "'upstream_dedupe'"),
-    ("verify_timeout = -1", "'verify_timeout'"),
-])
+@pytest.mark.parametrize(
+    ("config", "phrase"),
+    [
+        ("tags = [", "not valid TOML"),
+        ('tagz = ["x"]', "unknown key 'tagz'"),
+        ("tags = []", "non-empty list"),
+        ('tags = ["<bad>"]', "not a plain tag name"),
+        ('tags = ["a-very-long-tag-name-that-makes-the-marker-too-big"]', "not a plain tag name"),
+        ('upstream_dedupe = "sometimes"', "'upstream_dedupe'"),
+        ("verify_timeout = -1", "'verify_timeout'"),
+    ],
+)
 def test_bad_config(npm_install, capsys, isolated_dirs, config, phrase):
     pkg = npm_install(2)
     write_user_config(isolated_dirs, config)
@@ -138,7 +148,8 @@ def test_node_too_old(npm_install, capsys, monkeypatch, tmp_path):
 
 def test_verification_timeout(custom_package, capsys, isolated_dirs):
     source = sample.prompt_bridge_source(2).replace(
-        "    const messages = context.messages;", "    for (;;) { }\n    const messages = context.messages;")
+        "    const messages = context.messages;", "    for (;;) { }\n    const messages = context.messages;"
+    )
     pkg = custom_package(source)
     write_user_config(isolated_dirs, "verify_timeout = 3\n")
     started = time.monotonic()
@@ -152,8 +163,13 @@ def test_file_changed_between_read_and_write(npm_install, isolated_dirs):
     target = pkg / REL
     scratch = isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify"  # where mirrors live
     env = dict(os.environ)
-    proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 30
     while not (scratch.is_dir() and list(scratch.glob("senpi-guard-verify-*"))):
         assert time.monotonic() < deadline and proc.poll() is None
@@ -186,6 +202,7 @@ def test_usage_error_exit_code(capsys):
 def test_candidate_rejected_by_node_check(custom_package, capsys):
     # tree-sitter accepts a duplicate `let`; V8 does not (an early error): node --check must refuse
     source = sample.prompt_bridge_source(2).replace(
-        'const CONTINUE_INSTRUCTION', 'let twice = 1;\nlet twice = 2;\nconst CONTINUE_INSTRUCTION')
+        "const CONTINUE_INSTRUCTION", "let twice = 1;\nlet twice = 2;\nconst CONTINUE_INSTRUCTION"
+    )
     pkg = custom_package(source)
     assert_refused(capsys, pkg, "node --check failed", "already been declared")

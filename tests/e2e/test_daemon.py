@@ -15,9 +15,13 @@ def analyze(unit: Path, runtime: Path) -> subprocess.CompletedProcess[str]:
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed")
     runtime.mkdir(mode=0o700, exist_ok=True)
-    return subprocess.run(["systemd-analyze", "verify", "--user", str(unit)], capture_output=True,
-                          text=True, env={"XDG_RUNTIME_DIR": str(runtime), "PATH": "/usr/bin:/bin"},
-                          check=False)
+    return subprocess.run(
+        ["systemd-analyze", "verify", "--user", str(unit)],
+        capture_output=True,
+        text=True,
+        env={"XDG_RUNTIME_DIR": str(runtime), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
 
 
 def test_systemd_unit_is_valid_and_runs_this_senpi_guard(tmp_path):

@@ -33,8 +33,6 @@ def unit_path(isolated_dirs: Path) -> Path:
     return isolated_dirs / "xdg_config_home" / "systemd" / "user" / service.UNIT_NAME
 
 
-
-
 def start_under_user_manager(config_home: Path, work: Path, dump: Path) -> str:
     """Start senpi-guard.service (from config_home/systemd/user) under a real `systemd --user`;
     wait for its program to write `dump`; return `systemctl --user show` of the unit."""
@@ -55,8 +53,13 @@ def start_under_user_manager(config_home: Path, work: Path, dump: Path) -> str:
         systemctl --user stop {service.UNIT_NAME}
         kill $manager; wait $manager
         """)
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     if done.returncode == 90:
         pytest.skip(f"no private mount namespace here: {done.stderr.strip()}")
     assert done.returncode == 0, f"{done.stdout}{done.stderr}{(work / 'manager.log').read_text()}"
@@ -67,16 +70,18 @@ def start_under_user_manager(config_home: Path, work: Path, dump: Path) -> str:
 def dumper(path: Path, dump: Path) -> Path:
     """A stand-in program that writes down the argv and environment it was started with."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
-                    f"open({str(dump)!r}, 'w').write(json.dumps({{'argv': sys.argv, "
-                    "'env': dict(os.environ)}))\n")
+    path.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"open({str(dump)!r}, 'w').write(json.dumps({{'argv': sys.argv, "
+        "'env': dict(os.environ)}))\n"
+    )
     path.chmod(0o755)
     return path
 
 
 HOSTILE_ENV = {
     "NVM_DIR": "/n\r[Service]\rExecStartPre=/bin/false",  # a carriage return ends a systemd line
-    "PNPM_HOME": '/p "q" \'s\' back\\slash %h %% $HOME ${HOME} $$ \t tab',
+    "PNPM_HOME": "/p \"q\" 's' back\\slash %h %% $HOME ${HOME} $$ \t tab",
     "BUN_INSTALL": "/b\nEnvironment=INJECTED=1",
     "VOLTA_HOME": "/v\x1b[31m\x7f\u2028\x85 end\\",
 }
@@ -128,11 +133,18 @@ def test_argv0_of_a_program_with_a_dollar_is_its_path(tmp_path):
     assert json.loads(dump.read_text())[:-1] == spec.argv
 
 
-@pytest.mark.parametrize(("folder", "named"), [
-    ('q"uote', 'q"uote'), ("back\\slash", "back\\\\slash"), ("line\nbreak", "line\\nbreak"),
-    ("bytes\udcff", "bytes\\udcff")])
-def test_a_path_systemd_refuses_is_refused_and_nothing_written(tmp_path, monkeypatch, capsys, isolated_dirs,
-                                                               folder, named):
+@pytest.mark.parametrize(
+    ("folder", "named"),
+    [
+        ('q"uote', 'q"uote'),
+        ("back\\slash", "back\\\\slash"),
+        ("line\nbreak", "line\\nbreak"),
+        ("bytes\udcff", "bytes\\udcff"),
+    ],
+)
+def test_a_path_systemd_refuses_is_refused_and_nothing_written(
+    tmp_path, monkeypatch, capsys, isolated_dirs, folder, named
+):
     fake = tmp_path / folder / "senpi-guard"
     fake.parent.mkdir()
     fake.write_text("#!/bin/sh\n")
@@ -181,9 +193,14 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
 
 
 @pytest.mark.parametrize("action", ["install", "uninstall", "status"])
-@pytest.mark.parametrize(("layout", "advice"), [
-    (_user_dir_is_a_file, "move that file aside"), (_systemd_dir_is_a_file, "move that file aside"),
-    (_unit_is_a_folder, "move it aside")])
+@pytest.mark.parametrize(
+    ("layout", "advice"),
+    [
+        (_user_dir_is_a_file, "move that file aside"),
+        (_systemd_dir_is_a_file, "move that file aside"),
+        (_unit_is_a_folder, "move it aside"),
+    ],
+)
 def test_a_blocked_unit_place_is_one_line_and_nothing_changes(capsys, isolated_dirs, action, layout, advice):
     unit = unit_path(isolated_dirs)
     blocker = layout(unit)
@@ -215,8 +232,7 @@ def bare_status(argv: list[str], env: dict[str, str]) -> dict:
     """`status --json` with only the unit's environment (`env -i`), as the service would run it.
     PYTHONPATH only makes the checkout's code run rather than the venv's installed copy; discovery
     does not read it."""
-    command = ["env", "-i", *(f"{k}={v}" for k, v in env.items()), f"PYTHONPATH={SRC}",
-               *argv[:-2], "status", "--json"]
+    command = ["env", "-i", *(f"{k}={v}" for k, v in env.items()), f"PYTHONPATH={SRC}", *argv[:-2], "status", "--json"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     return json.loads(done.stdout)
 
@@ -236,4 +252,3 @@ def test_the_recorded_path_finds_a_senpi_found_only_on_path(env, npm_install, mo
     # the check can fail: the same run without that folder on PATH finds nothing
     without = ":".join(p for p in recorded["PATH"].split(":") if p != str(prefix / "bin"))
     assert bare_status(argv, {**recorded, "PATH": without})["installs"] == []
-

@@ -22,8 +22,11 @@ def test_demo_runs_on_a_fresh_machine_and_cleans_up(tmp_path):
     assert "senpi-guard sends a little more" in prose and "prompt cache keeps hitting" in prose
     assert max(len(line) for line in out.splitlines() if "/" not in line) <= 100
     assert re.search(r"\d+ full re-sends: [\d,]+ bytes as installed -> [\d,]+ patched \(-[\d.]+%\)", prose)
-    assert re.search(r"\d+ delta calls: [\d,]+ bytes, unchanged by the dist patch; [\d,]+ with the extension "
-                     r"layer \(-[\d.]+%\)", prose)
+    assert re.search(
+        r"\d+ delta calls: [\d,]+ bytes, unchanged by the dist patch; [\d,]+ with the extension "
+        r"layer \(-[\d.]+%\)",
+        prose,
+    )
     assert re.search(r"payloadBytes matched the audit on (\d+) of \1 recorded calls", prose)
     assert prose.count("restored from the backup") >= 2
     assert out.splitlines()[-2].startswith("Next: `senpi-guard status`")  # it ends with the next step

@@ -69,11 +69,14 @@ def test_nvm_versions_are_all_found(env, tarballs, capsys, monkeypatch):
     assert {r["manager"] for r in rows} == {"npm (nvm)"}
 
 
-@pytest.mark.parametrize(("variable", "layout", "manager"), [
-    ("FNM_DIR", "node-versions/v24.3.0/installation", "npm (fnm)"),
-    ("VOLTA_HOME", "tools/image/packages/@code-yeongyu/senpi", "npm (volta)"),
-    ("ASDF_DATA_DIR", "installs/nodejs/24.3.0", "npm (asdf)"),
-])
+@pytest.mark.parametrize(
+    ("variable", "layout", "manager"),
+    [
+        ("FNM_DIR", "node-versions/v24.3.0/installation", "npm (fnm)"),
+        ("VOLTA_HOME", "tools/image/packages/@code-yeongyu/senpi", "npm (volta)"),
+        ("ASDF_DATA_DIR", "installs/nodejs/24.3.0", "npm (asdf)"),
+    ],
+)
 def test_node_version_managers(env, tarballs, capsys, monkeypatch, variable, layout, manager):
     home = env / variable.lower()
     sample.npm_install_global(tarballs[2], home / layout)
@@ -101,8 +104,9 @@ def test_pnpm_global_install_found_once_and_store_untouched(env, tarballs, capsy
     assert row["manager"] == "pnpm" and row["state"] == "unpatched"
     target = Path(row["package_dir"]) / SHAPE_REL[3]
     inode = target.stat().st_ino
-    store_files = [p for p in (home / "store").glob("v*/files/**/*")
-                   if p.is_file() and p.stat().st_ino == inode]  # the content-addressed copies
+    store_files = [
+        p for p in (home / "store").glob("v*/files/**/*") if p.is_file() and p.stat().st_ino == inode
+    ]  # the content-addressed copies
     assert store_files and target.stat().st_nlink >= 2
     before = sha(target)
     assert run_cli(capsys, "apply")[0] == 0
@@ -138,8 +142,9 @@ def test_yarn_global_dir(env, tarballs, capsys, monkeypatch):
     yarn = tool("yarn")
     monkeypatch.setenv("YARN_GLOBAL_FOLDER", str(env / "yarn-global"))
     add_path(monkeypatch, Path(yarn).parent)
-    subprocess.run([yarn, "global", "add", "--prefix", str(env / "yarn-bin"), str(tarballs[1])],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [yarn, "global", "add", "--prefix", str(env / "yarn-bin"), str(tarballs[1])], check=True, capture_output=True
+    )
     (row,) = discovered(capsys)
     assert row["manager"] == "yarn" and row["version"] == "2026.7.30"
 
@@ -150,8 +155,9 @@ def test_bun_compiled_binary_is_unsupported_and_untouched(env, capsys, monkeypat
     src.write_text('console.log("@code-yeongyu/senpi single binary");')
     bindir = tmp_path / "compiled"
     bindir.mkdir()
-    subprocess.run([bun, "build", "--compile", str(src), "--outfile", str(bindir / "pi")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [bun, "build", "--compile", str(src), "--outfile", str(bindir / "pi")], check=True, capture_output=True
+    )
     before = sha(bindir / "pi")
     add_path(monkeypatch, bindir)
     (row,) = discovered(capsys)

@@ -52,13 +52,13 @@ def test_apply_installs_it_through_senpis_own_runner(npm_install, capsys, isolat
         const out = handler({{ type: "context", messages: msgs }}).messages;
         console.log(JSON.stringify([out[0] === msgs[0], out[1].content[0].text.startsWith("[ultrawork-mode:")]));
     """)
-    result = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True)
     assert json.loads(result.stdout) == [True, True]
 
 
 def test_without_senpis_runner_a_minimal_host_proves_it(tmp_path, capsys, isolated_dirs):
     from senpi_guard.demo import sample
+
     pkg = tmp_path / "pkg"
     sample.write_sample_package(pkg, 2, fillers=0)
     for name in ("runner.js", "loader.js"):
@@ -124,6 +124,7 @@ def test_a_failed_replay_writes_nothing(npm_install, capsys, isolated_dirs, monk
     import dataclasses
 
     from senpi_guard.commands import common
+
     real = common.load
 
     def load():
@@ -132,10 +133,16 @@ def test_a_failed_replay_writes_nothing(npm_install, capsys, isolated_dirs, monk
         def broken(patch):
             if patch.extension is None:
                 return patch
-            layer = dataclasses.replace(patch.extension, source=patch.extension.source.replace(
-                "const text = dedupe(message.content);", "const text = dedupe(message.content) + ' ';"))
+            layer = dataclasses.replace(
+                patch.extension,
+                source=patch.extension.source.replace(
+                    "const text = dedupe(message.content);", "const text = dedupe(message.content) + ' ';"
+                ),
+            )
             return dataclasses.replace(patch, extension=layer)
+
         return [broken(p) for p in patches], config
+
     monkeypatch.setattr(common, "load", load)
     code, doc, _ = apply_json(capsys, "--root", pkg)
     (layer,) = doc["extension"]
@@ -144,8 +151,7 @@ def test_a_failed_replay_writes_nothing(npm_install, capsys, isolated_dirs, monk
     assert not (isolated_dirs / "agent" / "extensions" / NAME).exists()
 
 
-def test_an_unusable_extensions_folder_is_one_line_and_the_dist_layer_is_still_done(npm_install, capsys,
-                                                                                     isolated_dirs):
+def test_an_unusable_extensions_folder_is_one_line_and_the_dist_layer_is_still_done(npm_install, capsys, isolated_dirs):
     pkg = npm_install(2)
     (isolated_dirs / "agent").mkdir()
     (isolated_dirs / "agent" / "extensions").write_text("not a folder")
@@ -179,14 +185,19 @@ def test_a_fifo_at_the_extension_path_hangs_nothing(npm_install, isolated_dirs):
     """No writer ever opens this FIFO: reading it would block forever (apply holding the lock)."""
     import os
     import sys
+
     pkg = npm_install(2)
     extensions = isolated_dirs / "agent" / "extensions"
     extensions.mkdir(parents=True)
     fifo = extensions / NAME
     os.mkfifo(fifo)
     for command in ("status", "apply", "verify", "revert"):
-        done = subprocess.run([sys.executable, "-m", "senpi_guard", command, "--root", str(pkg)],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "senpi_guard", command, "--root", str(pkg)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 1, (command, done.stdout, done.stderr)
         assert "not a regular file" in done.stdout + done.stderr, (command, done.stdout)
     assert fifo.is_fifo()

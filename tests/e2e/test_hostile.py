@@ -30,6 +30,7 @@ def one_error_line(text: str) -> str:
 
 # ---- 3. backups are trusted only when they fit -------------------------------------------------
 
+
 def test_a_planted_self_consistent_backup_is_not_restored(npm_install, capsys, isolated_dirs):
     pkg = npm_install(2)
     target = pkg / REL
@@ -40,6 +41,7 @@ def test_a_planted_self_consistent_backup_is_not_restored(npm_install, capsys, i
     record = json.loads(meta.read_text())
     evil = original.replace(b"USER:", b"EVIL:")
     import hashlib
+
     record["sha256"] = hashlib.sha256(evil).hexdigest()
     meta.with_name(f"{record['sha256']}.orig").write_bytes(evil)
     planted = meta.with_name(f"{record['sha256']}.json")
@@ -75,9 +77,11 @@ def test_an_untrustworthy_data_dir_is_refused(npm_install, capsys, isolated_dirs
 
 # ---- 4. discovery does not depend on where the user stands ---------------------------------------
 
+
 def test_a_planted_yarnrc_in_the_current_folder_is_ignored(env, npm_install, tmp_path, capsys, monkeypatch):
     """yarn reads .yarnrc from the folder it runs in: discovery asks it from HOME instead."""
     from conftest import add_path, tool
+
     add_path(monkeypatch, Path(tool("yarn")).parent)
     planted = tmp_path / "planted-yarn"
     shutil.copytree(npm_install(2), planted / "node_modules" / "@code-yeongyu" / "senpi", symlinks=True)
@@ -94,14 +98,16 @@ def test_a_planted_yarnrc_in_the_current_folder_is_ignored(env, npm_install, tmp
 
 # ---- 5. every OS failure is one line, and the other installs go on -------------------------------
 
+
 @pytest.fixture
 def small_tmpfs(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     mount = tmp_path / "small"
     mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if result.returncode:
         pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
     yield mount
@@ -151,8 +157,9 @@ def test_a_full_backup_disk_changes_nothing(small_tmpfs, npm_install, capsys, mo
     assert tree_digest(pkg) == before
 
 
-@pytest.mark.parametrize("damage", ["state-dir-is-a-file", "lock-is-a-symlink", "deep-package-json",
-                                    "long-version", "odd-state-fields"])
+@pytest.mark.parametrize(
+    "damage", ["state-dir-is-a-file", "lock-is-a-symlink", "deep-package-json", "long-version", "odd-state-fields"]
+)
 def test_odd_environments_are_one_line(npm_install, capsys, isolated_dirs, tmp_path, damage):
     pkg = npm_install(2)
     state = isolated_dirs / "xdg_state_home" / "senpi-guard"
@@ -173,16 +180,25 @@ def test_odd_environments_are_one_line(npm_install, capsys, isolated_dirs, tmp_p
         (pkg / "package.json").write_text(json.dumps(manifest))
     else:
         state.mkdir(parents=True)
-        (state / "state.json").write_text(json.dumps({"version": 2, "installs": {
-            str(pkg.resolve()): {"last_verify": ["odd"], "last_reconcile": 7, "backoff": "x"}}}))
+        (state / "state.json").write_text(
+            json.dumps(
+                {
+                    "version": 2,
+                    "installs": {str(pkg.resolve()): {"last_verify": ["odd"], "last_reconcile": 7, "backoff": "x"}},
+                }
+            )
+        )
     code, out, err = run_cli(capsys, "apply", "--root", pkg)
     assert "Traceback" not in out + err and "unexpected error" not in out + err
     if expect_ok:
         assert code == 0, out + err
         assert run_cli(capsys, "status", "--root", pkg)[0] == 0
     else:
-        expected = {"state-dir-is-a-file": "is not a folder", "lock-is-a-symlink": "not a plain file",
-                    "deep-package-json": "not a @code-yeongyu/senpi package"}[damage]
+        expected = {
+            "state-dir-is-a-file": "is not a folder",
+            "lock-is-a-symlink": "not a plain file",
+            "deep-package-json": "not a @code-yeongyu/senpi package",
+        }[damage]
         assert code == 1 and expected in one_error_line(out + err)
     if damage == "lock-is-a-symlink":
         assert (tmp_path / "victim").read_text() == "keep me"
@@ -199,6 +215,7 @@ def test_deeply_nested_session_lines_are_skipped(tmp_path, capsys):
 
 # ---- 7. honest reports ----------------------------------------------------------------------------
 
+
 def test_defer_on_a_hand_patched_install_says_what_happened(custom_package, capsys, isolated_dirs, monkeypatch):
     pkg = custom_package(hand_patched(sample.prompt_bridge_source(3)), shape=3, version="2026.8.6")
     config = isolated_dirs / "defer.toml"
@@ -212,6 +229,7 @@ def test_defer_on_a_hand_patched_install_says_what_happened(custom_package, caps
 
 def test_a_write_that_stops_half_way_reports_partial(npm_install, capsys, monkeypatch):
     from senpi_guard.io import write
+
     pkg = npm_install(3)
     real_replace = write.replace
     calls = []
@@ -225,8 +243,11 @@ def test_a_write_that_stops_half_way_reports_partial(npm_install, capsys, monkey
     monkeypatch.setattr(write, "replace", second_write_fails)
     code, out, _ = run_cli(capsys, "apply", "--json", "--root", pkg)
     (row,) = rows_of(json.loads(out))
-    assert code == 1 and row["state"] == "partial" and row["changed"] == [
-        "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"]
+    assert (
+        code == 1
+        and row["state"] == "partial"
+        and row["changed"] == ["dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"]
+    )
     assert "wrote" in row["detail"] and "nothing was written" not in row["detail"]
     monkeypatch.setattr(write, "replace", real_replace)
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # and apply completes it
@@ -255,8 +276,11 @@ export function buildPromptBlocks(context) {
 def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, isolated_dirs):
     pkg = custom_package(SLOW, version="2026.9.2")
     verify_dir = isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify"
-    proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wait_for(lambda: verify_dir.is_dir() and any(verify_dir.iterdir()), what="the mirror")
     replays = wait_for(lambda: harness_processes(proc.pid), what="node to be replaying")
     proc.send_signal(signal.SIGKILL)
@@ -285,7 +309,8 @@ def test_a_log_dir_that_is_a_file_is_one_line(npm_install, isolated_dirs):
     state = isolated_dirs / "xdg_state_home" / "senpi-guard"
     state.mkdir(parents=True)
     (state / "log").write_text("a file where the log folder should be")
-    result = subprocess.run([sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "cannot open the log" in result.stderr

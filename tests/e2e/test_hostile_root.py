@@ -30,8 +30,9 @@ def other_user() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(USER)
     except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True, capture_output=True
+        )
         return pwd.getpwnam(USER)
 
 
@@ -61,6 +62,7 @@ def users_install(npm_install, other_user, open_dir):
 
 # ---- 1. writes stay where they were read ---------------------------------------------------------
 
+
 def test_directory_swap_never_redirects_a_root_write(users_install, npm_install, other_user, tmp_path, capsys):
     """The user swaps the provider folder for a symlink into root's own install while root's apply
     verifies; root's file must never change. Twenty tries, each at a different moment."""
@@ -72,11 +74,22 @@ def test_directory_swap_never_redirects_a_root_write(users_install, npm_install,
     outcomes = []
     for attempt in range(20):
         aside = provider.with_name(f"aside{attempt}")
-        proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "apply", "--root", str(users_install)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "senpi_guard", "apply", "--root", str(users_install)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # the swap is timed from the replay's own folder appearing, then delayed a little more each time
-        wait_for(lambda p=proc: p.poll() is not None or any(Path("/tmp").glob(f"senpi-guard-verify-{p.pid}-*"))
-                 or (verify_dir.is_dir() and any(verify_dir.iterdir())), timeout=60, what="the replay")
+        wait_for(
+            lambda p=proc: (
+                p.poll() is not None
+                or any(Path("/tmp").glob(f"senpi-guard-verify-{p.pid}-*"))
+                or (verify_dir.is_dir() and any(verify_dir.iterdir()))
+            ),
+            timeout=60,
+            what="the replay",
+        )
         time.sleep(attempt * 0.01)
         os.rename(provider, aside)
         provider.symlink_to(roots_pkg / PROVIDER)
@@ -87,15 +100,20 @@ def test_directory_swap_never_redirects_a_root_write(users_install, npm_install,
         if proc.returncode:  # one line of error (besides the progress lines)
             errors = [line for line in err.strip().splitlines() if not line.endswith("…")]
             assert len(errors) <= 1 and "Traceback" not in out + err
-        assert (roots_file.read_bytes(), os.stat(roots_file).st_uid, os.stat(roots_file).st_mode) == \
-            (roots_before[0], roots_before[1].st_uid, roots_before[1].st_mode)
+        assert (roots_file.read_bytes(), os.stat(roots_file).st_uid, os.stat(roots_file).st_mode) == (
+            roots_before[0],
+            roots_before[1].st_uid,
+            roots_before[1].st_mode,
+        )
         run_cli(capsys, "revert", "--root", users_install)
         run_cli(capsys, "apply", "--root", users_install)  # lifts the hold for the next round
         run_cli(capsys, "revert", "--root", users_install)
         capsys.readouterr()
     assert not list((roots_pkg / PROVIDER).glob(".*.senpi-guard"))
-    print(f"directory swap: {outcomes.count(0)} of 20 applies finished before the swap mattered, "
-          f"{len(outcomes) - outcomes.count(0)} refused; root's file never changed")
+    print(
+        f"directory swap: {outcomes.count(0)} of 20 applies finished before the swap mattered, "
+        f"{len(outcomes) - outcomes.count(0)} refused; root's file never changed"
+    )
 
 
 def test_owner_is_kept_or_nothing_is_written(users_install, other_user, capsys):
@@ -152,6 +170,7 @@ def test_several_owners_are_refused_naming_the_escape_hatch(users_install, capsy
 
 # ---- 3. node and every module a replay may import run as the one owner they share ----------------
 
+
 def _logging_node(path: Path, log: Path) -> None:
     """A `node` that notes who runs it, then is the real node."""
     real = shutil.which("node")
@@ -183,8 +202,7 @@ def test_a_users_node_in_the_prefix_never_runs_as_root(roots_install, other_user
     assert ran_as and set(ran_as) == {other_user.pw_uid}, f"node ran as uids {sorted(set(ran_as))}"
 
 
-def test_a_users_module_in_a_roots_package_runs_as_that_user(roots_install, other_user, open_dir, capsys,
-                                                           monkeypatch):
+def test_a_users_module_in_a_roots_package_runs_as_that_user(roots_install, other_user, open_dir, capsys, monkeypatch):
     """Not a target, not a target's folder: a module the target imports, chowned to the user."""
     log = shared_log(open_dir, "who-ran-it")
     tools = roots_install / PROVIDER / "tools.js"
@@ -211,19 +229,38 @@ def test_modules_of_two_users_are_refused_naming_them(roots_install, other_user,
 
 # ---- 4. the agent dir: links as senpi follows them, root follows none of a user's, sudo serves the user
 
+
 def as_user(user: pwd.struct_passwd, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
     """senpi-guard run as that user: a Python of the same version it can run, this checkout's code and
     the venv's libraries (this venv's own Python may live where only root can reach)."""
     import sysconfig
+
     python = shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}", path="/usr/bin:/bin")
     if python is None:
         pytest.skip("no system Python of this version for the other user to run")
     src = str(Path(__file__).resolve().parents[2] / "src")
     libs = sysconfig.get_paths()
     paths = ":".join([os.environ.get("PYTHONPATH", src), src, libs["purelib"], libs["platlib"]])
-    return subprocess.run(["runuser", "-u", user.pw_name, "--", "env", "-i", f"PATH={os.environ['PATH']}",
-                           f"PYTHONPATH={paths}", *(f"{k}={v}" for k, v in env.items()),
-                           python, "-m", "senpi_guard", *argv], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            "runuser",
+            "-u",
+            user.pw_name,
+            "--",
+            "env",
+            "-i",
+            f"PATH={os.environ['PATH']}",
+            f"PYTHONPATH={paths}",
+            *(f"{k}={v}" for k, v in env.items()),
+            python,
+            "-m",
+            "senpi_guard",
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_as_the_user_a_symlinked_extensions_folder_is_followed(users_install, other_user, open_dir):
@@ -233,16 +270,22 @@ def test_as_the_user_a_symlinked_extensions_folder_is_followed(users_install, ot
     (home / ".senpi" / "agent").mkdir(parents=True)
     (home / ".senpi" / "agent" / "extensions").symlink_to(elsewhere)
     give_to(other_user, home)
-    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config"),
-           "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache")}
+    env = {
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+    }
     done = as_user(other_user, env, "apply", "--root", str(users_install))
     assert done.returncode == 0, done.stdout + done.stderr
     installed = elsewhere / "senpi-guard-directive-dedupe.js"
     assert installed.is_file() and installed.stat().st_uid == other_user.pw_uid
 
 
-def test_as_root_a_users_link_on_the_agent_dir_path_is_refused(users_install, other_user, open_dir, tmp_path,
-                                                              capsys, monkeypatch):
+def test_as_root_a_users_link_on_the_agent_dir_path_is_refused(
+    users_install, other_user, open_dir, tmp_path, capsys, monkeypatch
+):
     roots_place = tmp_path / "roots-own"  # somewhere only root may write
     roots_place.mkdir()
     home = open_dir / "user-home"
@@ -270,8 +313,9 @@ def users_home(other_user):
         shutil.rmtree(home / ".senpi", ignore_errors=True)
 
 
-def test_under_sudo_the_extension_goes_to_the_users_agent_dir_not_roots(users_install, other_user, users_home,
-                                                                       tmp_path, capsys, monkeypatch):
+def test_under_sudo_the_extension_goes_to_the_users_agent_dir_not_roots(
+    users_install, other_user, users_home, tmp_path, capsys, monkeypatch
+):
     roots_home = tmp_path / "root-home"
     roots_home.mkdir()
     monkeypatch.setenv("HOME", str(roots_home))  # (sudo sets HOME to root's)
@@ -293,8 +337,12 @@ def test_an_unwritable_state_dir_is_one_line_not_a_crash(users_install, other_us
     state.mkdir(parents=True)
     give_to(other_user, home)
     state.chmod(0o500)
-    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config"),
-           "XDG_DATA_HOME": str(home / "data")}
+    env = {
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+    }
     before = tree_digest(users_install)
     for command in ("apply", "revert"):
         done = as_user(other_user, env, command, "--root", str(users_install))
@@ -310,6 +358,7 @@ def test_check_replays_a_users_tarball_as_that_user(other_user, open_dir, tmp_pa
     from realsenpi import senpi_guard
 
     from senpi_guard.demo import sample
+
     log = shared_log(open_dir, "who-ran-it")
     src = tmp_path / "src"
     sample.write_sample_package(src, 2, fillers=0)
@@ -324,7 +373,8 @@ def test_check_replays_a_users_tarball_as_that_user(other_user, open_dir, tmp_pa
 
 
 def test_an_owner_without_a_passwd_entry_still_gets_the_extension_where_a_variable_names_it(
-        npm_install, open_dir, capsys, isolated_dirs):
+    npm_install, open_dir, capsys, isolated_dirs
+):
     """Common in containers (a bind mount owned by a host uid): the agent-dir variable needs no home."""
     pkg = npm_install(2, prefix=open_dir / "host-prefix")
     for path in [open_dir / "host-prefix", *(open_dir / "host-prefix").rglob("*")]:

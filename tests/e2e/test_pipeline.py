@@ -32,6 +32,7 @@ def test_an_unexpected_error_in_one_install_is_its_own(npm_install, capsys, monk
         if insp.install.package_dir == first:
             raise ZeroDivisionError("a bug")
         return real(self, insp, start, dry_run)
+
     monkeypatch.setattr(dist.Reconciler, "_patch", broken_for_the_first)
     code, out, err = run_cli(capsys, "apply", "--root", first, "--root", second, "--json")
     rows = {(r["package_dir"], r["patch"]): r for r in json.loads(out)["installs"]}

@@ -51,8 +51,11 @@ def test_status_and_apply_say_what_a_tag_change_costs(npm_install, capsys, isola
     assert code == 0 and "min_bytes 512 -> 2048" in doc["extension"][0]["detail"]
     write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = ["ultrawork-mode", "omo-senpi-ulw-execute"]\n')
     code, doc, _ = apply_json(capsys, "--root", pkg)
-    assert code == 0 and "tags auto (11 known tags, any other from 2048 bytes) -> ultrawork-mode, " \
-        "omo-senpi-ulw-execute" in doc["extension"][0]["detail"]
+    assert (
+        code == 0
+        and "tags auto (11 known tags, any other from 2048 bytes) -> ultrawork-mode, omo-senpi-ulw-execute"
+        in doc["extension"][0]["detail"]
+    )
     write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = ["ultrawork-mode"]\n')
     code, doc, _ = apply_json(capsys, "--root", pkg)
     assert code == 0 and "tags -omo-senpi-ulw-execute" in doc["extension"][0]["detail"]
@@ -60,7 +63,7 @@ def test_status_and_apply_say_what_a_tag_change_costs(npm_install, capsys, isola
 
 def test_a_change_that_reshapes_nothing_costs_nothing(npm_install, capsys, isolated_dirs):
     pkg = npm_install(3)
-    write_user_config(isolated_dirs, '[patches.directive-dedupe]\nmin_bytes = 100\n')  # (a list: unused)
+    write_user_config(isolated_dirs, "[patches.directive-dedupe]\nmin_bytes = 100\n")  # (a list: unused)
     code, doc, err = apply_json(capsys, "--root", pkg)
     assert code == 0, err
     write_user_config(isolated_dirs, "")
@@ -92,18 +95,23 @@ def test_the_watchers_hands_leave_a_tag_change_to_apply(npm_install, capsys, iso
     assert outcome.ok and outcome.changed and sha(target) != before[0]
 
 
-def test_the_replay_catches_an_auto_payload_that_drops_a_first_copy(npm_install, capsys, isolated_dirs,
-                                                                    tmp_path, monkeypatch):
+def test_the_replay_catches_an_auto_payload_that_drops_a_first_copy(
+    npm_install, capsys, isolated_dirs, tmp_path, monkeypatch
+):
     """The patch's own checks see markers of any tag name under "auto" (the any-tag fixture): a
     payload that collapses the first copy of an unlisted block fails verification."""
     import shutil
+
     copy = tmp_path / "patches"
     shutil.copytree(definition.patches_root(), copy)
     payload = copy / "directive-dedupe" / "dedupe.js"
     good = "if (span.first || __senpiGuardSeen(seen, body)) {"
     assert good in payload.read_text()
-    payload.write_text(payload.read_text().replace(
-        good, "if (span.first || __senpiGuardSeen(seen, body) || span.tag === \"team-notes\") {"))
+    payload.write_text(
+        payload.read_text().replace(
+            good, 'if (span.first || __senpiGuardSeen(seen, body) || span.tag === "team-notes") {'
+        )
+    )
     monkeypatch.setattr(definition, "patches_root", lambda: copy)
     pkg = npm_install(3)
     write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = "auto"\n')
@@ -147,10 +155,13 @@ def test_handing_a_patched_install_to_upstream_is_left_to_apply_and_costed(npm_i
     assert row["changed"] and "keep-last" in row["detail"] and "misses the prompt cache once" in row["detail"]
 
 
-@pytest.mark.parametrize("literal", ['{"tags":"auto","known":5}', '{"tags":[1,2]}', "[" * 100_000 + "]" * 100_000,
-                                     '{"tags":"everything"}', "not json"])
+@pytest.mark.parametrize(
+    "literal",
+    ['{"tags":"auto","known":5}', '{"tags":[1,2]}', "[" * 100_000 + "]" * 100_000, '{"tags":"everything"}', "not json"],
+)
 def test_a_config_literal_this_version_cannot_read_is_no_reshape(literal):
     from senpi_guard.core.patch import reshape
+
     data = f"x /*senpi-guard:config*/{literal}/*senpi-guard:config-end*/ y".encode()
     assert reshape.slot_in(data) is None
     assert reshape.change(PATCH, reshape.slot_in(data), config_mod.Config()) is None

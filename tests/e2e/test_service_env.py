@@ -30,8 +30,11 @@ def _can_hide_system_node() -> str | None:
         return "hiding the system node needs root (a private mount namespace)"
     if shutil.which("unshare") is None:
         return "unshare is not installed"
-    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
-                            "mount --bind /dev/null /bin/true"], capture_output=True, text=True)
+    probe = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", "mount --bind /dev/null /bin/true"],
+        capture_output=True,
+        text=True,
+    )
     return None if probe.returncode == 0 else f"no private mount namespace here: {probe.stderr.strip()}"
 
 
@@ -52,8 +55,11 @@ def run_bare(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Pope
     hide = "; ".join(f"mount --bind /dev/null {p}" for p in system_tools())
     script = f'{hide}; exec env -i "$@"'
     assignments = [f"{k}={v}" for k, v in env.items()]
-    return subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
-                             *assignments, *argv], stdout=log.open("w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", *assignments, *argv],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 @pytest.fixture
@@ -80,9 +86,12 @@ def nvm_machine(tmp_path, monkeypatch, isolated_dirs):
 
 def nvm_npm_install(prefix: Path, tarball: Path) -> None:
     """What `senpi update` runs, through the nvm prefix's own npm and node."""
-    subprocess.run([str(prefix / "bin" / "npm"), "install", "-g", "--ignore-scripts", "--no-audit",
-                    "--no-fund", str(tarball)], check=True, capture_output=True,
-                   env={**os.environ, "PATH": f"{prefix / 'bin'}:/usr/bin:/bin"})
+    subprocess.run(
+        [str(prefix / "bin" / "npm"), "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", str(tarball)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PATH": f"{prefix / 'bin'}:/usr/bin:/bin"},
+    )
 
 
 def _exercise(argv: list[str], env: dict[str, str], prefix: Path, tarballs, tmp_path) -> float:
@@ -99,8 +108,9 @@ def _exercise(argv: list[str], env: dict[str, str], prefix: Path, tarballs, tmp_
         exited = time.monotonic()
         wait_for(lambda: patched(pkg / SHAPE_REL[2]), timeout=20, what="re-patch after the update")
         latency = time.monotonic() - exited
-        status = run_bare([*argv[:-2], "status", "--json"], {**env, "HOME": os.environ["HOME"]},
-                          tmp_path / "status.json")
+        status = run_bare(
+            [*argv[:-2], "status", "--json"], {**env, "HOME": os.environ["HOME"]}, tmp_path / "status.json"
+        )
         status.wait(timeout=60)
         (row,) = json.loads((tmp_path / "status.json").read_text())["installs"]
         assert row["state"] == "patched"

@@ -56,8 +56,10 @@ def test_pnpm_update_swaps_symlink_to_new_dir(env, tarballs, watch, monkeypatch,
     subprocess.run([pnpm, "add", "-g", str(tarballs[1])], check=True, capture_output=True)
     watcher = watch("--rescan-interval", "5")
     root = home / "global" / "v11"
-    wait_for(lambda: any(patched(p) for p in root.glob("*/node_modules/@code-yeongyu/senpi/" + SHAPE_REL[1])),
-             what="v1 patched at start-up")
+    wait_for(
+        lambda: any(patched(p) for p in root.glob("*/node_modules/@code-yeongyu/senpi/" + SHAPE_REL[1])),
+        what="v1 patched at start-up",
+    )
     subprocess.run([pnpm, "add", "-g", str(tarballs[3])], check=True, capture_output=True)
     v2_files = lambda: [p for p in root.glob("*/node_modules/@code-yeongyu/senpi/" + SHAPE_REL[3])]  # noqa: E731
     wait_for(lambda: v2_files() and all(patched(p) for p in v2_files()), what="pnpm v3 patched")
@@ -79,8 +81,10 @@ def test_bun_update_relinks_and_cache_stays_intact(env, tarballs, watch, monkeyp
     wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="bun v2 patched")
     cached = list((home / "install/cache").rglob("claude-sdk-oauth/prompt-bridge.js"))
     assert cached and not any(patched(p) for p in cached)
-    assert sha(cached[0]) == sha(Path(sample.__file__).parent / "samples/prompt-bridge-v2.js") or \
-        cached[0].read_bytes() == sample.prompt_bridge_source(2).encode()
+    assert (
+        sha(cached[0]) == sha(Path(sample.__file__).parent / "samples/prompt-bridge-v2.js")
+        or cached[0].read_bytes() == sample.prompt_bridge_source(2).encode()
+    )
     watcher.stop()
 
 
@@ -102,8 +106,10 @@ def test_a_watcher_and_a_hand_apply_never_collide(npm_install, tarballs, tmp_pat
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # races the watcher
     target = pkg / SHAPE_REL[2]
     wait_for(lambda: patched(target), what="v2 patched")
-    wait_for(lambda: watcher.text().count("reconcile started") == watcher.text().count("ok="),
-             what="the watcher to finish what it started")
+    wait_for(
+        lambda: watcher.text().count("reconcile started") == watcher.text().count("ok="),
+        what="the watcher to finish what it started",
+    )
     data = target.read_bytes()
     assert data.count(b"// senpi-guard: directive-dedupe v") == 1
     assert not list(target.parent.glob(".*.senpi-guard"))
@@ -113,6 +119,7 @@ def test_a_watcher_and_a_hand_apply_never_collide(npm_install, tarballs, tmp_pat
 
 def test_package_dir_deleted_and_recreated(npm_install, tarballs, tmp_path, watch):
     import shutil
+
     prefix = tmp_path / "prefix"
     pkg = npm_install(2, prefix=prefix)
     watcher = watch("--root", pkg)
@@ -130,7 +137,7 @@ def test_target_rewritten_slowly_is_not_patched_half_written(npm_install, tmp_pa
     complete = target.read_bytes().replace(b"USER:", b"HUMAN:")
     watcher = watch("--root", pkg)
     wait_for(lambda: patched(target), what="patched at start-up")
-    chunks = [complete[i:i + len(complete) // 6 + 1] for i in range(0, len(complete), len(complete) // 6 + 1)]
+    chunks = [complete[i : i + len(complete) // 6 + 1] for i in range(0, len(complete), len(complete) // 6 + 1)]
     with target.open("wb") as handle:  # the way a slow extractor writes: in place, in chunks
         for chunk in chunks:
             handle.write(chunk)
@@ -148,11 +155,13 @@ def test_target_rewritten_slowly_is_not_patched_half_written(npm_install, tmp_pa
 def _kill_trial(pkg: Path, log: Path, delay_after_start: float) -> None:
     """Start a watcher, wait for its own "reconcile started" line, then kill -9 after a delay."""
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)], stdout=out, stderr=subprocess.STDOUT
+        )
         try:
-            wait_for(lambda: "reconcile started" in log.read_text(), timeout=60,
-                     what="the watcher's reconcile to start")
+            wait_for(
+                lambda: "reconcile started" in log.read_text(), timeout=60, what="the watcher's reconcile to start"
+            )
             time.sleep(delay_after_start)
         finally:
             proc.kill()
@@ -180,8 +189,9 @@ def test_kill_9_never_leaves_a_broken_target(npm_install, tmp_path):
     restore()
     log = tmp_path / "calibrate.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)], stdout=out, stderr=subprocess.STDOUT
+        )
         wait_for(lambda: "reconcile started" in log.read_text(), timeout=60, what="reconcile start")
         started = time.monotonic()
         wait_for(lambda: target.read_bytes() == full, timeout=60, what="the calibration write")
@@ -202,8 +212,9 @@ def test_kill_9_never_leaves_a_broken_target(npm_install, tmp_path):
 
 
 def run_cli_subprocess(*args) -> int:
-    return subprocess.run([sys.executable, "-m", "senpi_guard", *map(str, args)],
-                          capture_output=True, check=False).returncode
+    return subprocess.run(
+        [sys.executable, "-m", "senpi_guard", *map(str, args)], capture_output=True, check=False
+    ).returncode
 
 
 def test_backoff_attempts_once_logs_once_notifies_once(custom_package, tmp_path, watch, monkeypatch, capsys):
@@ -211,7 +222,7 @@ def test_backoff_attempts_once_logs_once_notifies_once(custom_package, tmp_path,
     calls = tmp_path / "notifications"
     fake = tmp_path / "bin" / "notify-send"
     fake.parent.mkdir()
-    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n")
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
     fake.chmod(0o755)
     add_path(monkeypatch, fake.parent)
     pkg = custom_package("export function buildPromptBlocks(c) {\n    return [;\n}", version="2026.9.9")
@@ -238,12 +249,16 @@ def test_rescan_picks_up_a_new_node_version(env, tarballs, watch, monkeypatch):
     sample.npm_install_global(tarballs[1], first)
     monkeypatch.setenv("NVM_DIR", str(nvm))
     watcher = watch("--rescan-interval", "1")
-    wait_for(lambda: patched(first / "lib/node_modules/@code-yeongyu/senpi" / SHAPE_REL[1]),
-             what="first node version patched")
+    wait_for(
+        lambda: patched(first / "lib/node_modules/@code-yeongyu/senpi" / SHAPE_REL[1]),
+        what="first node version patched",
+    )
     second = nvm / "versions/node/v24.3.0"  # a directory no watch covers yet
     sample.npm_install_global(tarballs[2], second)
-    wait_for(lambda: patched(second / "lib/node_modules/@code-yeongyu/senpi" / SHAPE_REL[2]),
-             what="the new node version patched by a rescan")
+    wait_for(
+        lambda: patched(second / "lib/node_modules/@code-yeongyu/senpi" / SHAPE_REL[2]),
+        what="the new node version patched by a rescan",
+    )
     assert watcher.stop() < 2.0
 
 
@@ -284,13 +299,15 @@ def test_discovery_mode_keeps_watching_across_many_updates(env, big_tarballs, wa
     for round_number in range(4):
         shape = 2 if round_number % 2 == 0 else 1
         npm_update(tarballs[shape], prefix)
-        wait_for(lambda s=shape: patched(pkg / SHAPE_REL[s]), timeout=15,
-                 what=f"update {round_number + 1} patched by events alone")
+        wait_for(
+            lambda s=shape: patched(pkg / SHAPE_REL[s]),
+            timeout=15,
+            what=f"update {round_number + 1} patched by events alone",
+        )
     assert watcher.stop() < 2.0
 
 
-def test_the_watcher_installs_the_extension_layer_and_leaves_an_edited_one(npm_install, watch, capsys,
-                                                                          isolated_dirs):
+def test_the_watcher_installs_the_extension_layer_and_leaves_an_edited_one(npm_install, watch, capsys, isolated_dirs):
     pkg = npm_install(2)
     installed = isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
     watcher = watch("--root", pkg, "--rescan-interval", "1")
@@ -298,8 +315,10 @@ def test_the_watcher_installs_the_extension_layer_and_leaves_an_edited_one(npm_i
     code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
     assert code == 0 and json.loads(out)["installs"][0]["layers"] == {"dist": "patched", "extension": "installed"}
     installed.write_text(installed.read_text() + "// mine\n")
-    wait_for(lambda: "extension layer" in watcher.text() and "modified" in watcher.text(),
-             what="the watcher to report the edited extension")
+    wait_for(
+        lambda: "extension layer" in watcher.text() and "modified" in watcher.text(),
+        what="the watcher to report the edited extension",
+    )
     assert installed.read_text().endswith("// mine\n")  # reported, never replaced
     watcher.stop()
 
@@ -325,7 +344,9 @@ def test_a_deeply_nested_target_neither_crashes_nor_ends_the_watcher(custom_pack
     deep = "[" * 3000 + "blocks" + "]" * 3000
     bridge = sample.prompt_bridge_source(2).replace(
         "export function buildPromptBlocks(context, customNames) {\n",
-        f"export function buildPromptBlocks(context, customNames) {{\n    const deep = {deep};\n", 1)
+        f"export function buildPromptBlocks(context, customNames) {{\n    const deep = {deep};\n",
+        1,
+    )
     assert bridge != sample.prompt_bridge_source(2)
     pkg = custom_package(bridge)
     watcher = watch("--root", pkg, "--rescan-interval", "300")

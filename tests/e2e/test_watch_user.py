@@ -114,8 +114,10 @@ def test_revert_holds_the_extension_too_until_apply(npm_install, watch, capsys, 
     wait_for(ours.is_file, what="the extension installed at start-up")
     assert run_cli(capsys, "revert", "--root", pkg)[0] == 0
     assert not ours.exists()
-    wait_for(lambda: f"extension layer {ours.parent.parent}: held" in watcher.text(),
-             what="the watcher to see the extension's hold")
+    wait_for(
+        lambda: f"extension layer {ours.parent.parent}: held" in watcher.text(),
+        what="the watcher to see the extension's hold",
+    )
     passes = watcher.text().count("reconcile started")
     for _ in range(2):  # two more full passes (each starts with a reconcile line, ends with the extension)
         (pkg / "package.json").touch()
@@ -127,12 +129,13 @@ def test_revert_holds_the_extension_too_until_apply(npm_install, watch, capsys, 
     assert watcher.stop() < 2.0
 
 
-def test_a_hand_edit_is_kept_and_reported_not_thrown_away(npm_install, watch, tmp_path, monkeypatch, capsys,
-                                                          isolated_dirs):
+def test_a_hand_edit_is_kept_and_reported_not_thrown_away(
+    npm_install, watch, tmp_path, monkeypatch, capsys, isolated_dirs
+):
     calls = tmp_path / "notifications"  # a stand-in notify-send records what the user is told
     fake = tmp_path / "bin" / "notify-send"
     fake.parent.mkdir()
-    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n")
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
     fake.chmod(0o755)
     add_path(monkeypatch, fake.parent)
     pkg = npm_install(2)
@@ -159,8 +162,9 @@ def test_a_second_watcher_is_refused_with_the_first_ones_pid(npm_install, watch)
     pkg = npm_install(2)
     first = watch("--root", pkg)
     wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="first watcher patched")
-    second = subprocess.run([sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],
-                            capture_output=True, text=True, timeout=60)
+    second = subprocess.run(
+        [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)], capture_output=True, text=True, timeout=60
+    )
     assert second.returncode == 1
     assert len(second.stderr.strip().splitlines()) == 1
     assert f"pid {first.proc.pid}" in second.stderr and "already running" in second.stderr
@@ -214,5 +218,4 @@ def test_sigterm_during_a_slow_replay_stops_within_2s_and_writes_nothing(custom_
     assert took < 2.0, f"stopped after {took:.2f}s"
     assert sha(target) == before
     assert not list(target.parent.glob(".*.senpi-guard"))
-    wait_for(lambda: not any(Path(f"/proc/{r}").exists() for r in replays), timeout=3,
-             what="the replay to be killed")
+    wait_for(lambda: not any(Path(f"/proc/{r}").exists() for r in replays), timeout=3, what="the replay to be killed")

@@ -22,11 +22,23 @@ pytestmark = pytest.mark.real
 
 BUILDS = ("2026.7.30", "2026.8.1", "2026.8.9", "2026.8.22-2")
 FULL = "2026.8.22-2"
-BRANDS = [None, '{"name":"omo"}', '{"name":" omo ","envPrefix":"x-y","flatLayout":true}',
-          '{"name":"omo","configDir":"  .omo  ","flatLayout":true}', '{"name":"omo","configDir":".senpi"}',
-          '{"name":"omo","configDir":".senpi","flatLayout":true}', '{"name":"omo","configDir":"../up"}',
-          '{"name":"omo","configDir":"a\\\\b"}', '{"name":"omo","flatLayout":"true"}', '{"name":"   "}',
-          '{"name":"omo","n":NaN}', "not json", "[1]", "   ", '{"name":"Straße","envPrefix":"ß"}']
+BRANDS = [
+    None,
+    '{"name":"omo"}',
+    '{"name":" omo ","envPrefix":"x-y","flatLayout":true}',
+    '{"name":"omo","configDir":"  .omo  ","flatLayout":true}',
+    '{"name":"omo","configDir":".senpi"}',
+    '{"name":"omo","configDir":".senpi","flatLayout":true}',
+    '{"name":"omo","configDir":"../up"}',
+    '{"name":"omo","configDir":"a\\\\b"}',
+    '{"name":"omo","flatLayout":"true"}',
+    '{"name":"   "}',
+    '{"name":"omo","n":NaN}',
+    "not json",
+    "[1]",
+    "   ",
+    '{"name":"Straße","envPrefix":"ß"}',
+]
 
 # Only a third-party package that is missing from the build is stubbed (the dist-only builds ship
 # without dependencies: config.js -> utils/child-process.js imports `cross-spawn`, used on Windows
@@ -91,13 +103,40 @@ def make(root: Path, *dirs: str) -> None:
 def world(tmp_path_factory) -> Path:
     """Projects, look-alikes (symlinks, files, half-made dirs), flat-brand dirs, package dirs."""
     w = tmp_path_factory.mktemp("agentdir-world").resolve()
-    make(w, "home/.senpi/agent", "home/proj/.senpi/agent", "home/proj/sub/deep", "home/proj/nested/.senpi/agent",
-         "home/proj/nested/x", "home/plain", "home/half/.senpi", "home/half/sub", "home/agentfile/.senpi",
-         "home/agentfile/sub", "home/linked/sub", "home/agentlink/.senpi", "home/agentlink/sub",
-         "home/flat/.omo", "home/flat/sub", "home/flatdir/.omo", "home/flatdir/sub", "home/flatlink/.omo",
-         "home/flatlink/sub", "home/flatsenpi/.senpi", "home/flatsenpi/sub", "home/tauproj/.tau/agent",
-         "home/tauproj/sub", "outside/proj2/.senpi/agent", "outside/proj2/x", "outside/none", "pkg-empty",
-         "pkg-tau", "pkg-bad", "deep/.senpi/agent", "deep/" + "d/" * 101)
+    make(
+        w,
+        "home/.senpi/agent",
+        "home/proj/.senpi/agent",
+        "home/proj/sub/deep",
+        "home/proj/nested/.senpi/agent",
+        "home/proj/nested/x",
+        "home/plain",
+        "home/half/.senpi",
+        "home/half/sub",
+        "home/agentfile/.senpi",
+        "home/agentfile/sub",
+        "home/linked/sub",
+        "home/agentlink/.senpi",
+        "home/agentlink/sub",
+        "home/flat/.omo",
+        "home/flat/sub",
+        "home/flatdir/.omo",
+        "home/flatdir/sub",
+        "home/flatlink/.omo",
+        "home/flatlink/sub",
+        "home/flatsenpi/.senpi",
+        "home/flatsenpi/sub",
+        "home/tauproj/.tau/agent",
+        "home/tauproj/sub",
+        "outside/proj2/.senpi/agent",
+        "outside/proj2/x",
+        "outside/none",
+        "pkg-empty",
+        "pkg-tau",
+        "pkg-bad",
+        "deep/.senpi/agent",
+        "deep/" + "d/" * 101,
+    )
     (w / "home/agentfile/.senpi/agent").write_text("not a dir")
     (w / "home/linked/.senpi").symlink_to(w / "home/proj/.senpi")
     (w / "home/agentlink/.senpi/agent").symlink_to(w / "home/proj/.senpi/agent")
@@ -113,26 +152,74 @@ def world(tmp_path_factory) -> Path:
 def cases(w: Path) -> list[dict]:
     home = str(w / "home")
     some = [w / "home/proj/sub/deep", w / "home/plain", w / "outside/none"]
-    all_cwds = [w / "home", *some, w / "home/proj/nested/x", w / "home/half/sub", w / "home/agentfile/sub",
-                w / "home/linked/sub", w / "home/agentlink/sub", w / "home/flat/sub", w / "home/flatdir/sub",
-                w / "home/flatlink/sub", w / "home/flatsenpi/sub", w / "home/tauproj/sub", w / "outside/proj2/x",
-                w / ("deep/" + "d/" * 100), w / ("deep/" + "d/" * 101), w / "homelink/proj/sub", Path("/")]
+    all_cwds = [
+        w / "home",
+        *some,
+        w / "home/proj/nested/x",
+        w / "home/half/sub",
+        w / "home/agentfile/sub",
+        w / "home/linked/sub",
+        w / "home/agentlink/sub",
+        w / "home/flat/sub",
+        w / "home/flatdir/sub",
+        w / "home/flatlink/sub",
+        w / "home/flatsenpi/sub",
+        w / "home/tauproj/sub",
+        w / "outside/proj2/x",
+        w / ("deep/" + "d/" * 100),
+        w / ("deep/" + "d/" * 101),
+        w / "homelink/proj/sub",
+        Path("/"),
+    ]
     s = "SENPI_CODING_AGENT_DIR"
-    values = ["", str(w / "abs"), "~", "~/", "~/x/y", "~x", "rel/dir", "./a/../b/", "/a//b/../c/",
-              "file:///tmp/x%20y/../z", "file://localhost/abs/f", "file://host/x", "file:///a%2Fb", "FILE:///up",
-              "file:///a%zz", "file:///a%e2%82", "file:///t ", "file:///q?x=%zz#f", "file:///%41\tb"]
-    envs = [{}, *({s: v} for v in values), {"PI_CODING_AGENT_DIR": "/pi/x"}, {s: "", "PI_CODING_AGENT_DIR": "/pi/x"},
-            {"PI_CODING_AGENT_DIR": ""}, {"OMO_CODING_AGENT_DIR": "/omo", s: "/senpi"},
-            {"X-Y_CODING_AGENT_DIR": "/xy", "PI_CODING_AGENT_DIR": "/pi"}, {"SS_CODING_AGENT_DIR": "/ss"},
-            {"OMO_CODING_AGENT_DIR": "", s: "/senpi"}]
-    packages = [{"PI_PACKAGE_DIR": str(w / "pkg-empty"), "PI_CODING_AGENT_DIR": "/pi/x"},
-                {"PI_PACKAGE_DIR": str(w / "pkg-empty")}, {"PI_PACKAGE_DIR": str(w / "pkg-tau")},
-                {"PI_PACKAGE_DIR": str(w / "pkg-tau"), "TAU_CODING_AGENT_DIR": "~/tau"},
-                {"SENPI_PACKAGE_DIR": str(w / "pkg-tau")}, {"PI_PACKAGE_DIR": ""},
-                {"PI_PACKAGE_DIR": str(w / "pkg-bad")}, {"PI_PACKAGE_DIR": "../pkg-tau"}]
+    values = [
+        "",
+        str(w / "abs"),
+        "~",
+        "~/",
+        "~/x/y",
+        "~x",
+        "rel/dir",
+        "./a/../b/",
+        "/a//b/../c/",
+        "file:///tmp/x%20y/../z",
+        "file://localhost/abs/f",
+        "file://host/x",
+        "file:///a%2Fb",
+        "FILE:///up",
+        "file:///a%zz",
+        "file:///a%e2%82",
+        "file:///t ",
+        "file:///q?x=%zz#f",
+        "file:///%41\tb",
+    ]
+    envs = [
+        {},
+        *({s: v} for v in values),
+        {"PI_CODING_AGENT_DIR": "/pi/x"},
+        {s: "", "PI_CODING_AGENT_DIR": "/pi/x"},
+        {"PI_CODING_AGENT_DIR": ""},
+        {"OMO_CODING_AGENT_DIR": "/omo", s: "/senpi"},
+        {"X-Y_CODING_AGENT_DIR": "/xy", "PI_CODING_AGENT_DIR": "/pi"},
+        {"SS_CODING_AGENT_DIR": "/ss"},
+        {"OMO_CODING_AGENT_DIR": "", s: "/senpi"},
+    ]
+    packages = [
+        {"PI_PACKAGE_DIR": str(w / "pkg-empty"), "PI_CODING_AGENT_DIR": "/pi/x"},
+        {"PI_PACKAGE_DIR": str(w / "pkg-empty")},
+        {"PI_PACKAGE_DIR": str(w / "pkg-tau")},
+        {"PI_PACKAGE_DIR": str(w / "pkg-tau"), "TAU_CODING_AGENT_DIR": "~/tau"},
+        {"SENPI_PACKAGE_DIR": str(w / "pkg-tau")},
+        {"PI_PACKAGE_DIR": ""},
+        {"PI_PACKAGE_DIR": str(w / "pkg-bad")},
+        {"PI_PACKAGE_DIR": "../pkg-tau"},
+    ]
     found = [{"env": {"HOME": home, **env}, "cwd": str(cwd)} for env in envs for cwd in some]
-    found += [{"env": {"HOME": home, **env}, "cwd": str(cwd)} for env in packages
-              for cwd in (w / "home/tauproj/sub", w / "home/plain", w / "outside/none")]
+    found += [
+        {"env": {"HOME": home, **env}, "cwd": str(cwd)}
+        for env in packages
+        for cwd in (w / "home/tauproj/sub", w / "home/plain", w / "outside/none")
+    ]
     for spelled in (home, home + "/", str(w / "homelink"), None, ""):
         env = {} if spelled is None else {"HOME": spelled}
         found += [{"env": env, "cwd": str(cwd)} for cwd in all_cwds]
@@ -144,9 +231,15 @@ def run_senpi(scripts: Path, package: Path, brand: str | None, job: list[dict]) 
     if brand is not None:
         env["SENPI_BRAND"] = brand  # brand.js reads the profile once per process: one per brand
     config = (package / "dist/config.js").as_uri()
-    out = subprocess.run([node24(), "--no-warnings", "--import", (scripts / "register.mjs").as_uri(),
-                          str(scripts / "driver.mjs")], input=json.dumps({"config": config, "cases": job}),
-                         env=env, capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [node24(), "--no-warnings", "--import", (scripts / "register.mjs").as_uri(), str(scripts / "driver.mjs")],
+        input=json.dumps({"config": config, "cases": job}),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -183,8 +276,13 @@ def test_rule_read_from_each_build(builds, version):
         assert rule.brand == agentdir.Brand("SENPI_BRAND", ("SENPI", "PI"))
         assert rule.flat_layout_sentinel == "settings.json"
         assert agentdir.agent_dir_variables(rule) == (
-            "SENPI_BRAND", "SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR", "SENPI_PACKAGE_DIR", "PI_PACKAGE_DIR",
-            "HOME")
+            "SENPI_BRAND",
+            "SENPI_CODING_AGENT_DIR",
+            "PI_CODING_AGENT_DIR",
+            "SENPI_PACKAGE_DIR",
+            "PI_PACKAGE_DIR",
+            "HOME",
+        )
     else:
         assert rule.shape == "project-lookup"
         assert rule.env_names == ("SENPI_CODING_AGENT_DIR",)

@@ -24,8 +24,10 @@ PLUGIN = "directive_auto.js"
 
 
 def plugin_texts() -> dict[str, str]:
-    script = (f"const m = await import({json.dumps((SUPPORT / PLUGIN).as_uri())});"
-              "console.log(JSON.stringify({execute: m.EXECUTE, reminder: m.REMINDER, notes: m.NOTES}));")
+    script = (
+        f"const m = await import({json.dumps((SUPPORT / PLUGIN).as_uri())});"
+        "console.log(JSON.stringify({execute: m.EXECUTE, reminder: m.REMINDER, notes: m.NOTES}));"
+    )
     out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 

@@ -18,8 +18,10 @@ pytestmark = pytest.mark.real
 def verify_with(full_senpi, entry: str | None) -> set[str]:
     patch = definition.load("directive-dedupe")
     if entry is not None:
-        patch = dataclasses.replace(patch, targets=tuple(
-            dataclasses.replace(t, entry=entry) if t.role == "binding" else t for t in patch.targets))
+        patch = dataclasses.replace(
+            patch,
+            targets=tuple(dataclasses.replace(t, entry=entry) if t.role == "binding" else t for t in patch.targets),
+        )
     outcome = Reconciler(patch, Config(), reuse_stored_replays=False).verify(describe(full_senpi.package_dir, "npm"))
     assert outcome.report is not None, outcome.detail
     assert outcome.report.checks_run >= 60

@@ -14,8 +14,12 @@ from senpi_guard.demo import sample
 
 pytestmark = pytest.mark.real
 BUILDS = {**{v: name for v, name in DIST_ONLY.items()}, FULL_VERSION: FULL_TARBALL}
-SHAPE_OF = {"2026.7.30": "2026.7.28 - 2026.7.31", "2026.8.1": "2026.7.31-2 - 2026.8.4",
-            "2026.8.9": "2026.8.4-2 and later", FULL_VERSION: "2026.8.4-2 and later"}
+SHAPE_OF = {
+    "2026.7.30": "2026.7.28 - 2026.7.31",
+    "2026.8.1": "2026.7.31-2 - 2026.8.4",
+    "2026.8.9": "2026.8.4-2 and later",
+    FULL_VERSION: "2026.8.4-2 and later",
+}
 
 
 @pytest.mark.parametrize("version", list(BUILDS))
@@ -65,14 +69,18 @@ def test_a_folder_is_checked_in_place_and_left_as_it_was(unpacked):
 
 def test_a_release_it_cannot_patch_says_what_breaks(tmp_path):
     src = tmp_path / "src"
-    sample.write_sample_package(src, 2, version="2026.9.9",
-                                bridge_source="export function somethingElse() {\n    return [];\n}\n")
+    sample.write_sample_package(
+        src, 2, version="2026.9.9", bridge_source="export function somethingElse() {\n    return [];\n}\n"
+    )
     tarball = sample.npm_pack(src, tmp_path / "packs")
     done = senpi_guard("check", tarball)
     assert done.returncode == 1
     assert "senpi 2026.9.9 [directive-dedupe]: BREAKS: " in done.stdout and "buildPromptBlocks" in done.stdout
-    for bad, why in ((tmp_path / "nope.tgz", "no such file"), (tmp_path / "src" / "package.json", "not a package"),
-                     ("@code-yeongyu/senpi@0.0.0-no-such", "npm could not fetch")):
+    for bad, why in (
+        (tmp_path / "nope.tgz", "no such file"),
+        (tmp_path / "src" / "package.json", "not a package"),
+        ("@code-yeongyu/senpi@0.0.0-no-such", "npm could not fetch"),
+    ):
         done = senpi_guard("check", bad, env={"npm_config_offline": "true"})
         errors = [line for line in done.stderr.splitlines() if line.startswith("senpi-guard:")]
         assert done.returncode == 1 and len(errors) == 1 and why in errors[0], done.stderr

@@ -42,8 +42,13 @@ DIRECTIVE = directive()
 
 
 def run(full_senpi, root: Path) -> RealSenpi:
-    user = RealSenpi(full_senpi, root, Path(os.environ["SENPI_CODING_AGENT_DIR"]), root.parent / "work",
-                     extra_env={"STANDIN_CLAUDE_COMPACT": COMPACT})
+    user = RealSenpi(
+        full_senpi,
+        root,
+        Path(os.environ["SENPI_CODING_AGENT_DIR"]),
+        root.parent / "work",
+        extra_env={"STANDIN_CLAUDE_COMPACT": COMPACT},
+    )
     for env, prompts in STEPS:
         user.extra_env = {"STANDIN_CLAUDE_COMPACT": COMPACT, **env}
         user.prompt(*prompts, model=MODEL, plugins=("directive_prepend.js",))
@@ -63,7 +68,7 @@ def first_copy_kept(texts: list[str]) -> bool:
     assert len(texts) >= 3
     for before, after in itertools.pairwise(texts):
         end = before.find(DIRECTIVE)
-        if end == -1 or not after.startswith(before[:end + len(DIRECTIVE)]):
+        if end == -1 or not after.startswith(before[: end + len(DIRECTIVE)]):
             return False
     return True
 
@@ -132,8 +137,10 @@ def test_lanes_resumes_and_audit_in_four_configurations(full_senpi, configure, t
             if row["recorded_payload_bytes"] is not None:  # senpi's own record names this configuration
                 assert name in row["recorded_matches"] and row["recorded_as"] in (name, "unknown"), row
 
-    full = {name: ["".join(c["texts"]) for c, k in zip(sent[name], kinds[name], strict=True)
-                   if k.split(":")[0] in FULL] for name in CONFIGS}
+    full = {
+        name: ["".join(c["texts"]) for c, k in zip(sent[name], kinds[name], strict=True) if k.split(":")[0] in FULL]
+        for name in CONFIGS
+    }
     assert first_copy_kept(full["dist"]) and first_copy_kept(full["both"])
     assert not first_copy_kept(full["installed"])  # upstream's keep-last moves the kept copy
     assert not first_copy_kept(full["extension"])  # and, the extension alone, drops the first one

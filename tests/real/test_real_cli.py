@@ -42,8 +42,10 @@ def copies(call: dict) -> int:
 def earlier_messages_kept(calls: list[dict]) -> bool:
     """Every call re-sends the previous call's messages byte for byte (what a provider's prompt
     cache and senpi's continuity hashes rely on)."""
-    return all(after["messages"][:len(before["messages"])] == before["messages"]
-               for before, after in itertools.pairwise(calls))
+    return all(
+        after["messages"][: len(before["messages"])] == before["messages"]
+        for before, after in itertools.pairwise(calls)
+    )
 
 
 @pytest.fixture

@@ -16,9 +16,11 @@ from realsenpi import DIST_ONLY, SHAPES, machine_node_bin, node24_bin, senpi_gua
 
 pytestmark = pytest.mark.real
 
-BRIDGE = {1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",
-          2: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js",
-          3: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"}
+BRIDGE = {
+    1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",
+    2: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js",
+    3: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js",
+}
 UPSTREAM = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
 SUPPORT = os.path.join(os.path.dirname(__file__), "support")
 
@@ -41,20 +43,39 @@ def growing_contexts() -> list[dict]:
         messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
         contexts.append({"messages": list(messages)})
         messages += [
-            {"role": "assistant", "content": [
-                {"type": "text", "text": f"on it {n}"},
-                {"type": "toolCall", "id": f"c{n}", "name": "bash", "arguments": {"command": "ls"}}]},
-            {"role": "toolResult", "toolCallId": f"c{n}", "toolName": "bash", "isError": False,
-             "content": [{"type": "text", "text": f"out {n}\n{REMINDER}"}]},
-            {"role": "assistant", "content": [{"type": "text", "text": f"done {n}"}]}]
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"on it {n}"},
+                    {"type": "toolCall", "id": f"c{n}", "name": "bash", "arguments": {"command": "ls"}},
+                ],
+            },
+            {
+                "role": "toolResult",
+                "toolCallId": f"c{n}",
+                "toolName": "bash",
+                "isError": False,
+                "content": [{"type": "text", "text": f"out {n}\n{REMINDER}"}],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": f"done {n}"}]},
+        ]
     return contexts
 
 
 def serialise(pkg, shape: int, node: str) -> list[str]:
-    job = {"bridge": str(pkg / BRIDGE[shape]), "upstream": str(pkg / UPSTREAM) if shape == 3 else None,
-           "contexts": growing_contexts()}
-    out = subprocess.run([node, os.path.join(SUPPORT, "behaviour.mjs")], input=json.dumps(job), text=True,
-                         capture_output=True, check=True, timeout=60).stdout
+    job = {
+        "bridge": str(pkg / BRIDGE[shape]),
+        "upstream": str(pkg / UPSTREAM) if shape == 3 else None,
+        "contexts": growing_contexts(),
+    }
+    out = subprocess.run(
+        [node, os.path.join(SUPPORT, "behaviour.mjs")],
+        input=json.dumps(job),
+        text=True,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout
     return ["".join(json.loads(line)["texts"]) for line in out.splitlines()]
 
 

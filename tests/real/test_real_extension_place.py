@@ -63,8 +63,10 @@ def test_each_install_gets_the_agent_dir_it_really_uses(full_senpi, dist_only, h
     assert not (work / "~").exists()
     rows = status_rows(old, full_senpi.package_dir, cwd=work)
     assert rows["2026.8.9"]["extension"]["agent_dir"] == str(home / ".senpi" / "agent")
-    assert (rows["2026.8.22-2"]["extension"]["agent_dir"], rows["2026.8.22-2"]["extension"]["how"]) == \
-        (str(home / "pi-agent"), "PI_CODING_AGENT_DIR")
+    assert (rows["2026.8.22-2"]["extension"]["agent_dir"], rows["2026.8.22-2"]["extension"]["how"]) == (
+        str(home / "pi-agent"),
+        "PI_CODING_AGENT_DIR",
+    )
     assert all(r["extension"]["state"] == "installed" for r in rows.values())
     # the real senpi, started as the user starts it, loads it from there
     assert loads_it(full_senpi, tmp_path / "run1", work, {"HOME": str(home), "PI_CODING_AGENT_DIR": "~/pi-agent"})

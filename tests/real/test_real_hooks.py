@@ -21,13 +21,17 @@ from senpi_guard.layers.dist import Reconciler
 
 pytestmark = pytest.mark.real
 
-OPTIONS = {"2026.7.30": "dist/core/extensions/builtin/claude-agent-sdk/options.js",
-           "2026.8.9": "dist/core/extensions/builtin/claude-sdk-oauth/options.js",
-           "2026.8.22-2": "dist/core/extensions/builtin/claude-sdk-oauth/options.js"}
+OPTIONS = {
+    "2026.7.30": "dist/core/extensions/builtin/claude-agent-sdk/options.js",
+    "2026.8.9": "dist/core/extensions/builtin/claude-sdk-oauth/options.js",
+    "2026.8.22-2": "dist/core/extensions/builtin/claude-sdk-oauth/options.js",
+}
 SENPIS = b"        hooks: HOST_TOOL_DENIAL_HOOKS,\n"
-HAND = (b"        hooks: {\n"
-        b'            PreToolUse: [{ matcher: "Bash|Write|Edit", hooks: [async () => ({ decision: "approve" })] }],\n'
-        b"        },\n")
+HAND = (
+    b"        hooks: {\n"
+    b'            PreToolUse: [{ matcher: "Bash|Write|Edit", hooks: [async () => ({ decision: "approve" })] }],\n'
+    b"        },\n"
+)
 
 
 def hand_fix(path: Path) -> bytes:
@@ -45,12 +49,18 @@ def hooks_values(source: bytes) -> list[bytes]:
 
     def walk(node):
         key = node.child_by_field_name("key") if node.type == "pair" else None
-        if key is not None and key.text == b"hooks" and any(
+        if (
+            key is not None
+            and key.text == b"hooks"
+            and any(
                 c.type == "pair" and c.child_by_field_name("key").text == b"permissionMode"
-                for c in node.parent.named_children):
+                for c in node.parent.named_children
+            )
+        ):
             found.append(node.child_by_field_name("value").text)
         for child in node.children:
             walk(child)
+
     walk(jssyntax.parse(source).root_node)
     return found
 
@@ -77,11 +87,12 @@ def check_the_repair(pkg: Path, version: str, node: str, monkeypatch) -> dict:
     assert row["state"] == "patched" and row["verification"]["ok"], row
     repaired = options.read_bytes()
     assert hooks_values(repaired) == [b"HOST_TOOL_DENIAL_HOOKS"]  # senpi's own, and only it
-    code = repaired[:repaired.index(b"// senpi-guard: hand-fix-hooks")]
-    assert code.count(b"\n") == fixed[:fixed.index(b"//# sourceMappingURL")].count(b"\n")  # line numbers kept
+    code = repaired[: repaired.index(b"// senpi-guard: hand-fix-hooks")]
+    assert code.count(b"\n") == fixed[: fixed.index(b"//# sourceMappingURL")].count(b"\n")  # line numbers kept
     subprocess.run([node, "--check", str(options)], check=True, capture_output=True)
     outcome = Reconciler(definition.load("hand-fix-hooks"), Config(), reuse_stored_replays=False).verify(
-        describe(pkg, "npm"))
+        describe(pkg, "npm")
+    )
     assert outcome.ok, outcome.detail
     reverted = senpi_guard("revert", "--root", pkg, "--json")
     assert reverted.returncode == 0 and options.read_bytes() == fixed  # what the user had, exactly

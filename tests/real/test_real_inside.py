@@ -49,15 +49,23 @@ def copies(call: dict) -> int:
 class Rpc:
     """One real `senpi --mode rpc` process of a RealSenpi user: JSON lines in, events out."""
 
-    def __init__(self, user: RealSenpi, extensions: list[Path], env: dict[str, str] | None = None,
-                 model: str = "rec/rec-1"):
+    def __init__(
+        self, user: RealSenpi, extensions: list[Path], env: dict[str, str] | None = None, model: str = "rec/rec-1"
+    ):
         user.home.mkdir(parents=True, exist_ok=True)
         user.cwd.mkdir(parents=True, exist_ok=True)
         argv = [str(user.install.senpi), "--mode", "rpc", "--model", model, "--session-dir", str(user.sessions)]
         for extension in [SUPPORT / "recording_provider.js", *extensions]:
             argv += ["-e", str(extension)]
-        self.proc = subprocess.Popen(argv, cwd=user.cwd, env={**user.env(), **(env or {})}, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=user.cwd,
+            env={**user.env(), **(env or {})},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.events: list[dict] = []
         self.count = 0
         self.lines: queue.Queue[str] = queue.Queue()
@@ -91,8 +99,10 @@ class Rpc:
             if command["type"] == "prompt" and not text.startswith("/"):
                 return any(e.get("type") == "agent_end" for e in new)
             answered = any(e.get("type") == "response" and e.get("id") == ident for e in new)
-            return answered and (not text.startswith("/") or any(
-                e.get("method") == "notify" and "senpi-guard" in e.get("message", "") for e in new))
+            return answered and (
+                not text.startswith("/")
+                or any(e.get("method") == "notify" and "senpi-guard" in e.get("message", "") for e in new)
+            )
 
         self._until(done)
 
@@ -127,17 +137,25 @@ def rendered(tmp_path):
 def dedupe_only(tmp_path: Path, extension: Path) -> Path:
     """The same rendered dedupe without its status, command and budget: a context handler alone."""
     path = tmp_path / "dedupe_only.js"
-    path.write_text(f"import {{ __senpiGuardDedupeMessages }} from {json.dumps(str(extension))};\n"
-                    "export default function (pi) {\n"
-                    "    pi.on(\"context\", (event) => { const m = __senpiGuardDedupeMessages(event.messages);\n"
-                    "        return m === null ? undefined : { messages: m }; });\n}\n", "utf-8")
+    path.write_text(
+        f"import {{ __senpiGuardDedupeMessages }} from {json.dumps(str(extension))};\n"
+        "export default function (pi) {\n"
+        '    pi.on("context", (event) => { const m = __senpiGuardDedupeMessages(event.messages);\n'
+        "        return m === null ? undefined : { messages: m }; });\n}\n",
+        "utf-8",
+    )
     return path
 
 
 def user_at(full_senpi, tmp_path: Path, name: str, window: int | None = None) -> RealSenpi:
     extra = {"SENPI_GUARD_REC_WINDOW": str(window)} if window else {}
-    return RealSenpi(full_senpi, tmp_path / name, Path(os.environ["SENPI_CODING_AGENT_DIR"]), tmp_path / "work",
-                     extra_env={**extra, "SG_PROBE_LOG": str(tmp_path / name / "probe.jsonl")})
+    return RealSenpi(
+        full_senpi,
+        tmp_path / name,
+        Path(os.environ["SENPI_CODING_AGENT_DIR"]),
+        tmp_path / "work",
+        extra_env={**extra, "SG_PROBE_LOG": str(tmp_path / name / "probe.jsonl")},
+    )
 
 
 def rpc_session(full_senpi, tmp_path, name: str, extensions: list[Path], prompts=PROMPTS) -> tuple[RealSenpi, Rpc]:
@@ -168,8 +186,11 @@ def test_status_and_command_say_what_the_provider_did_not_receive(full_senpi, re
     for got, plain_call in zip(received, without, strict=True):
         saved += text_bytes(plain_call) - text_bytes(got)
         repeats += copies(plain_call) - copies(got)
-        expected.append(f"senpi-guard: {repeats} repeat{'s' * (repeats > 1)}, {kb(saved)} not re-sent" if repeats
-                        else "senpi-guard: on, no repeats yet")
+        expected.append(
+            f"senpi-guard: {repeats} repeat{'s' * (repeats > 1)}, {kb(saved)} not re-sent"
+            if repeats
+            else "senpi-guard: on, no repeats yet"
+        )
     assert repeats == 0 + 1 + 1 + 2 + 3 and saved > 7 * 28_000
     assert rpc.statuses() == expected
     (report,) = [n["message"] for n in rpc.notes() if n["message"].startswith("senpi-guard, this session")]
@@ -233,15 +254,17 @@ def test_budget_warns_once_past_warn_at(full_senpi, rendered, tmp_path):
     rpc.close()
     calls, probes = user.recorded_calls(), read_jsonl(user.root / "probe.jsonl")
     # (a compaction senpi starts after the third call runs the handlers once more: not a call)
-    tokens = [expected_tokens(c, p) for c, p in zip(calls, probes[:len(calls)], strict=True)]
+    tokens = [expected_tokens(c, p) for c, p in zip(calls, probes[: len(calls)], strict=True)]
     first = next(i for i, t in enumerate(tokens) if t >= 0.5 * window)
     assert first == 1 and tokens[2] >= 0.5 * window  # (two calls past it, one warning)
     (note,) = rpc.notes()
     assert note["notifyType"] == "warning"
     share = tokens[first] * 100 // window
-    assert note["message"] == (f"senpi-guard: this call carries ≈{tokens[first]:,} tokens, {share}% "
-                               f"of rec-1's {window:,}-token context window (budget.warn_at = 0.5). Run /compact to "
-                               "shrink the context before it fills up (told once per session).")
+    assert note["message"] == (
+        f"senpi-guard: this call carries ≈{tokens[first]:,} tokens, {share}% "
+        f"of rec-1's {window:,}-token context window (budget.warn_at = 0.5). Run /compact to "
+        "shrink the context before it fills up (told once per session)."
+    )
     (tmp_path / "warning.txt").write_text(json.dumps({"note": note["message"], "probes": probes}) + "\n", "utf-8")
 
     # the default, 0.8, in print mode: one line on stderr when a call passes it
@@ -264,17 +287,20 @@ def test_block_at_stops_the_call_before_the_provider_receives_it(full_senpi, ren
     argv = [str(full_senpi.senpi), "-p", "--model", "rec/rec-1", "--session-dir", str(user.sessions), "--continue"]
     for plugin in (SUPPORT / "recording_provider.js", extension, probe):
         argv += ["-e", str(plugin)]
-    stopped = subprocess.run([*argv, big(1)], cwd=user.cwd, env=user.env(), capture_output=True, text=True,
-                             timeout=120, check=False)
+    stopped = subprocess.run(
+        [*argv, big(1)], cwd=user.cwd, env=user.env(), capture_output=True, text=True, timeout=120, check=False
+    )
     assert len(user.recorded_calls()) == 1  # the provider received nothing for the stopped call
     (line,) = [x for x in stopped.stderr.splitlines() if x.startswith("senpi-guard:")]
     probes = read_jsonl(user.root / "probe.jsonl")
     system = probes[-1]["system"]
     session_text = sum(len(t.encode()) for t in (big(0), "ok", big(1)))
     tokens = math.ceil((session_text + system) / 4)
-    assert line == (f"senpi-guard: stopped this call before it was sent: it would carry ≈{tokens:,} tokens, "
-                    f"{tokens * 100 // window}% of rec-1's {window:,}-token context window (budget.block_at = 0.5). "
-                    "Run /compact to shrink the context, then send the prompt again.")
+    assert line == (
+        f"senpi-guard: stopped this call before it was sent: it would carry ≈{tokens:,} tokens, "
+        f"{tokens * 100 // window}% of rec-1's {window:,}-token context window (budget.block_at = 0.5). "
+        "Run /compact to shrink the context, then send the prompt again."
+    )
     assert stopped.returncode != 0 and "DOMException" not in stopped.stderr  # (no crash: senpi reports the abort)
     (tmp_path / "block-print.txt").write_text(stopped.stderr, "utf-8")
 

@@ -48,11 +48,16 @@ def test_the_status_counts_only_what_the_delta_lane_sent(full_senpi, tmp_path):
     for before, after in zip(without, received, strict=True):
         saved += before["bytes"] - after["bytes"]
         repeats += sum(t.count(DIRECTIVE) for t in before["texts"]) - sum(t.count(DIRECTIVE) for t in after["texts"])
-        expected.append(f"senpi-guard: {repeats} repeat{'s' * (repeats > 1)}, {kb(saved)} not re-sent" if repeats
-                        else "senpi-guard: on, no repeats yet")
+        expected.append(
+            f"senpi-guard: {repeats} repeat{'s' * (repeats > 1)}, {kb(saved)} not re-sent"
+            if repeats
+            else "senpi-guard: on, no repeats yet"
+        )
     # the delta lane sends each 'ulw' prompt's own copy once: one repeat per later 'ulw' prompt, not
     # the whole history's copies as a full re-send would carry
     assert repeats == 3 and 3 * 28_000 < saved < 3 * 29_000
     assert rpc.statuses() == expected
-    print(f"\ndelta lane: {expected[-1]!r}; sent without the extension {sum(c['bytes'] for c in without):,} bytes, "
-          f"with it {sum(c['bytes'] for c in received):,}")
+    print(
+        f"\ndelta lane: {expected[-1]!r}; sent without the extension {sum(c['bytes'] for c in without):,} bytes, "
+        f"with it {sum(c['bytes'] for c in received):,}"
+    )

@@ -39,14 +39,27 @@ def audit(full_senpi, session: Path) -> tuple[list[dict], dict, str]:
 
 
 def recorded_usage(session: Path) -> list[dict]:
-    return [e["message"]["usage"] for e in read_jsonl(session)
-            if e.get("type") == "message" and e["message"].get("role") == "assistant"]
+    return [
+        e["message"]["usage"]
+        for e in read_jsonl(session)
+        if e.get("type") == "message" and e["message"].get("role") == "assistant"
+    ]
 
 
 def registry_cost(package_dir: Path, provider: str, model: str) -> dict:
     """The model's cost as senpi's own registry (pi-ai's data file) lists it, read here independently."""
-    data = json.loads((package_dir / "node_modules" / "@earendil-works" / "pi-ai" / "dist" / "providers" / "data"
-                       / f"{provider}.json").read_text())
+    data = json.loads(
+        (
+            package_dir
+            / "node_modules"
+            / "@earendil-works"
+            / "pi-ai"
+            / "dist"
+            / "providers"
+            / "data"
+            / f"{provider}.json"
+        ).read_text()
+    )
     return next(group[model] for group in data.values() if model in group)["cost"]
 
 
@@ -62,11 +75,21 @@ def prompt_tokens(tokens: dict) -> int:
 def test_claude_subscription_tokens_and_list_price_are_senpis_own(full_senpi, isolated_dirs, monkeypatch, tmp_path):
     monkeypatch.setenv("SENPI_GUARD_NODE", str(full_senpi.node_bin / "node"))
     state = tmp_path / "api-cache"
-    user = RealSenpi(full_senpi, tmp_path / "claude", Path(os.environ["SENPI_CODING_AGENT_DIR"]), tmp_path / "work",
-                     extra_env={"CLAUDE_CODE_EXECUTABLE": str(SUPPORT / "claude_standin_priced.py"),
-                                "STANDIN_PRICED_STATE": str(state)})
-    for env, prompts in (({}, ("ulw one", "ulw two")), ({}, ("ulw three",)),
-                         ({"SENPI_CLAUDE_SDK_OAUTH_RESUME": "off"}, ("ulw four", "ulw five"))):
+    user = RealSenpi(
+        full_senpi,
+        tmp_path / "claude",
+        Path(os.environ["SENPI_CODING_AGENT_DIR"]),
+        tmp_path / "work",
+        extra_env={
+            "CLAUDE_CODE_EXECUTABLE": str(SUPPORT / "claude_standin_priced.py"),
+            "STANDIN_PRICED_STATE": str(state),
+        },
+    )
+    for env, prompts in (
+        ({}, ("ulw one", "ulw two")),
+        ({}, ("ulw three",)),
+        ({"SENPI_CLAUDE_SDK_OAUTH_RESUME": "off"}, ("ulw four", "ulw five")),
+    ):
         user.extra_env.update(env)
         user.prompt(*prompts, model=CLAUDE, plugins=("directive_prepend.js",))
     usages = recorded_usage(user.session_file())
@@ -90,31 +113,38 @@ def test_claude_subscription_tokens_and_list_price_are_senpis_own(full_senpi, is
     assert group["provider"] == "claude-sdk-oauth" and group["model"] == "claude-sonnet-4-5"
     assert group["subscription"] and group["usd"] is None and group["saved_usd"] is None
     assert group["price"]["input"] == cost["input"] and group["price"]["cacheWrite"] == cost["cacheWrite"]
-    assert math.isclose(group["list_price_equivalent_usd"]["installed"], sum(u["cost"]["total"] for u in usages),
-                        rel_tol=1e-6)
+    assert math.isclose(
+        group["list_price_equivalent_usd"]["installed"], sum(u["cost"]["total"] for u in usages), rel_tol=1e-6
+    )
     assert math.isclose(group["recorded_usd"], sum(u["cost"]["total"] for u in usages), rel_tol=1e-6)
     assert group["saved_tokens"]["both"]["total"] > 0 and summary["money"]["usd"] is None
-    assert group["tokens"]["installed"]["total"] == sum(u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
-                                                        for u in usages)
+    assert group["tokens"]["installed"]["total"] == sum(
+        u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"] for u in usages
+    )
     assert "claude-sonnet-4-5 via claude-sdk-oauth" in text and "a subscription: it pays no list price" in text
     assert "tokens that count against its limits" in text and "at API list price" not in text
 
 
 def priced_session(full_senpi, root: Path, work: Path) -> RealSenpi:
-    user = RealSenpi(full_senpi, root, Path(os.environ["SENPI_CODING_AGENT_DIR"]), work,
-                     extra_env={"SENPI_GUARD_PRICED_LOG": str(root / "priced.jsonl")})
+    user = RealSenpi(
+        full_senpi,
+        root,
+        Path(os.environ["SENPI_CODING_AGENT_DIR"]),
+        work,
+        extra_env={"SENPI_GUARD_PRICED_LOG": str(root / "priced.jsonl")},
+    )
     for prompt in ("ulw step 0", "ulw step 1", "what changed?", "ulw step 3", "ulw step 4"):
         user.prompt(prompt, model="priced/priced-1", plugins=("priced_provider.js", "directive_prepend.js"))
     return user
 
 
-def test_other_provider_dollars_predict_what_the_guarded_session_cost(full_senpi, isolated_dirs, monkeypatch,
-                                                                       tmp_path):
+def test_other_provider_dollars_predict_what_the_guarded_session_cost(full_senpi, isolated_dirs, monkeypatch, tmp_path):
     monkeypatch.setenv("SENPI_GUARD_NODE", str(full_senpi.node_bin / "node"))
     agent = Path(os.environ["SENPI_CODING_AGENT_DIR"])
     agent.mkdir(parents=True, exist_ok=True)
-    (agent / "models.json").write_text(json.dumps({"providers": {"priced": {"modelOverrides": {
-        "priced-1": {"cost": PRICE}}}}}))
+    (agent / "models.json").write_text(
+        json.dumps({"providers": {"priced": {"modelOverrides": {"priced-1": {"cost": PRICE}}}}})
+    )
     plain = priced_session(full_senpi, tmp_path / "plain", tmp_path / "work")
     write_user_config(isolated_dirs, 'layers = ["dist", "extension"]\n')
     result = senpi_guard("apply", "--root", full_senpi.package_dir, "--json")
@@ -144,8 +174,10 @@ def test_other_provider_dollars_predict_what_the_guarded_session_cost(full_senpi
     money = summary["money"]
     (group,) = money["by_model"]
     assert group["pays_list_price"] and not group["subscription"] and "models.json" in group["price"]["source"]
-    spent = {"installed": sum(u["cost"]["total"] for u in plain_usage),
-             "ext": sum(u["cost"]["total"] for u in ext_usage)}
+    spent = {
+        "installed": sum(u["cost"]["total"] for u in plain_usage),
+        "ext": sum(u["cost"]["total"] for u in ext_usage),
+    }
     assert math.isclose(money["usd"]["installed"], spent["installed"], rel_tol=1e-6)
     assert math.isclose(money["usd"]["both"], spent["ext"], rel_tol=0.01)
     assert math.isclose(money["saved_usd"]["both"], spent["installed"] - spent["ext"], rel_tol=0.02)

@@ -21,11 +21,15 @@ from senpi_guard.errors import FatalError
 # the lookup shape (2026.7.28 - 2026.8.11) is the sample packages' own config.js; the brand-aware
 # one below is built from its parts
 LOOKUP = sample.sample_source("config.js")
-IMPORTS = LOOKUP[LOOKUP.index("import "):LOOKUP.index("export function getPackageDir")]
-PACKAGE = LOOKUP[LOOKUP.index("export function getPackageDir"):LOOKUP.index("export const APP_NAME")].replace(
-    "process.env.PI_PACKAGE_DIR", "OVERRIDE")
-BRANDED = IMPORTS + 'import { brandProfile, envValue } from "./core/brand.js";\n' + \
-    PACKAGE.replace("OVERRIDE", 'envValue("PACKAGE_DIR")') + """
+IMPORTS = LOOKUP[LOOKUP.index("import ") : LOOKUP.index("export function getPackageDir")]
+PACKAGE = LOOKUP[LOOKUP.index("export function getPackageDir") : LOOKUP.index("export const APP_NAME")].replace(
+    "process.env.PI_PACKAGE_DIR", "OVERRIDE"
+)
+BRANDED = (
+    IMPORTS
+    + 'import { brandProfile, envValue } from "./core/brand.js";\n'
+    + PACKAGE.replace("OVERRIDE", 'envValue("PACKAGE_DIR")')
+    + """
 export const BRAND = brandProfile();
 export const APP_NAME = BRAND?.name || piConfigName || "pi";
 export const CONFIG_DIR_NAME = BRAND?.configDir || pkg.piConfig?.configDir || ".pi";
@@ -46,6 +50,7 @@ export function getAgentDir() {
     return resolveAgentDir(process.cwd(), homedir(), envValue("CODING_AGENT_DIR"));
 }
 """
+)
 BRAND_JS = """export const BRAND_ENV_VAR = "SENPI_BRAND";
 function isSafeConfigDirName(dir) {
     return dir !== "." && dir !== ".." && !/[\\\\/]/.test(dir);
@@ -130,16 +135,23 @@ def write_build(root: Path, config: str, brand: str | None = None, package: obje
 @pytest.fixture(scope="module")
 def rules(tmp_path_factory) -> dict[str, agentdir.AgentDirRule]:
     base = tmp_path_factory.mktemp("builds")
-    return {"lookup": agentdir.rule_for(write_build(base / "lookup", LOOKUP)),
-            "brand": agentdir.rule_for(write_build(base / "brand", BRANDED, BRAND_JS))}
+    return {
+        "lookup": agentdir.rule_for(write_build(base / "lookup", LOOKUP)),
+        "brand": agentdir.rule_for(write_build(base / "brand", BRANDED, BRAND_JS)),
+    }
 
 
 # ---- reading the rule -------------------------------------------------------------------------
 
+
 def test_lookup_shape(rules):
     rule = rules["lookup"]
     assert (rule.shape, rule.env_names, rule.brand, rule.flat_layout_sentinel) == (
-        "project-lookup", ("SENPI_CODING_AGENT_DIR",), None, None)
+        "project-lookup",
+        ("SENPI_CODING_AGENT_DIR",),
+        None,
+        None,
+    )
     assert rule.agent_dir_env == EnvRead("app-name", "_CODING_AGENT_DIR", "pi")
     assert rule.package_dir_env == EnvRead("fixed", "PI_PACKAGE_DIR")
     assert (rule.app_name, rule.config_dir, rule.config_dir_fallback) == ("senpi", ".senpi", ".pi")
@@ -150,12 +162,22 @@ def test_lookup_shape(rules):
 def test_brand_shape(rules):
     rule = rules["brand"]
     assert (rule.shape, rule.env_names, rule.flat_layout_sentinel) == (
-        "brand-aware", ("SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR"), "settings.json")
+        "brand-aware",
+        ("SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR"),
+        "settings.json",
+    )
     assert rule.brand == Brand("SENPI_BRAND", ("SENPI", "PI"))
     assert rule.package_dir_env == EnvRead("brand", "PACKAGE_DIR")
     assert agentdir.agent_dir_variables(rule, {"SENPI_BRAND": '{"name": "omo"}'}) == (
-        "SENPI_BRAND", "OMO_CODING_AGENT_DIR", "SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR",
-        "OMO_PACKAGE_DIR", "SENPI_PACKAGE_DIR", "PI_PACKAGE_DIR", "HOME")
+        "SENPI_BRAND",
+        "OMO_CODING_AGENT_DIR",
+        "SENPI_CODING_AGENT_DIR",
+        "PI_CODING_AGENT_DIR",
+        "OMO_PACKAGE_DIR",
+        "SENPI_PACKAGE_DIR",
+        "PI_PACKAGE_DIR",
+        "HOME",
+    )
 
 
 def test_package_json_without_pi_config_means_pi(tmp_path):
@@ -167,9 +189,11 @@ def test_package_json_without_pi_config_means_pi(tmp_path):
 REFUSED = [
     ("getAgentDir() returning resolveAgentDir", LOOKUP.replace("process.env[ENV_AGENT_DIR]);", "x) || y;")),
     ("getAgentDir() returning resolveAgentDir", LOOKUP.replace("process.cwd()", "process.env.PWD")),
-    ("resolveAgentDir(cwd, homeDir, envDir) of a known shape", LOOKUP.replace('CONFIG_DIR_NAME, "agent");', 'X);')),
-    ("resolveAgentDir(cwd, homeDir, envDir) of a known shape",
-     LOOKUP.replace("normalizePath(fromEnv, { homeDir: home })", "fromEnv")),
+    ("resolveAgentDir(cwd, homeDir, envDir) of a known shape", LOOKUP.replace('CONFIG_DIR_NAME, "agent");', "X);")),
+    (
+        "resolveAgentDir(cwd, homeDir, envDir) of a known shape",
+        LOOKUP.replace("normalizePath(fromEnv, { homeDir: home })", "fromEnv"),
+    ),
     ("`${APP_NAME.toUpperCase()}_SUFFIX`", LOOKUP.replace("${APP_NAME.toUpperCase()}", "${APP_NAME}")),
     ("`normalizePath` imported from ./utils/paths.js", LOOKUP.replace("./utils/paths.js", "./mine.js")),
     ("`homedir` imported from node:os", LOOKUP.replace('import { homedir } from "node:os";', "")),
@@ -181,8 +205,12 @@ REFUSED = [
 ]
 BRAND_REFUSED = [
     ("envValue() of a known shape", BRAND_JS.replace("value !== undefined", "value")),
-    ("brandEnvNames() of a known shape", BRAND_JS.replace("[profile?.envPrefix, ...LEGACY_ENV_PREFIXES]",
-                                                          "[...LEGACY_ENV_PREFIXES, profile?.envPrefix]")),
+    (
+        "brandEnvNames() of a known shape",
+        BRAND_JS.replace(
+            "[profile?.envPrefix, ...LEGACY_ENV_PREFIXES]", "[...LEGACY_ENV_PREFIXES, profile?.envPrefix]"
+        ),
+    ),
     ("parseBrandProfile() of a known shape", BRAND_JS.replace(".toUpperCase()", ".toLowerCase()")),
     ("parseBrandProfile() of a known shape", BRAND_JS.replace("flatLayout: from.flatLayout === true,", "")),
     ("isSafeConfigDirName() of a known shape", BRAND_JS.replace('dir !== ".." && ', "")),
@@ -232,12 +260,28 @@ def test_rule_is_cached_until_a_file_changes(tmp_path):
 
 # ---- resolving: examples ----------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory) -> Path:
     w = tmp_path_factory.mktemp("world").resolve()
-    for d in ("home/.senpi/agent", "home/p/.senpi/agent", "home/p/a/b", "home/p/q/.senpi/agent", "home/p/q/r",
-              "home/half/.senpi", "home/half/x", "home/ln/x", "home/flat/.omo", "home/flat/x", "out/p/.senpi/agent",
-              "out/p/x", "out/none", "pkg", "deep/.senpi/agent", "deep/" + "d/" * 101):
+    for d in (
+        "home/.senpi/agent",
+        "home/p/.senpi/agent",
+        "home/p/a/b",
+        "home/p/q/.senpi/agent",
+        "home/p/q/r",
+        "home/half/.senpi",
+        "home/half/x",
+        "home/ln/x",
+        "home/flat/.omo",
+        "home/flat/x",
+        "out/p/.senpi/agent",
+        "out/p/x",
+        "out/none",
+        "pkg",
+        "deep/.senpi/agent",
+        "deep/" + "d/" * 101,
+    ):
         (w / d).mkdir(parents=True, exist_ok=True)
     (w / "home/ln/.senpi").symlink_to(w / "home/p/.senpi")
     (w / "home/flat/.omo/settings.json").write_text("{}")
@@ -256,14 +300,19 @@ def test_examples(rules, world):
     assert at(lookup, "home/half/x").how == at(lookup, "home/ln/x").how == at(lookup, "home").how == "default"
     assert at(lookup, "out/p/x") == Resolved(world / "out/p/.senpi/agent", "project", True)
     assert at(lookup, "deep/" + "d/" * 100).project and not at(lookup, "deep/" + "d/" * 101).project
-    assert at(lookup, "out/none", SENPI_CODING_AGENT_DIR="~/x/../y") == \
-        Resolved(world / "home/y", "SENPI_CODING_AGENT_DIR", False)
+    assert at(lookup, "out/none", SENPI_CODING_AGENT_DIR="~/x/../y") == Resolved(
+        world / "home/y", "SENPI_CODING_AGENT_DIR", False
+    )
     assert at(lookup, "out/none", SENPI_CODING_AGENT_DIR="rel").path == world / "out/none/rel"
     assert at(lookup, "out/none", SENPI_CODING_AGENT_DIR="~rel").path == world / "out/none/~rel"
     assert at(lookup, "out/none", SENPI_CODING_AGENT_DIR="file:///a%20b/../c").path == Path("/c")
     assert at(lookup, "out/none", SENPI_CODING_AGENT_DIR="file://localhost/t\t%41 ?q#f").path == Path("/tA ")
-    for bad, why in (("file://host/c", "not a local file"), ("file:///a%2fb", "an encoded /"),
-                     ("file:///a%zz", "URI malformed"), ("file:///a%e2%82", "URI malformed")):
+    for bad, why in (
+        ("file://host/c", "not a local file"),
+        ("file:///a%2fb", "an encoded /"),
+        ("file:///a%zz", "URI malformed"),
+        ("file:///a%e2%82", "URI malformed"),
+    ):
         with pytest.raises(FatalError, match=why):
             at(lookup, "out/none", SENPI_CODING_AGENT_DIR=bad)
     assert at(lookup, "home/p/a/b", PI_CODING_AGENT_DIR="/pi").how == "project"  # not read before 2026.8.11-2
@@ -285,8 +334,9 @@ def test_home_spellings(rules, world):
     # a trailing slash or a symlinked HOME never equals the physical cwd: the lookup walks past it
     assert resolve(rule, {}, world / "home", home + "/").how == "project"
     (world / "homelink").symlink_to(world / "home")
-    assert resolve(rule, {}, world / "home/half/x", str(world / "homelink")) == \
-        Resolved(world / "home/.senpi/agent", "project", True)
+    assert resolve(rule, {}, world / "home/half/x", str(world / "homelink")) == Resolved(
+        world / "home/.senpi/agent", "project", True
+    )
     assert resolve(rule, {}, world / "out/none", "").path == world / "out/none/.senpi/agent"
     with pytest.raises(FatalError, match="set HOME"):
         agentdir.user_agent_dir(rule, {}, "")
@@ -299,18 +349,31 @@ def test_brand_profile_parsing():
     def parse(raw: str) -> agentdir.BrandProfile | None:
         return agentdir.brand_profile(brand, {"SENPI_BRAND": raw})
 
-    assert parse('{"name":" omo ","configDir":" .o ","envPrefix":"x-y","flatLayout":true}') == \
-        agentdir.BrandProfile("omo", ".o", "X-Y", True)
+    assert parse('{"name":" omo ","configDir":" .o ","envPrefix":"x-y","flatLayout":true}') == agentdir.BrandProfile(
+        "omo", ".o", "X-Y", True
+    )
     assert parse('{"name":"Straße"}') == agentdir.BrandProfile("Straße", ".Straße", "STRASSE", False)
-    for ignored in ("", " \u00a0 ", "nope", "[]", "null", '"omo"', '{"name":" "}', '{"name":1}',
-                    '{"name":"o","x":NaN}', '{"name":"o","configDir":".."}', '{"name":"o","configDir":"a/b"}',
-                    '{"name":"o","configDir":"a\\\\b"}'):
+    for ignored in (
+        "",
+        " \u00a0 ",
+        "nope",
+        "[]",
+        "null",
+        '"omo"',
+        '{"name":" "}',
+        '{"name":1}',
+        '{"name":"o","x":NaN}',
+        '{"name":"o","configDir":".."}',
+        '{"name":"o","configDir":"a/b"}',
+        '{"name":"o","configDir":"a\\\\b"}',
+    ):
         assert parse(ignored) is None, ignored
     assert parse('{"name":"o","flatLayout":1}').flat_layout is False
     assert agentdir.brand_profile(brand, {}) is None
 
 
 # ---- resolving: properties against an independent oracle ---------------------------------------
+
 
 def real_dir(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
@@ -331,12 +394,25 @@ def oracle(world: Path, cwd: Path, value: str | None) -> tuple[Path, str]:
     return home / ".senpi/agent", "default"
 
 
-CWDS = ["home", "home/p", "home/p/a/b", "home/p/q/r", "home/half/x", "home/ln/x", "home/flat/x", "out/p/x",
-        "out/none", "deep/" + "d/" * 99, "deep/" + "d/" * 100, "deep/" + "d/" * 101]
+CWDS = [
+    "home",
+    "home/p",
+    "home/p/a/b",
+    "home/p/q/r",
+    "home/half/x",
+    "home/ln/x",
+    "home/flat/x",
+    "out/p/x",
+    "out/none",
+    "deep/" + "d/" * 99,
+    "deep/" + "d/" * 100,
+    "deep/" + "d/" * 101,
+]
 segment = st.sampled_from(["a", "b", ".", "..", "", "x y", "~", ".senpi"])
 relative = st.lists(segment, min_size=1, max_size=5).map("/".join)
-values = st.one_of(st.none(), st.just(""), relative, relative.map(lambda p: "/" + p), relative.map(lambda p: "~/" + p),
-                   st.just("~"))
+values = st.one_of(
+    st.none(), st.just(""), relative, relative.map(lambda p: "/" + p), relative.map(lambda p: "~/" + p), st.just("~")
+)
 
 
 @settings(max_examples=300, deadline=None)

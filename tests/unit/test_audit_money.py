@@ -17,14 +17,31 @@ from senpi_guard.audit.prices import PriceBook, rates_of
 SONNET = Rates(3, 15, 0.3, 3.75)
 
 
-def row(installed: int, both: int, fresh_installed: int | None, fresh_both: int | None, sent: str = "full",
-        provider: str = "anthropic", model: str = "claude-sonnet-4-6", matches: tuple[str, ...] = ()) -> dict:
+def row(
+    installed: int,
+    both: int,
+    fresh_installed: int | None,
+    fresh_both: int | None,
+    sent: str = "full",
+    provider: str = "anthropic",
+    model: str = "claude-sonnet-4-6",
+    matches: tuple[str, ...] = (),
+) -> dict:
     """An audit row: dist = installed, extension = both (enough for the arithmetic)."""
     sizes = {"installed": installed, "dist": installed, "extension": both, "both": both}
-    cache = None if fresh_installed is None else {"installed": fresh_installed, "dist": fresh_installed,
-                                                  "extension": fresh_both, "both": fresh_both}
-    return {"bytes": sizes, "cache_write": cache, "recorded_matches": list(matches), "sent": sent,
-            "provider": provider, "model": model}
+    cache = (
+        None
+        if fresh_installed is None
+        else {"installed": fresh_installed, "dist": fresh_installed, "extension": fresh_both, "both": fresh_both}
+    )
+    return {
+        "bytes": sizes,
+        "cache_write": cache,
+        "recorded_matches": list(matches),
+        "sent": sent,
+        "provider": provider,
+        "model": model,
+    }
 
 
 def test_cost_is_senpis_calculate_cost_by_hand():
@@ -75,8 +92,14 @@ def test_one_recorded_call_priced_in_every_configuration():
     assert call["usd"]["both"] == pytest.approx(0.006084)
     assert call["recorded_usd"] == 0.011334
     shown = money.as_json(call)
-    assert shown["tokens"]["both"] == {"input": 3, "output": 50, "cacheRead": 4000, "cacheWrite": 1100,
-                                       "cacheWrite1h": 0, "total": 5153}
+    assert shown["tokens"]["both"] == {
+        "input": 3,
+        "output": 50,
+        "cacheRead": 4000,
+        "cacheWrite": 1100,
+        "cacheWrite1h": 0,
+        "total": 5153,
+    }
 
 
 def test_a_record_of_the_guarded_configuration_is_shifted_from_that_one():
@@ -104,14 +127,22 @@ def test_a_delta_call_is_credited_only_for_the_new_messages_it_sends():
     assert call["tokens"]["dist"] == usage.tokens
 
 
-@pytest.mark.parametrize("usage", [
-    None, "lots", [], {}, {"input": 5}, {"input": float("nan"), "output": 1, "cacheRead": 0, "cacheWrite": 0},
-    {"input": "5", "output": 1, "cacheRead": 0, "cacheWrite": 0},
-    {"input": -1, "output": 1, "cacheRead": 0, "cacheWrite": 0},
-    {"input": True, "output": 1, "cacheRead": 0, "cacheWrite": 0},
-    {"input": float("inf"), "output": 1, "cacheRead": 0, "cacheWrite": 0},
-    {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},  # a provider that reports nothing
-])
+@pytest.mark.parametrize(
+    "usage",
+    [
+        None,
+        "lots",
+        [],
+        {},
+        {"input": 5},
+        {"input": float("nan"), "output": 1, "cacheRead": 0, "cacheWrite": 0},
+        {"input": "5", "output": 1, "cacheRead": 0, "cacheWrite": 0},
+        {"input": -1, "output": 1, "cacheRead": 0, "cacheWrite": 0},
+        {"input": True, "output": 1, "cacheRead": 0, "cacheWrite": 0},
+        {"input": float("inf"), "output": 1, "cacheRead": 0, "cacheWrite": 0},
+        {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},  # a provider that reports nothing
+    ],
+)
 def test_odd_usage_is_not_recorded(usage):
     assert money.recorded({"usage": usage}) is None
 
@@ -130,14 +161,48 @@ def test_odd_optional_fields_are_dropped_not_trusted():
 def registry(tmp_path: Path) -> Path:
     data = tmp_path / "pkg" / "node_modules" / "@earendil-works" / "pi-ai" / "dist" / "providers" / "data"
     data.mkdir(parents=True)
-    (data / "anthropic.json").write_text(json.dumps({"anthropic-messages": {
-        "claude-sonnet-4-6": {"id": "claude-sonnet-4-6", "cost": {"input": 3, "output": 15, "cacheRead": 0.3,
-                                                                  "cacheWrite": 3.75}},
-        "claude-free": {"id": "claude-free", "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}}}))
-    (data / "openai.json").write_text(json.dumps({"openai-responses": {"gpt-x": {"cost": {
-        "input": 2.5, "output": 15, "cacheRead": 0.25, "cacheWrite": 0,
-        "tiers": [{"inputTokensAbove": 272000, "input": 5, "output": 22.5, "cacheRead": 0.5, "cacheWrite": 0},
-                  {"inputTokensAbove": "lots", "input": 9}]}}}}))
+    (data / "anthropic.json").write_text(
+        json.dumps(
+            {
+                "anthropic-messages": {
+                    "claude-sonnet-4-6": {
+                        "id": "claude-sonnet-4-6",
+                        "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
+                    },
+                    "claude-free": {
+                        "id": "claude-free",
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                    },
+                }
+            }
+        )
+    )
+    (data / "openai.json").write_text(
+        json.dumps(
+            {
+                "openai-responses": {
+                    "gpt-x": {
+                        "cost": {
+                            "input": 2.5,
+                            "output": 15,
+                            "cacheRead": 0.25,
+                            "cacheWrite": 0,
+                            "tiers": [
+                                {
+                                    "inputTokensAbove": 272000,
+                                    "input": 5,
+                                    "output": 22.5,
+                                    "cacheRead": 0.5,
+                                    "cacheWrite": 0,
+                                },
+                                {"inputTokensAbove": "lots", "input": 9},
+                            ],
+                        }
+                    }
+                }
+            }
+        )
+    )
     return tmp_path / "pkg"
 
 
@@ -149,10 +214,13 @@ def test_prices_come_from_senpis_registry_and_say_where(tmp_path):
     assert book.lookup("claude-sdk-oauth", "claude-sonnet-4-6")[0] == rates  # senpi gives it anthropic's models
     tiered, _ = book.lookup("openai", "gpt-x")
     assert [above for above, _ in tiered.tiers] == [272000]  # the malformed tier is left out
-    for provider, model, why in (("anthropic", "claude-free", "lists no price"),
-                                 ("anthropic", "claude-nope", "not in senpi's model registry"),
-                                 ("../../etc", "passwd", "not in senpi's model registry"),
-                                 ("rec", "rec-1", "not in senpi's model registry"), (None, "m", "no provider")):
+    for provider, model, why in (
+        ("anthropic", "claude-free", "lists no price"),
+        ("anthropic", "claude-nope", "not in senpi's model registry"),
+        ("../../etc", "passwd", "not in senpi's model registry"),
+        ("rec", "rec-1", "not in senpi's model registry"),
+        (None, "m", "no provider"),
+    ):
         found, reason = book.lookup(provider, model)
         assert found is None and why in reason, reason
     assert PriceBook(None, None).lookup("anthropic", "claude-sonnet-4-6")[1].startswith("no model registry")
@@ -160,11 +228,22 @@ def test_prices_come_from_senpis_registry_and_say_where(tmp_path):
 
 def test_models_json_prices_a_custom_model_and_overrides_a_builtin_one(tmp_path):
     models = tmp_path / "models.json"
-    models.write_text(json.dumps({"providers": {
-        "ollama": {"models": [{"id": "llama", "cost": {"input": 0.5, "output": 1}}]},
-        "anthropic": {"modelOverrides": {"claude-sonnet-4-6": {"cost": {"cacheRead": 0.1}}}},
-        "priced": {"modelOverrides": {"full": {"cost": {"input": 1, "output": 2, "cacheRead": 0.1, "cacheWrite": 1.25}},
-                                      "part": {"cost": {"input": 1}}}}}}))
+    models.write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "ollama": {"models": [{"id": "llama", "cost": {"input": 0.5, "output": 1}}]},
+                    "anthropic": {"modelOverrides": {"claude-sonnet-4-6": {"cost": {"cacheRead": 0.1}}}},
+                    "priced": {
+                        "modelOverrides": {
+                            "full": {"cost": {"input": 1, "output": 2, "cacheRead": 0.1, "cacheWrite": 1.25}},
+                            "part": {"cost": {"input": 1}},
+                        }
+                    },
+                }
+            }
+        )
+    )
     book = PriceBook(registry(tmp_path), models)
     assert book.lookup("ollama", "llama")[0] == Rates(0.5, 1, 0, 0, (), f"{models} (providers.ollama.models)")
     merged, where = book.lookup("anthropic", "claude-sonnet-4-6")
@@ -201,8 +280,14 @@ def test_the_ledger_keeps_a_subscription_to_tokens_and_sums_list_price_calls():
     assert api["recorded_usd"] == pytest.approx(0.022668)
     assert plan["subscription"] and plan["usd"] is None and plan["saved_usd"] is None
     assert plan["list_price_equivalent_usd"]["installed"] == pytest.approx(0.011334)
-    assert plan["saved_tokens"]["both"] == {"input": 0, "output": 0, "cacheRead": 5000, "cacheWrite": 1000,
-                                           "cacheWrite1h": 0, "total": 6000}
+    assert plan["saved_tokens"]["both"] == {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 5000,
+        "cacheWrite": 1000,
+        "cacheWrite1h": 0,
+        "total": 6000,
+    }
     assert result["calls"] == 3 and result["usd_calls"] == 2 and result["saved_tokens"]["both"] == 18_000
     assert result["usd"]["installed"] == pytest.approx(0.022668)  # (the subscription pays none)
     assert len(ledger.usd_series["installed"]) == 4 and ledger.usd_series["installed"][3] == 0
@@ -236,8 +321,19 @@ def test_dollar_amounts_read_as_money():
 
 def test_absurd_numbers_are_not_counted_and_plans_are_subscriptions():
     from senpi_guard.audit.prices import is_subscription
+
     assert money.count(1e308) is None and money.count(1e12) == 1e12
     assert rates_of({"input": 1e308, "output": 1, "cacheRead": 0, "cacheWrite": 0}, "x") is None
-    assert [is_subscription(p) for p in ("claude-sdk-oauth", "openai-codex", "github-copilot", "zai-coding-cn",
-                                         "alibaba-token-plan", "openai", "anthropic", None)] == \
-        [True, True, True, True, True, False, False, False]
+    assert [
+        is_subscription(p)
+        for p in (
+            "claude-sdk-oauth",
+            "openai-codex",
+            "github-copilot",
+            "zai-coding-cn",
+            "alibaba-token-plan",
+            "openai",
+            "anthropic",
+            None,
+        )
+    ] == [True, True, True, True, True, False, False, False]

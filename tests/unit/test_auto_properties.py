@@ -47,7 +47,7 @@ def candidates(text: str) -> list[tuple[int, int, str]]:
         good = len(toks) % 2 == 0 and all(not toks[i][2] and toks[i + 1][2] for i in range(0, len(toks), 2))
         if good:
             spans += [(toks[i][0], toks[i + 1][1], name) for i in range(0, len(toks), 2)]
-    return sorted(s for s in spans if s[2] in KNOWN or len(text[s[0]:s[1]].encode()) >= MIN_BYTES)
+    return sorted(s for s in spans if s[2] in KNOWN or len(text[s[0] : s[1]].encode()) >= MIN_BYTES)
 
 
 def oracle_text(text: str, kept: dict[str, set[str]]) -> str:
@@ -88,8 +88,12 @@ def oracle_messages(messages: list[dict]) -> list[dict]:
             if isinstance(content, str):
                 message = {**message, "content": oracle_text(content, kept)}
             elif isinstance(content, list):
-                message = {**message, "content": [{**p, "text": oracle_text(p["text"], kept)}
-                                                  if p.get("type") == "text" else p for p in content]}
+                message = {
+                    **message,
+                    "content": [
+                        {**p, "text": oracle_text(p["text"], kept)} if p.get("type") == "text" else p for p in content
+                    ],
+                }
         out.append(message)
     return out
 
@@ -99,9 +103,15 @@ def node(tmp_path_factory):
     folder = tmp_path_factory.mktemp("auto")
     (folder / "payload.js").write_text(PATCH.render_payload(CONFIG))
     (folder / "extension.js").write_text(PATCH.render_extension(CONFIG))
-    procs = {name: subprocess.Popen(["node", str(JS / f"{name}.mjs"), str(folder / f"{name}.js")],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for name in ("payload", "extension")}
+    procs = {
+        name: subprocess.Popen(
+            ["node", str(JS / f"{name}.mjs"), str(folder / f"{name}.js")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("payload", "extension")
+    }
 
     def run(layer: str, cases: list) -> list:
         proc = procs[layer]
@@ -117,31 +127,65 @@ def node(tmp_path_factory):
         proc.wait(timeout=10)
 
 
-names = st.sampled_from(["note", "ultrawork-mode", "omo-senpi-ulw-execute", "b", "x.y:z", "Tool_1",
-                         "N" * 40, "N" * 41])
-attrs = st.sampled_from(["", ' id="1"', " kind='a b'", "\n data=x", " /", ' a="<"', "\t",
-                         " " + "a" * 998, " " + "a" * 999, " " + "a" * 1000])
+names = st.sampled_from(["note", "ultrawork-mode", "omo-senpi-ulw-execute", "b", "x.y:z", "Tool_1", "N" * 40, "N" * 41])
+attrs = st.sampled_from(
+    [
+        "",
+        ' id="1"',
+        " kind='a b'",
+        "\n data=x",
+        " /",
+        ' a="<"',
+        "\t",
+        " " + "a" * 998,
+        " " + "a" * 999,
+        " " + "a" * 1000,
+    ]
+)
 # UTF-8 sizes around MIN_BYTES once wrapped: 45 + 13 = 58 bytes with <note>, 65 with id="1"
 bodies = st.sampled_from(["a", "short body", "w" * 45, "w" * 46, "v" * 70, "ü" * 25, "x" * 200, "<b>in</b>"])
 span = st.builds(lambda n, a, b: f"<{n}{a}>{b}</{n}>", names, attrs, bodies)
-noise = st.sampled_from(["hi ", "\n", "<note>", "</note>", "<b>", "</b>", "<", "a < b", "List<T>",
-                         "<br/>", "<img src=x />", "</ x>", "</note x>", "</b >", "<note >",
-                         "<" + "n" * 41 + ">", "<" + "n" * 40 + ">", "<>"])
+noise = st.sampled_from(
+    [
+        "hi ",
+        "\n",
+        "<note>",
+        "</note>",
+        "<b>",
+        "</b>",
+        "<",
+        "a < b",
+        "List<T>",
+        "<br/>",
+        "<img src=x />",
+        "</ x>",
+        "</note x>",
+        "</b >",
+        "<note >",
+        "<" + "n" * 41 + ">",
+        "<" + "n" * 40 + ">",
+        "<>",
+    ]
+)
 
 
 @st.composite
 def texts(draw, pool):
     """Texts made of a few spans, drawn again and again (repeats are what the dedupe acts on)."""
-    pieces = draw(st.lists(st.one_of(st.sampled_from(pool), st.sampled_from(pool), noise, st.text(max_size=3)),
-                           max_size=8))
+    pieces = draw(
+        st.lists(st.one_of(st.sampled_from(pool), st.sampled_from(pool), noise, st.text(max_size=3)), max_size=8)
+    )
     return "".join(pieces)
 
 
 @st.composite
 def block_lists(draw):
     pool = draw(st.lists(span, min_size=1, max_size=4))
-    return draw(st.lists(st.lists(st.builds(lambda t: {"type": "text", "text": t}, texts(pool)), max_size=6),
-                         min_size=1, max_size=12))
+    return draw(
+        st.lists(
+            st.lists(st.builds(lambda t: {"type": "text", "text": t}, texts(pool)), max_size=6), min_size=1, max_size=12
+        )
+    )
 
 
 @st.composite
@@ -150,9 +194,17 @@ def message_lists(draw):
     text = texts(pool)
     one = st.one_of(
         st.builds(lambda t: {"role": "user", "content": t}, text),
-        st.builds(lambda t: {"role": "toolResult", "toolCallId": "c", "toolName": "read",
-                             "content": [{"type": "text", "text": t}]}, text),
-        st.builds(lambda t: {"role": "assistant", "content": [{"type": "text", "text": t}]}, text))
+        st.builds(
+            lambda t: {
+                "role": "toolResult",
+                "toolCallId": "c",
+                "toolName": "read",
+                "content": [{"type": "text", "text": t}],
+            },
+            text,
+        ),
+        st.builds(lambda t: {"role": "assistant", "content": [{"type": "text", "text": t}]}, text),
+    )
     return draw(st.lists(st.lists(one, max_size=8), min_size=1, max_size=8))
 
 
@@ -161,7 +213,7 @@ def message_lists(draw):
 def test_the_dist_payload_matches_the_oracle_and_is_prefix_stable(node, batch):
     prefixes = [b[:k] for b in batch for k in range(len(b) + 1)]
     outputs = node("payload", batch + prefixes)
-    full, rest = outputs[: len(batch)], iter(outputs[len(batch):])
+    full, rest = outputs[: len(batch)], iter(outputs[len(batch) :])
     for case, out in zip(batch, full, strict=True):
         assert out == oracle_blocks(case)
         for k in range(len(case) + 1):
@@ -184,12 +236,17 @@ def boundary_cases() -> list[list[dict]]:
 
     w = "w" * 47  # <note> + 47 + </note> = 60 bytes = MIN_BYTES
     return [
-        spans("note", "", w), spans("note", "", w[1:]),  # 60 bytes: collapsed; 59: not
+        spans("note", "", w),
+        spans("note", "", w[1:]),  # 60 bytes: collapsed; 59: not
         # 60 / 59 bytes in 58 UTF-16 units (a marker is 57: still worth it)
-        spans("note", "", "ü" * 2 + "w" * 43), spans("note", "", "ü" + "w" * 44),
-        spans("N" * 40, "", "x" * 100), spans("N" * 41, "", "x" * 100),  # the longest name; one more
-        spans("note", " " + "a" * 999, "x"), spans("note", " " + "a" * 1000, "x"),  # longest attributes
-        spans("note", " x/", "y" * 80), spans("note", "\r", "y" * 80),
+        spans("note", "", "ü" * 2 + "w" * 43),
+        spans("note", "", "ü" + "w" * 44),
+        spans("N" * 40, "", "x" * 100),
+        spans("N" * 41, "", "x" * 100),  # the longest name; one more
+        spans("note", " " + "a" * 999, "x"),
+        spans("note", " " + "a" * 1000, "x"),  # longest attributes
+        spans("note", " x/", "y" * 80),
+        spans("note", "\r", "y" * 80),
         [{"type": "text", "text": "<note>" + "a" * 60 + "<b>" + "b" * 60 + "</note>" + "c" * 60 + "</b>"}] * 2,
         [{"type": "text", "text": "<note>" + "a" * 60 + "</note x>" + "</note>"}] * 2,
     ]
@@ -222,8 +279,7 @@ def test_a_list_of_tags_renders_as_before():
     (and so every patched install and live prefix) is what it was."""
     slot = PATCH.rendered(Config().with_patch("directive-dedupe", min_bytes=100))
     assert set(slot) == {"tags"} and isinstance(slot["tags"], list)
-    assert PATCH.config_digest(Config()) == PATCH.config_digest(
-        Config().with_patch("directive-dedupe", min_bytes=100))
+    assert PATCH.config_digest(Config()) == PATCH.config_digest(Config().with_patch("directive-dedupe", min_bytes=100))
     assert PATCH.config_digest(Config()) != PATCH.config_digest(CONFIG)
 
 
@@ -233,7 +289,9 @@ def test_hostile_texts_stay_linear():
     one "[" through upstream's wrapper (each looked back to that "[": 17 s). The bounds are generous
     for a busy machine and far below those; a list config takes the second path too."""
     config = Config().with_patch("directive-dedupe", tags="auto", min_bytes=3_000_000)
-    script = PATCH.render_payload(config) + r"""
+    script = (
+        PATCH.render_payload(config)
+        + r"""
         let open = "", close = "";
         for (let i = 0; i < 40000; i++) { open += `<n${i}>` + "x".repeat(30); close = `</n${i}>` + close; }
         let t = Date.now();
@@ -244,6 +302,7 @@ def test_hostile_texts_stay_linear():
         const found = __senpiGuardMarkersIn([{ type: "text", text }]);
         console.log(JSON.stringify([nested, Date.now() - t, found.length]));
     """
+    )
     out = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True, timeout=120)
     nested_ms, markers_ms, found = json.loads(out.stdout)
     assert nested_ms < 15_000 and markers_ms < 3_000

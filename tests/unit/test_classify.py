@@ -39,8 +39,10 @@ def test_every_state_of_a_file():
 
 
 def test_a_mention_in_a_comment_is_not_a_hand_fix():
-    text = BASE.replace(b"export function buildPromptBlocks",
-                        b"// dedupeRepeatedDirectiveBlocks would go here\nexport function buildPromptBlocks")
+    text = BASE.replace(
+        b"export function buildPromptBlocks",
+        b"// dedupeRepeatedDirectiveBlocks would go here\nexport function buildPromptBlocks",
+    )
     assert state_of(text) == State.UNPATCHED
 
 
@@ -53,7 +55,7 @@ def test_classify_needs_no_renderer_and_no_files():
 def documented_states() -> dict[str, str]:
     """The README's table of states ("When `apply` refuses"): each state's word and what to do."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    table = readme[readme.index("| state | what it means | what to do |"):].split("\n\n")[0]
+    table = readme[readme.index("| state | what it means | what to do |") :].split("\n\n")[0]
     return dict(re.findall(r"^\| `([\w-]+)` \|[^|]*\| (.*) \|$", table, re.MULTILINE))
 
 

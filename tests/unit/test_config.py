@@ -28,9 +28,14 @@ def test_missing_file_gives_defaults(tmp_path):
     assert config.load(tmp_path / "none.toml") == config.Config()
 
 
-ENGINE = {"verify_timeout": ("5", 5.0), "rescan_interval": ("30", 30.0), "quiet_period": ("0.2", 0.2),
-          "settle_timeout": ("10", 10.0), "on_drift": ('"rebuild"', "rebuild"),
-          "layers": ('["extension"]', ("extension",))}
+ENGINE = {
+    "verify_timeout": ("5", 5.0),
+    "rescan_interval": ("30", 30.0),
+    "quiet_period": ("0.2", 0.2),
+    "settle_timeout": ("10", 10.0),
+    "on_drift": ('"rebuild"', "rebuild"),
+    "layers": ('["extension"]', ("extension",)),
+}
 
 
 def test_every_engine_key_lands(tmp_path):
@@ -45,45 +50,60 @@ def test_every_patch_setting_lands_in_its_table_or_at_the_top(tmp_path, form):
     given = {"tags": '["ultrawork-mode"]', "upstream_dedupe": '"defer"'}
     lines = "".join(f"{key} = {text}\n" for key, text in given.items())
     found = load(tmp_path, f"[patches.directive-dedupe]\n{lines}" if form == "table" else lines)
-    assert {k: v for k, v in DEDUPE.settings(found).items() if k in given} == \
-        {"tags": ("ultrawork-mode",), "upstream_dedupe": "defer"}
+    assert {k: v for k, v in DEDUPE.settings(found).items() if k in given} == {
+        "tags": ("ultrawork-mode",),
+        "upstream_dedupe": "defer",
+    }
     assert {s.name for s in DEDUPE.settings_schema if s.top_level} == set(given)  # every top-level one
 
 
 def test_table_only_settings_and_sub_tables(tmp_path):
-    found = load(tmp_path, '[patches.directive-dedupe]\ntags = "auto"\nmin_bytes = 2048\n'
-                           '[patches.directive-dedupe.budget]\nwarn_at = 0.5\nblock_at = 0.9\n')
-    assert DEDUPE.settings(found) == {"tags": "auto", "min_bytes": 2048, "budget.warn_at": 0.5,
-                                      "budget.block_at": 0.9, "upstream_dedupe": "replace"}
+    found = load(
+        tmp_path,
+        '[patches.directive-dedupe]\ntags = "auto"\nmin_bytes = 2048\n'
+        "[patches.directive-dedupe.budget]\nwarn_at = 0.5\nblock_at = 0.9\n",
+    )
+    assert DEDUPE.settings(found) == {
+        "tags": "auto",
+        "min_bytes": 2048,
+        "budget.warn_at": 0.5,
+        "budget.block_at": 0.9,
+        "upstream_dedupe": "replace",
+    }
     assert {s.name for s in DEDUPE.settings_schema} == set(DEDUPE.settings(found))  # every setting
 
 
-@pytest.mark.parametrize(("text", "phrase"), [
-    ("tags = []", "non-empty list"),
-    ('tags = ["a b"]', "not a plain tag name"),
-    ('tags = ["x", "x"]', "twice"),
-    ('upstream_dedupe = "maybe"', "replace"),
-    ("rescan_interval = 0", "rescan_interval"),
-    ("quiet_period = true", "quiet_period"),
-    ("colour = 1", "unknown key"),
-    ("tags = [", "not valid TOML"),
-    ('[patches.directive-dedupe]\ntags = ["x", "x"]', "twice"),
-    ('[patches.directive-dedupe]\ncolour = 1', "unknown setting"),
-    ('[patches.directive-dedupe]\ntags = "everything"', 'or "auto"'),
-    ('[patches.directive-dedupe]\nmin_bytes = 0', "'min_bytes' must be a whole number from 1"),
-    ('[patches.directive-dedupe]\nmin_bytes = "big"', "'min_bytes' must be a whole number from 1 to 100,000,000"),
-    ('[patches.directive-dedupe]\nmin_bytes = 512.5', "'min_bytes' must be a whole number"),
-    ('[patches.directive-dedupe]\nmin_bytes = true', "'min_bytes' must be a whole number"),
-    ('[patches.directive-dedupe.budget]\nwarn_at = 2', "'budget.warn_at' must be a number from 0.05 to 1"),
-    ('[patches.directive-dedupe.budget]\ncolour = 2', "unknown setting 'budget.colour'"),
-    ('[patches.directive-dedupe]\n"budget.warn_at" = 0.5\n[patches.directive-dedupe.budget]\nwarn_at = 0.6',
-     "'budget.warn_at' is given twice"),
-    ('[patches.nothing-by-this-name]\nx = 1', "names no patch"),
-    ('on_drift = "maybe"', "on_drift"),
-    ('layers = ["dist", "dist"]', "layers"),
-    ("tags = " + "[" * 5000 + "]" * 5000, "nests arrays or tables too deeply"),
-    ("tags = " + "{a = " * 3000 + "1" + "}" * 3000, "nests arrays or tables too deeply"),
-])
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [
+        ("tags = []", "non-empty list"),
+        ('tags = ["a b"]', "not a plain tag name"),
+        ('tags = ["x", "x"]', "twice"),
+        ('upstream_dedupe = "maybe"', "replace"),
+        ("rescan_interval = 0", "rescan_interval"),
+        ("quiet_period = true", "quiet_period"),
+        ("colour = 1", "unknown key"),
+        ("tags = [", "not valid TOML"),
+        ('[patches.directive-dedupe]\ntags = ["x", "x"]', "twice"),
+        ("[patches.directive-dedupe]\ncolour = 1", "unknown setting"),
+        ('[patches.directive-dedupe]\ntags = "everything"', 'or "auto"'),
+        ("[patches.directive-dedupe]\nmin_bytes = 0", "'min_bytes' must be a whole number from 1"),
+        ('[patches.directive-dedupe]\nmin_bytes = "big"', "'min_bytes' must be a whole number from 1 to 100,000,000"),
+        ("[patches.directive-dedupe]\nmin_bytes = 512.5", "'min_bytes' must be a whole number"),
+        ("[patches.directive-dedupe]\nmin_bytes = true", "'min_bytes' must be a whole number"),
+        ("[patches.directive-dedupe.budget]\nwarn_at = 2", "'budget.warn_at' must be a number from 0.05 to 1"),
+        ("[patches.directive-dedupe.budget]\ncolour = 2", "unknown setting 'budget.colour'"),
+        (
+            '[patches.directive-dedupe]\n"budget.warn_at" = 0.5\n[patches.directive-dedupe.budget]\nwarn_at = 0.6',
+            "'budget.warn_at' is given twice",
+        ),
+        ("[patches.nothing-by-this-name]\nx = 1", "names no patch"),
+        ('on_drift = "maybe"', "on_drift"),
+        ('layers = ["dist", "dist"]', "layers"),
+        ("tags = " + "[" * 5000 + "]" * 5000, "nests arrays or tables too deeply"),
+        ("tags = " + "{a = " * 3000 + "1" + "}" * 3000, "nests arrays or tables too deeply"),
+    ],
+)
 def test_bad_values_are_one_line_errors(tmp_path, text, phrase):
     with pytest.raises(FatalError) as info:
         load(tmp_path, text)

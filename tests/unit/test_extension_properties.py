@@ -22,8 +22,7 @@ def node_handler(tmp_path_factory):
     path = tmp_path_factory.mktemp("ext") / "extension.js"
     path.write_text(PATCH.render_extension(CONFIG))
     runner = Path(__file__).resolve().parents[1] / "js" / "extension.mjs"
-    proc = subprocess.Popen(["node", str(runner), str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(["node", str(runner), str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def run(cases):
         proc.stdin.write(json.dumps({"cases": cases}) + "\n")
@@ -45,8 +44,7 @@ def oracle(messages: list[dict]) -> list[dict]:
                 text = oracle_text(content, kept)
                 message = {**message, "content": text} if text != content else message
             elif isinstance(content, list):
-                parts = [{**p, "text": oracle_text(p["text"], kept)} if p.get("type") == "text" else p
-                         for p in content]
+                parts = [{**p, "text": oracle_text(p["text"], kept)} if p.get("type") == "text" else p for p in content]
                 message = {**message, "content": parts}
         out.append(message)
         if message.get("role") == "assistant" and BOUNDARY in (message.get("diagnostics") or []):
@@ -54,17 +52,25 @@ def oracle(messages: list[dict]) -> list[dict]:
     return out
 
 
-parts = st.lists(st.one_of(st.builds(lambda t: {"type": "text", "text": t}, texts),
-                           st.just({"type": "image", "data": "AA==", "mimeType": "image/png"})), max_size=3)
-messages = st.lists(st.one_of(
-    st.builds(lambda c: {"role": "user", "content": c}, parts),
-    st.builds(lambda t: {"role": "user", "content": t}, texts),
-    st.builds(lambda t: {"role": "custom", "customType": "omo", "content": t, "display": False}, texts),
-    st.builds(lambda c: {"role": "toolResult", "toolCallId": "c", "toolName": "bash", "content": c}, parts),
-    st.builds(lambda t: {"role": "assistant", "content": [{"type": "text", "text": t}]}, texts),
-    st.just({"role": "assistant", "content": [], "diagnostics": [BOUNDARY]}),
-    st.builds(lambda t: {"role": "bashExecution", "command": "x", "output": t}, texts),
-), max_size=12)
+parts = st.lists(
+    st.one_of(
+        st.builds(lambda t: {"type": "text", "text": t}, texts),
+        st.just({"type": "image", "data": "AA==", "mimeType": "image/png"}),
+    ),
+    max_size=3,
+)
+messages = st.lists(
+    st.one_of(
+        st.builds(lambda c: {"role": "user", "content": c}, parts),
+        st.builds(lambda t: {"role": "user", "content": t}, texts),
+        st.builds(lambda t: {"role": "custom", "customType": "omo", "content": t, "display": False}, texts),
+        st.builds(lambda c: {"role": "toolResult", "toolCallId": "c", "toolName": "bash", "content": c}, parts),
+        st.builds(lambda t: {"role": "assistant", "content": [{"type": "text", "text": t}]}, texts),
+        st.just({"role": "assistant", "content": [], "diagnostics": [BOUNDARY]}),
+        st.builds(lambda t: {"role": "bashExecution", "command": "x", "output": t}, texts),
+    ),
+    max_size=12,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -97,6 +103,5 @@ def test_untouched_messages_are_the_same_objects_and_a_boundary_resets(tmp_path)
             out[3] === msgs[3], out[4] === msgs[4], out[2].content.startsWith("[ultrawork-mode:"),
             other.messages[2].content === u, other.messages[5].content.startsWith("[ultrawork-mode:")]));
     """
-    result = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True)
     assert json.loads(result.stdout) == [True] * 8

@@ -41,8 +41,15 @@ def turns(n: int) -> list[list[dict]]:
 
 
 def delta(k: int) -> dict:
-    return {**REPLY, "diagnostics": [{"type": "claude_sdk_oauth_session_continuity",
-                                      "details": {"kind": "delta", "reason": "prefix_matched", "deltaMessages": k}}]}
+    return {
+        **REPLY,
+        "diagnostics": [
+            {
+                "type": "claude_sdk_oauth_session_continuity",
+                "details": {"kind": "delta", "reason": "prefix_matched", "deltaMessages": k},
+            }
+        ],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +66,9 @@ def extension(tmp_path_factory):
 
 def play(path: Path, steps: list[dict], **ctx) -> list[dict]:
     request = json.dumps({"scenario": {"ctx": ctx, "steps": steps}})
-    result = subprocess.run(["node", str(RUNNER), str(path)], input=request + "\n", capture_output=True, text=True,
-                            timeout=60, check=True)
+    result = subprocess.run(
+        ["node", str(RUNNER), str(path)], input=request + "\n", capture_output=True, text=True, timeout=60, check=True
+    )
     return json.loads(result.stdout)["steps"]
 
 
@@ -75,11 +83,14 @@ def statuses(steps: list[dict]) -> list[str]:
 def test_status_counts_what_each_call_did_not_send(extension):
     steps = play(extension(), calls(turns(4)))
     # call k carries k-1 repeats: 0 + 1 + 2 + 3 copies not sent over the session
-    assert statuses(steps) == ["senpi-guard: on, no repeats yet", "senpi-guard: 1 repeat, "
-                               f"{kb(SAVED)} not re-sent", f"senpi-guard: 3 repeats, {kb(3 * SAVED)} "
-                               "not re-sent", f"senpi-guard: 6 repeats, {kb(6 * SAVED)} not re-sent"]
+    assert statuses(steps) == [
+        "senpi-guard: on, no repeats yet",
+        f"senpi-guard: 1 repeat, {kb(SAVED)} not re-sent",
+        f"senpi-guard: 3 repeats, {kb(3 * SAVED)} not re-sent",
+        f"senpi-guard: 6 repeats, {kb(6 * SAVED)} not re-sent",
+    ]
     report = play(extension(), [*calls(turns(4)), {"command": True}])[-1]["log"]
-    (kind, text, level), = report
+    ((kind, text, level),) = report
     assert (kind, level) == ("notify", "info")
     assert f"not re-sent: 6 copies, {6 * SAVED:,} bytes (≈{math.floor(6 * SAVED / 4 + 0.5):,} tokens)" in text
     assert "<ultrawork-mode>: 6 copies" in text and "4 calls with a reply" in text
@@ -97,23 +108,37 @@ def test_delta_lane_counts_only_the_new_messages_it_sent(extension):
 
 def test_no_reply_or_an_error_reply_counts_nothing(extension):
     contexts = turns(3)
-    steps = play(extension(), [*calls(contexts[:2]), {"context": contexts[2]},
-                               {"events": {"message_end": {"message": {**REPLY, "stopReason": "error"}}}}])
+    steps = play(
+        extension(),
+        [
+            *calls(contexts[:2]),
+            {"context": contexts[2]},
+            {"events": {"message_end": {"message": {**REPLY, "stopReason": "error"}}}},
+        ],
+    )
     assert statuses(steps)[-1] == f"senpi-guard: 1 repeat, {kb(SAVED)} not re-sent"
 
 
 def test_figures_reset_when_the_session_changes_and_survive_a_reload(extension):
     contexts = turns(2)
-    steps = play(extension(), [*calls(contexts), {"events": {"session_start": {"reason": "reload"}}},
-                               {"events": {"session_start": {"reason": "new"}}, "ctx": {"sessionId": "s-2"}}])
-    assert statuses(steps)[-2:] == [f"senpi-guard: 1 repeat, {kb(SAVED)} not re-sent",
-                                    "senpi-guard: on, no repeats yet"]
+    steps = play(
+        extension(),
+        [
+            *calls(contexts),
+            {"events": {"session_start": {"reason": "reload"}}},
+            {"events": {"session_start": {"reason": "new"}}, "ctx": {"sessionId": "s-2"}},
+        ],
+    )
+    assert statuses(steps)[-2:] == [
+        f"senpi-guard: 1 repeat, {kb(SAVED)} not re-sent",
+        "senpi-guard: on, no repeats yet",
+    ]
 
 
 def test_print_mode_is_silent_and_the_command_prints(extension):
     steps = play(extension(), [*calls(turns(3)), {"command": True}], hasUI=False, mode="print")
     assert all(step["log"] == [] for step in steps[:-1])
-    (kind, text), = steps[-1]["log"]
+    ((kind, text),) = steps[-1]["log"]
     assert kind == "stdout" and "3 copies" in text
 
 
@@ -149,7 +174,7 @@ def sent_tokens(path: Path, contexts: list[list[dict]], system: int) -> list[int
 
 def test_senpi_usage_figure_counts_when_it_is_larger(extension):
     steps = play(extension(**{"budget.warn_at": 0.9}), calls(turns(1)), window=10_000, usageTokens=9_500)
-    (_, text, level), = [e for e in steps[0]["log"] if e[0] == "notify"]
+    ((_, text, level),) = [e for e in steps[0]["log"] if e[0] == "notify"]
     assert level == "warning" and "≈9,500 tokens, 95%" in text
 
 
@@ -185,8 +210,10 @@ def test_budget_settings_reach_the_extension_only():
     assert "budget." not in PATCH.render_payload(budget)
 
 
-@pytest.mark.parametrize(("key", "value"), [("budget.warn_at", 1.5), ("budget.block_at", -0.1),
-                                            ("budget.warn_at", "80%"), ("budget.block_at", True)])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("budget.warn_at", 1.5), ("budget.block_at", -0.1), ("budget.warn_at", "80%"), ("budget.block_at", True)],
+)
 def test_a_bad_budget_is_one_line_naming_the_key_range_and_fix(key, value):
     with pytest.raises(FatalError) as caught:
         PATCH.settings(Config().with_patch("directive-dedupe", **{key: value}))

@@ -11,22 +11,27 @@ from senpi_guard.layers.findings import overall_detail, overall_state
 
 
 def files(*states: State) -> list:
-    return [SimpleNamespace(classified=SimpleNamespace(state=s, detail=""), path=SimpleNamespace(name=f"f{i}.js"))
-            for i, s in enumerate(states)]
+    return [
+        SimpleNamespace(classified=SimpleNamespace(state=s, detail=""), path=SimpleNamespace(name=f"f{i}.js"))
+        for i, s in enumerate(states)
+    ]
 
 
-@pytest.mark.parametrize(("states", "deferred", "expected"), [
-    ((State.PATCHED, State.PATCHED), False, State.PATCHED),
-    ((State.UNPATCHED, State.UNPATCHED), False, State.UNPATCHED),
-    ((State.UNPATCHED, State.UNPATCHED), True, State.UPSTREAM),
-    ((State.PATCHED, State.UNPATCHED), False, State.PARTIAL),
-    ((State.PATCHED, State.STALE), False, State.STALE),
-    ((State.STALE, State.DRIFTED), False, State.DRIFTED),
-    ((State.HAND_PATCHED, State.PATCHED), False, State.HAND_PATCHED),
-    ((State.CLEAN,), False, State.CLEAN),
-    ((State.CLEAN, State.PATCHED), False, State.PATCHED),
-    ((), False, State.CLEAN),
-])
+@pytest.mark.parametrize(
+    ("states", "deferred", "expected"),
+    [
+        ((State.PATCHED, State.PATCHED), False, State.PATCHED),
+        ((State.UNPATCHED, State.UNPATCHED), False, State.UNPATCHED),
+        ((State.UNPATCHED, State.UNPATCHED), True, State.UPSTREAM),
+        ((State.PATCHED, State.UNPATCHED), False, State.PARTIAL),
+        ((State.PATCHED, State.STALE), False, State.STALE),
+        ((State.STALE, State.DRIFTED), False, State.DRIFTED),
+        ((State.HAND_PATCHED, State.PATCHED), False, State.HAND_PATCHED),
+        ((State.CLEAN,), False, State.CLEAN),
+        ((State.CLEAN, State.PATCHED), False, State.PATCHED),
+        ((), False, State.CLEAN),
+    ],
+)
 def test_overall_state(states, deferred, expected):
     assert overall_state(files(*states), deferred) == expected
 

@@ -20,10 +20,13 @@ def run(tmp_path: Path, body: str) -> dict:
 
 
 def test_output_around_the_report_is_ignored(tmp_path):
-    report = run(tmp_path, 'process.stdout.write("no newline at import");\nconsole.log("{\\"a\\": 2}");\n'
-                           'const report = JSON.stringify({ results: [job.x] });\n'
-                           'process.stdout.write("\\n" + job.reportTag + report + "\\n");\n'
-                           'console.log("printed after the report");\n')
+    report = run(
+        tmp_path,
+        'process.stdout.write("no newline at import");\nconsole.log("{\\"a\\": 2}");\n'
+        "const report = JSON.stringify({ results: [job.x] });\n"
+        'process.stdout.write("\\n" + job.reportTag + report + "\\n");\n'
+        'console.log("printed after the report");\n',
+    )
     assert report == {"results": [1]}
 
 

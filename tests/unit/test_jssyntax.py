@@ -8,12 +8,11 @@ def returns_of(source: str, name: str = "buildPromptBlocks") -> list[str]:
     data = source.encode()
     defs = jssyntax.find_definitions(jssyntax.parse(data), name)
     assert len(defs) == 1
-    return [data[r.expr.start:r.expr.end].decode() for r in defs[0].returns]
+    return [data[r.expr.start : r.expr.end].decode() for r in defs[0].returns]
 
 
 def test_shape1_ternary_return():
-    assert returns_of(sample.prompt_bridge_source(1)) == [
-        'blocks.length > 0 ? blocks : [{ type: "text", text: "" }]']
+    assert returns_of(sample.prompt_bridge_source(1)) == ['blocks.length > 0 ? blocks : [{ type: "text", text: "" }]']
 
 
 def test_shape2_return_blocks():
@@ -74,6 +73,7 @@ def test_param_reassignment_detected():
 
 def test_a_file_that_names_the_function_only_in_line_comments_is_not_parsed(tmp_path):
     from senpi_guard.core import locate
+
     commented = tmp_path / "a.js"
     commented.write_bytes(b"    // buildPromptBlocks is built elsewhere\n\xff not even UTF-8\n")
     defined = tmp_path / "b.js"
@@ -87,8 +87,9 @@ DEPTH = 5000  # far past Python's own recursion limit
 
 def test_deep_nesting_inside_the_target_is_walked_without_recursion():
     deep = "[" * DEPTH + "x" + "]" * DEPTH
-    source = (f"export function buildPromptBlocks(x) {{\n  const deep = {deep};\n  x = 1;\n"
-              "  return [deep];\n}\n").encode()
+    source = (
+        f"export function buildPromptBlocks(x) {{\n  const deep = {deep};\n  x = 1;\n  return [deep];\n}}\n"
+    ).encode()
     (found,) = jssyntax.find_definitions(jssyntax.parse(source), "buildPromptBlocks")
     assert found.reassigns_param0 and [r.node_type for r in found.returns] == ["array"]
     assert len(jssyntax.tokens(jssyntax.parse(source).root_node)) > 2 * DEPTH

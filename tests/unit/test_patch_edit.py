@@ -50,8 +50,10 @@ def test_no_source_map_line(tail):
 
 
 def test_sequence_and_parenthesized_returns_roundtrip():
-    base = (b"export function buildPromptBlocks(c) {\n    if (c.a) return (c.x, c.y);\n"
-            b"    if (c.b) return c.x, c.z;\n    return (c.blocks);\n}")
+    base = (
+        b"export function buildPromptBlocks(c) {\n    if (c.a) return (c.x, c.y);\n"
+        b"    if (c.b) return c.x, c.z;\n    return (c.blocks);\n}"
+    )
     patched = patch_bytes(base)
     assert b"__senpiGuardDedupe(/*senpi-guard:seq*/(c.x, c.z))" in patched
     assert reverse.remove_edit(patched, PATCH.callees) == base
@@ -76,10 +78,12 @@ def test_upstream_entry_guard_sits_on_the_first_line_and_comes_off():
     patched = edit.render(PATCH, CONFIG, PATCH.target("upstream"), base, "prompt-directive-dedupe.js")
     head = next(line for line in patched.split(b"\n") if line.startswith(b"export function dedupeUltraworkBlocks"))
     opening, closing = edit.entry_marks(PATCH.name)
-    assert head.endswith(b"{" + opening + b"if (__senpiGuardSkip(blocks)) return "
-                         b"__senpiGuardUpstream(__senpiGuardSkipped, blocks);" + closing)
-    code = patched[:patched.index(b"// senpi-guard: directive-dedupe")]
-    assert code.count(b"\n") == base[:base.rindex(b"//# sourceMappingURL")].count(b"\n")  # lines kept
+    assert head.endswith(
+        b"{" + opening + b"if (__senpiGuardSkip(blocks)) return "
+        b"__senpiGuardUpstream(__senpiGuardSkipped, blocks);" + closing
+    )
+    code = patched[: patched.index(b"// senpi-guard: directive-dedupe")]
+    assert code.count(b"\n") == base[: base.rindex(b"//# sourceMappingURL")].count(b"\n")  # lines kept
     assert reverse.remove_edit(patched, PATCH.callees) == base
     with pytest.raises(edit.EditError):  # a change outside the guard: the sha256 does not match
         reverse.remove_edit(patched.replace(b"const spans = []", b"const spans = [0]"), PATCH.callees)
@@ -97,17 +101,60 @@ def test_hand_fix_removal_refuses_other_uses():
 
 
 js_identifier = st.from_regex(r"[a-z][a-zA-Z0-9]{0,8}", fullmatch=True).filter(
-    lambda s: s not in {"do", "if", "in", "for", "let", "new", "try", "var", "case", "else", "enum",
-                        "this", "void", "with", "await", "break", "catch", "class", "const",
-                        "super", "throw", "while", "yield", "delete", "export", "import", "return",
-                        "switch", "typeof", "default", "extends", "finally", "continue",
-                        "debugger", "function", "instanceof", "null", "true", "false"})
+    lambda s: (
+        s
+        not in {
+            "do",
+            "if",
+            "in",
+            "for",
+            "let",
+            "new",
+            "try",
+            "var",
+            "case",
+            "else",
+            "enum",
+            "this",
+            "void",
+            "with",
+            "await",
+            "break",
+            "catch",
+            "class",
+            "const",
+            "super",
+            "throw",
+            "while",
+            "yield",
+            "delete",
+            "export",
+            "import",
+            "return",
+            "switch",
+            "typeof",
+            "default",
+            "extends",
+            "finally",
+            "continue",
+            "debugger",
+            "function",
+            "instanceof",
+            "null",
+            "true",
+            "false",
+        }
+    )
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(names=st.lists(js_identifier, min_size=1, max_size=4), crlf=st.booleans(),
-       indent=st.sampled_from(["    ", "\t", "  "]),
-       tail=st.sampled_from(["", "\n", "\n//# sourceMappingURL=x.js.map"]))
+@given(
+    names=st.lists(js_identifier, min_size=1, max_size=4),
+    crlf=st.booleans(),
+    indent=st.sampled_from(["    ", "\t", "  "]),
+    tail=st.sampled_from(["", "\n", "\n//# sourceMappingURL=x.js.map"]),
+)
 def test_roundtrip_random_returns(names, crlf, indent, tail):
     nl = "\r\n" if crlf else "\n"
     lines = ["export function buildPromptBlocks(c) {"]
@@ -124,6 +171,7 @@ def test_marker_length_and_tag_checks():
     import dataclasses
 
     from senpi_guard.errors import FatalError
+
     one = CONFIG.with_patch("directive-dedupe", tags=["ultrawork-mode"])
     long_marker = dataclasses.replace(PATCH, marker_template="[" + "x" * 110 + " {tag}]")
     with pytest.raises(FatalError, match="too long"):
@@ -134,12 +182,14 @@ def test_marker_length_and_tag_checks():
     assert PATCH.settings(CONFIG)["tags"]  # the shipped marker passes for every default tag
 
 
-BINDING = (b'import { sentMessageHashes } from "./session-sync.js";\n'
-           b"export function sentHashesFromBranch(branch) {\n"
-           b'    if (branch.some((entry) => entry.type === "compaction"))\n        return [];\n'
-           b"    const messages = [];\n    for (const entry of branch) {\n"
-           b'        if (entry.type === "message") messages.push(entry.message);\n    }\n'
-           b"    return sentMessageHashes(messages);\n}\n//# sourceMappingURL=session-binding.js.map")
+BINDING = (
+    b'import { sentMessageHashes } from "./session-sync.js";\n'
+    b"export function sentHashesFromBranch(branch) {\n"
+    b'    if (branch.some((entry) => entry.type === "compaction"))\n        return [];\n'
+    b"    const messages = [];\n    for (const entry of branch) {\n"
+    b'        if (entry.type === "message") messages.push(entry.message);\n    }\n'
+    b"    return sentMessageHashes(messages);\n}\n//# sourceMappingURL=session-binding.js.map"
+)
 
 
 def test_an_entry_only_target_gets_one_statement_and_reverts_exactly():
@@ -148,8 +198,10 @@ def test_an_entry_only_target_gets_one_statement_and_reverts_exactly():
     patched = edit.render(PATCH, CONFIG, target, BINDING, "session-binding.js")
     jssyntax.parse(patched)
     lines = patched.split(b"\n")
-    assert lines[1].endswith(b"{/*senpi-guard:entry directive-dedupe*/branch = __senpiGuardBranchAsSent(branch);"
-                             b"/*senpi-guard:entry-end directive-dedupe*/")
+    assert lines[1].endswith(
+        b"{/*senpi-guard:entry directive-dedupe*/branch = __senpiGuardBranchAsSent(branch);"
+        b"/*senpi-guard:entry-end directive-dedupe*/"
+    )
     assert b"return [];" in patched and b"return sentMessageHashes(messages);" in patched  # returns untouched
     assert reverse.remove_edit(patched, PATCH.callees) == BINDING
     assert edit.read_header(patched).role == "binding"
@@ -169,6 +221,7 @@ def parse_edited(tmp_path, old: str, new: str):
     """definition._parse of a copy of the patch whose patch.toml has `old` replaced by `new`."""
     import shutil
     import tomllib
+
     folder = tmp_path / "patches" / PATCH.name
     shutil.copytree(PATCH.root, folder)
     toml = folder / "patch.toml"

@@ -24,8 +24,9 @@ def node_dedupe(tmp_path_factory):
     payload = tmp_path_factory.mktemp("payload") / "payload.js"
     payload.write_text(PATCH.render_payload(CONFIG))
     runner = Path(__file__).resolve().parents[1] / "js" / "payload.mjs"
-    proc = subprocess.Popen(["node", str(runner), str(payload)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        ["node", str(runner), str(payload)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
 
     def run(cases: list[list[dict]]) -> list[list[dict]]:
         proc.stdin.write(json.dumps({"cases": cases}) + "\n")
@@ -52,11 +53,10 @@ def oracle_text(text: str, kept: dict[str, set[str]]) -> str:
         tokens = [(m.start(), m.group()) for m in re.finditer(f"</?{re.escape(tag)}>", text)]
         opens = [t for t in tokens if not t[1].startswith("</")]
         good = len(tokens) % 2 == 0 and all(
-            tokens[i][1] == f"<{tag}>" and tokens[i + 1][1] == f"</{tag}>"
-            for i in range(0, len(tokens), 2))
+            tokens[i][1] == f"<{tag}>" and tokens[i + 1][1] == f"</{tag}>" for i in range(0, len(tokens), 2)
+        )
         if good and opens:
-            spans += [(tokens[i][0], tokens[i + 1][0] + len(f"</{tag}>"), tag)
-                      for i in range(0, len(tokens), 2)]
+            spans += [(tokens[i][0], tokens[i + 1][0] + len(f"</{tag}>"), tag) for i in range(0, len(tokens), 2)]
     spans.sort()
     outer, reach, broken = [], -1, False
     for start, end, tag in spans:
@@ -94,14 +94,33 @@ def oracle(blocks: list[dict]) -> list[dict]:
 
 bodies = st.sampled_from(["a", "rule one", "rule two\nmore", "x" * 50, "ünï ✓"])
 spans = st.builds(lambda tag, body: f"<{tag}>{body}</{tag}>", st.sampled_from(TAGS), bodies)
-noise = st.sampled_from(["hello ", "\n", "<ultrawork-mode>", "</system-reminder>", "<b>", "text ", "<", "</",
-                         "<ultrawork-mode", ">", "<>", "</>", "<omo-senpi-task-x>", "a<b>c"])
+noise = st.sampled_from(
+    [
+        "hello ",
+        "\n",
+        "<ultrawork-mode>",
+        "</system-reminder>",
+        "<b>",
+        "text ",
+        "<",
+        "</",
+        "<ultrawork-mode",
+        ">",
+        "<>",
+        "</>",
+        "<omo-senpi-task-x>",
+        "a<b>c",
+    ]
+)
 texts = st.lists(st.one_of(spans, spans, noise, st.text(max_size=5)), max_size=8).map("".join)
-blocks = st.lists(st.one_of(
-    st.builds(lambda t: {"type": "text", "text": t}, texts),
-    st.just({"type": "image", "source": {"type": "base64", "data": "AA=="}}),
-    st.builds(lambda t: {"type": "text", "text": t, "cache_control": {"type": "ephemeral"}}, texts),
-), max_size=8)
+blocks = st.lists(
+    st.one_of(
+        st.builds(lambda t: {"type": "text", "text": t}, texts),
+        st.just({"type": "image", "source": {"type": "base64", "data": "AA=="}}),
+        st.builds(lambda t: {"type": "text", "text": t, "cache_control": {"type": "ephemeral"}}, texts),
+    ),
+    max_size=8,
+)
 batches = st.lists(blocks, min_size=1, max_size=20)
 
 
@@ -116,7 +135,7 @@ def test_matches_the_specification(node_dedupe, batch):
 def test_prefix_stable_idempotent_and_lossless(node_dedupe, batch):
     prefixes = [b[:k] for b in batch for k in range(len(b) + 1)]
     outputs = node_dedupe(batch + prefixes)
-    full, rest = outputs[: len(batch)], outputs[len(batch):]
+    full, rest = outputs[: len(batch)], outputs[len(batch) :]
     again = node_dedupe(full)
     index = 0
     for blocks_in, blocks_out, twice in zip(batch, full, again, strict=True):
@@ -125,8 +144,7 @@ def test_prefix_stable_idempotent_and_lossless(node_dedupe, batch):
             index += 1
         assert twice == blocks_out
         assert len(blocks_out) == len(blocks_in)
-        seen_in = {m for b in blocks_in if b["type"] == "text"
-                   for m in re.findall(r"<(\S+?)>[\s\S]*?</\1>", b["text"])}
+        seen_in = {m for b in blocks_in if b["type"] == "text" for m in re.findall(r"<(\S+?)>[\s\S]*?</\1>", b["text"])}
         text_out = "".join(b.get("text", "") for b in blocks_out)
         for tag in seen_in:
             assert tag not in TAGS or f"<{tag}>" in text_out  # a tag never vanishes entirely
@@ -180,7 +198,7 @@ def test_many_distinct_same_length_spans_stay_linear(node_dedupe, where):
     def span(n: int) -> str:
         body = "r" * (size - 40)
         stamp = f"{n:06d}"
-        body = body[:at] + stamp + body[at + len(stamp):]
+        body = body[:at] + stamp + body[at + len(stamp) :]
         return f"<ultrawork-mode>{body}</ultrawork-mode>"
 
     blocks = [{"type": "text", "text": span(n % 900)} for n in range(copies)]  # 100 repeats
@@ -212,8 +230,15 @@ console.log(JSON.stringify({ reused, collapsed: first.collapsedDirectives, skipB
 def test_upstreams_wrapper_reuses_our_output_unless_it_changed(tmp_path):
     payload = tmp_path / "payload.js"
     payload.write_text(PATCH.render_payload(CONFIG))
-    out = subprocess.run(["node", "-e", UPSTREAM_ONCE, str(payload)], capture_output=True, text=True,
-                         check=True).stdout
-    assert json.loads(out) == {"reused": True, "collapsed": 1, "skipBefore": False, "skipAfter": True,
-                               "early": True, "skipChanged": False, "again": True,
-                               "last": marker("ultrawork-mode"), "collapsedAgain": 2}
+    out = subprocess.run(["node", "-e", UPSTREAM_ONCE, str(payload)], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == {
+        "reused": True,
+        "collapsed": 1,
+        "skipBefore": False,
+        "skipAfter": True,
+        "early": True,
+        "skipChanged": False,
+        "again": True,
+        "last": marker("ultrawork-mode"),
+        "collapsedAgain": 2,
+    }

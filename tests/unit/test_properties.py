@@ -41,11 +41,17 @@ def hooks_pairs(source: bytes) -> list[bytes]:
     found = []
 
     def walk(node):
-        if node.type == "pair" and node.child_by_field_name("key").text == b"hooks" and node.parent.type == "object" \
-                and node.parent.parent is not None and node.parent.parent.type == "variable_declarator":
+        if (
+            node.type == "pair"
+            and node.child_by_field_name("key").text == b"hooks"
+            and node.parent.type == "object"
+            and node.parent.parent is not None
+            and node.parent.parent.type == "variable_declarator"
+        ):
             found.append(node.child_by_field_name("value").text)
         for child in node.children:
             walk(child)
+
     walk(tree.root_node)
     return found
 
@@ -57,8 +63,8 @@ def test_the_hand_added_hooks_goes_and_comes_back(before):
     assert len(hooks_pairs(base)) == 2 and hooks_pairs(base)[1 if before else 0] == b"HOST_TOOL_DENIAL_HOOKS"
     assert hooks_pairs(patched) == [b"HOST_TOOL_DENIAL_HOOKS"]
     assert b'matcher: "Bash"' not in patched.split(b"// senpi-guard:")[0]  # (the nested hooks went with it)
-    code = patched[:patched.index(b"// senpi-guard: hand-fix-hooks")]
-    assert code.count(b"\n") == base[:base.index(b"//# sourceMappingURL")].count(b"\n")  # every line keeps its number
+    code = patched[: patched.index(b"// senpi-guard: hand-fix-hooks")]
+    assert code.count(b"\n") == base[: base.index(b"//# sourceMappingURL")].count(b"\n")  # every line keeps its number
     assert reverse.remove_edit(patched, HOOKS.callees, HOOKS.name) == base
     recovered = reverse.recover(patched, HOOKS)
     assert classify(patched, recovered, patched, HOOKS.version, HOOKS.config_digest(Config())).state == State.PATCHED
@@ -81,11 +87,15 @@ def test_two_hooks_of_which_none_is_senpis_own_are_refused():
 
 def test_two_patches_on_one_file_each_carry_their_own_header_and_come_off_in_reverse_order():
     import dataclasses
-    other_target = dataclasses.replace(TARGET, role="settings", property_name="settings",
-                                       keep="{ autoCompactEnabled: true }")
+
+    other_target = dataclasses.replace(
+        TARGET, role="settings", property_name="settings", keep="{ autoCompactEnabled: true }"
+    )
     other = dataclasses.replace(HOOKS, name="other-repair", targets=(other_target,))
-    base = hand_fixed().replace(b"        settings: { autoCompactEnabled: true },\n",
-                                b"        settings: { autoCompactEnabled: true },\n        settings: {},\n")
+    base = hand_fixed().replace(
+        b"        settings: { autoCompactEnabled: true },\n",
+        b"        settings: { autoCompactEnabled: true },\n        settings: {},\n",
+    )
     first = apply.render(HOOKS, Config(), TARGET, base, "options.js")
     both = apply.render(other, Config(), other_target, first, "options.js")
     assert apply.read_header(both, HOOKS.name).name == HOOKS.name

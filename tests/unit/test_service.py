@@ -18,24 +18,47 @@ from senpi_guard.prove import nodes
 
 # Anything an environment value or an argument can hold (no NUL, no lone surrogate): control
 # characters and line breaks of every kind included.
-text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1,
-               max_size=30)
-tricky = st.one_of(text, st.sampled_from(['a%b', 'x$y', 'q"uote', 'back\\slash', 'sp ace', '%i$HOME"\\',
-                                          'cr\rx', 'nl\nx', '$$', '${HOME}', '\\x41', 'end\\']))
+text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1, max_size=30)
+tricky = st.one_of(
+    text,
+    st.sampled_from(
+        [
+            "a%b",
+            "x$y",
+            'q"uote',
+            "back\\slash",
+            "sp ace",
+            '%i$HOME"\\',
+            "cr\rx",
+            "nl\nx",
+            "$$",
+            "${HOME}",
+            "\\x41",
+            "end\\",
+        ]
+    ),
+)
 # What systemd accepts as a program path: absolute, no quote, backslash or control character.
-program = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\"'\\\x7f"),
-                  max_size=20).map(lambda name: "/opt/" + name)
+program = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\"'\\\x7f"), max_size=20).map(
+    lambda name: "/opt/" + name
+)
 ENV_NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
 
 
 @settings(max_examples=300, deadline=None)
-@given(head=st.one_of(program, st.sampled_from(["/a$b/senpi-guard", "/100%/x", "/sp ace/$$/${X}"])),
-       args=st.lists(tricky, max_size=4), env=st.dictionaries(ENV_NAME, tricky, max_size=4))
+@given(
+    head=st.one_of(program, st.sampled_from(["/a$b/senpi-guard", "/100%/x", "/sp ace/$$/${X}"])),
+    args=st.lists(tricky, max_size=4),
+    env=st.dictionaries(ENV_NAME, tricky, max_size=4),
+)
 def test_systemd_unit_reads_back_exactly(head, args, env):
     unit = service.systemd_unit(service.ServiceSpec("d%escription", [head, *args], env))
     assert service.read_systemd_unit(unit) == ([head, *args], env)
-    assert len(systemd_lines(unit)) == len(systemd_lines(service.systemd_unit(
-        service.ServiceSpec("d", ["/x", *(["a"] * len(args))], dict.fromkeys(env, "v")))))
+    assert len(systemd_lines(unit)) == len(
+        systemd_lines(
+            service.systemd_unit(service.ServiceSpec("d", ["/x", *(["a"] * len(args))], dict.fromkeys(env, "v")))
+        )
+    )
 
 
 def systemd_lines(unit: str) -> list[str]:
@@ -44,8 +67,12 @@ def systemd_lines(unit: str) -> list[str]:
 
 
 def test_a_line_break_in_a_value_adds_no_line_to_the_unit():
-    hostile = {"NVM_DIR": "/n\r[Service]\rExecStartPre=/bin/false", "HOME": "/h\nEnvironment=X=1",
-               "PNPM_HOME": "/p\r\nExecStart=/bin/false", "VOLTA_HOME": "/v\x85\u2028x"}
+    hostile = {
+        "NVM_DIR": "/n\r[Service]\rExecStartPre=/bin/false",
+        "HOME": "/h\nEnvironment=X=1",
+        "PNPM_HOME": "/p\r\nExecStart=/bin/false",
+        "VOLTA_HOME": "/v\x85\u2028x",
+    }
     unit = service.systemd_unit(service.ServiceSpec("d", ["/bin/senpi-guard", "watch"], hostile))
     keys = [line.partition("=")[0] for line in systemd_lines(unit)]
     assert keys.count("Environment") == 4 and keys.count("ExecStart") == 1
@@ -60,18 +87,21 @@ def test_a_dollar_in_the_program_path_is_not_doubled():
     assert line == 'ExecStart=@"/o$pt/100%%/senpi-guard" "/o$$pt/100%%/senpi-guard" "a$$b"'
 
 
-@pytest.mark.parametrize(("argv", "env", "named"), [
-    (['/opt/q"uote/senpi-guard'], {}, 'q"uote'),
-    (["/opt/it's/senpi-guard"], {}, "it's"),
-    (["/opt/back\\slash/senpi-guard"], {}, "back"),
-    (["/opt/new\nline/senpi-guard"], {}, "new\\nline"),
-    (["/opt/tab\tx/senpi-guard"], {}, "tab"),
-    (["relative/senpi-guard"], {}, "relative/senpi-guard"),
-    (["/opt/bytes\udcff/senpi-guard"], {}, "bytes"),
-    (["/bin/senpi-guard"], {"NVM_DIR": "/x\udcff"}, "$NVM_DIR"),
-    (["/bin/senpi-guard"], {"MY-BRAND_CODING_AGENT_DIR": "/x"}, "MY-BRAND_CODING_AGENT_DIR"),
-    (["/bin/senpi-guard"], {"1X": "/x"}, "1X"),
-])
+@pytest.mark.parametrize(
+    ("argv", "env", "named"),
+    [
+        (['/opt/q"uote/senpi-guard'], {}, 'q"uote'),
+        (["/opt/it's/senpi-guard"], {}, "it's"),
+        (["/opt/back\\slash/senpi-guard"], {}, "back"),
+        (["/opt/new\nline/senpi-guard"], {}, "new\\nline"),
+        (["/opt/tab\tx/senpi-guard"], {}, "tab"),
+        (["relative/senpi-guard"], {}, "relative/senpi-guard"),
+        (["/opt/bytes\udcff/senpi-guard"], {}, "bytes"),
+        (["/bin/senpi-guard"], {"NVM_DIR": "/x\udcff"}, "$NVM_DIR"),
+        (["/bin/senpi-guard"], {"MY-BRAND_CODING_AGENT_DIR": "/x"}, "MY-BRAND_CODING_AGENT_DIR"),
+        (["/bin/senpi-guard"], {"1X": "/x"}, "1X"),
+    ],
+)
 def test_what_systemd_cannot_carry_is_refused_by_name(argv, env, named):
     with pytest.raises(FatalError) as caught:
         service.systemd_unit(service.ServiceSpec("d", argv, env))
@@ -103,14 +133,19 @@ def test_the_folder_of_senpi_on_path_is_recorded_in_path_order(monkeypatch, tmp_
 def test_unit_with_odd_characters_passes_systemd_analyze(tmp_path):
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed")
-    spec = service.ServiceSpec("odd", ["/usr/bin/env", "a%b", "$HOME", 'say "hi"'],
-                               {"PATH": "/opt/100%/bin:/usr/bin", "X": 'a "b" \\c $d'})
+    spec = service.ServiceSpec(
+        "odd", ["/usr/bin/env", "a%b", "$HOME", 'say "hi"'], {"PATH": "/opt/100%/bin:/usr/bin", "X": 'a "b" \\c $d'}
+    )
     unit = tmp_path / "odd.service"
     unit.write_text(service.systemd_unit(spec))
     run = tmp_path / "run"
     run.mkdir(mode=0o700)
-    result = subprocess.run(["systemd-analyze", "verify", "--user", str(unit)], capture_output=True,
-                            text=True, env={"XDG_RUNTIME_DIR": str(run), "PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        ["systemd-analyze", "verify", "--user", str(unit)],
+        capture_output=True,
+        text=True,
+        env={"XDG_RUNTIME_DIR": str(run), "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -145,8 +180,7 @@ def test_node_choice_order(monkeypatch, tmp_path):
     assert nodes.node_for(pkg).source == "recorded by `daemon install`"
     (prefix / "bin").mkdir()
     os.symlink(real, prefix / "bin" / "node")
-    assert nodes.node_for(pkg) == (str(prefix / "bin" / "node"), nodes.version_of(real),
-                                   "the install's own prefix")
+    assert nodes.node_for(pkg) == (str(prefix / "bin" / "node"), nodes.version_of(real), "the install's own prefix")
     monkeypatch.setenv("SENPI_GUARD_NODE", real)
     assert nodes.node_for(pkg).source == "$SENPI_GUARD_NODE"
 

@@ -20,8 +20,9 @@ def test_turns_follow_the_parent_chain_and_count_damage(tmp_path):
 
 
 def test_compaction_keeps_only_what_it_names(tmp_path):
-    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=300,
-                                       compact_every=3, extras=False)
+    path = sample_session.write_sample_session(
+        tmp_path / "s.jsonl", turns=8, directive_bytes=300, compact_every=3, extras=False
+    )
     found = session.index(path)
     last = list(session.turns(found))[-1]
     first = found.entries[last.path[0]]
@@ -31,7 +32,9 @@ def test_compaction_keeps_only_what_it_names(tmp_path):
 
 def test_entry_to_message():
     assert session.to_message({"type": "custom_message", "content": "hi"}) == {
-        "role": "user", "content": [{"type": "text", "text": "hi"}]}
+        "role": "user",
+        "content": [{"type": "text", "text": "hi"}],
+    }
     assert session.to_message({"type": "label"}) is None
 
 
@@ -40,12 +43,18 @@ def test_a_bash_execution_becomes_user_text_as_senpi_sends_it():
         return session.to_message({"type": "message", "message": {"role": "bashExecution", **fields}})
 
     assert run(command="ls", output="a\nb", exitCode=0)["content"][0]["text"] == "Ran `ls`\n```\na\nb\n```"
-    assert run(command="false", output="", exitCode=1)["content"][0]["text"] == \
-        "Ran `false`\n(no output)\n\nCommand exited with code 1"
-    assert run(command="sleep 9", output="", cancelled=True, exitCode=None)["content"][0]["text"] == \
-        "Ran `sleep 9`\n(no output)\n\n(command cancelled)"
-    assert run(command="cat big", output="x", exitCode=0, truncated=True, fullOutputPath="/tmp/o")[
-        "content"][0]["text"] == "Ran `cat big`\n```\nx\n```\n\n[Output truncated. Full output: /tmp/o]"
+    assert (
+        run(command="false", output="", exitCode=1)["content"][0]["text"]
+        == "Ran `false`\n(no output)\n\nCommand exited with code 1"
+    )
+    assert (
+        run(command="sleep 9", output="", cancelled=True, exitCode=None)["content"][0]["text"]
+        == "Ran `sleep 9`\n(no output)\n\n(command cancelled)"
+    )
+    assert (
+        run(command="cat big", output="x", exitCode=0, truncated=True, fullOutputPath="/tmp/o")["content"][0]["text"]
+        == "Ran `cat big`\n```\nx\n```\n\n[Output truncated. Full output: /tmp/o]"
+    )
     assert run(command="secret", output="x", excludeFromContext=True) is None
 
 
@@ -57,17 +66,34 @@ def test_branch_summaries_as_senpi_sends_them():
 
 def test_a_session_with_bash_executions_audits(tmp_path, capsys):
     from conftest import run_cli
+
     path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=2, directive_bytes=300, extras=False)
     lines = path.read_text().splitlines()
     last = json.loads(lines[-1])["id"]
-    extra = [{"type": "message", "id": "bash1", "parentId": last, "timestamp": "t",
-              "message": {"role": "bashExecution", "command": "ls", "output": "x", "exitCode": 0}},
-             {"type": "message", "id": "bash2", "parentId": "bash1", "timestamp": "t",
-              "message": {"role": "bashExecution", "command": "env", "output": "SECRET",
-                          "excludeFromContext": True}},
-             {"type": "branch_summary", "id": "empty", "parentId": "bash2", "timestamp": "t", "summary": ""},
-             {"type": "message", "id": "ask", "parentId": "empty", "timestamp": "t",
-              "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}}]
+    extra = [
+        {
+            "type": "message",
+            "id": "bash1",
+            "parentId": last,
+            "timestamp": "t",
+            "message": {"role": "bashExecution", "command": "ls", "output": "x", "exitCode": 0},
+        },
+        {
+            "type": "message",
+            "id": "bash2",
+            "parentId": "bash1",
+            "timestamp": "t",
+            "message": {"role": "bashExecution", "command": "env", "output": "SECRET", "excludeFromContext": True},
+        },
+        {"type": "branch_summary", "id": "empty", "parentId": "bash2", "timestamp": "t", "summary": ""},
+        {
+            "type": "message",
+            "id": "ask",
+            "parentId": "empty",
+            "timestamp": "t",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        },
+    ]
     path.write_text("\n".join(lines + [json.dumps(e) for e in extra]) + "\n")
     code, out, err = run_cli(capsys, "audit", "--json", path)
     assert code == 1 and "--sample" in err and len(err.strip().splitlines()) == 1  # never a sample silently
@@ -80,8 +106,13 @@ def test_a_session_with_bash_executions_audits(tmp_path, capsys):
 
 def test_a_compaction_that_keeps_from_an_older_compaction_keeps_nothing_before_itself(tmp_path):
     """senpi skips compaction entries when looking for firstKeptEntryId."""
-    rows = [("u1", None, "message"), ("k1", "u1", "compaction"), ("u2", "k1", "message"),
-            ("k2", "u2", "compaction"), ("u3", "k2", "message")]
+    rows = [
+        ("u1", None, "message"),
+        ("k1", "u1", "compaction"),
+        ("u2", "k1", "message"),
+        ("k2", "u2", "compaction"),
+        ("u3", "k2", "message"),
+    ]
     lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"})]
     for entry_id, parent, kind in rows:
         entry = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": "t"}
@@ -103,6 +134,7 @@ def test_a_compaction_that_keeps_from_an_older_compaction_keeps_nothing_before_i
 def test_what_senpi_does_not_send_is_not_sent():
     def msg(message):
         return session.to_message({"type": "message", "message": message})
+
     assert msg({"role": "user", "content": None}) == {"role": "user", "content": []}
     assert msg({"role": "someFutureRole", "content": "x"}) is None
     assert session.to_message({"type": "custom_message", "customType": "x"}) == {"role": "user", "content": []}

@@ -70,6 +70,7 @@ def test_pid_file_names_only_a_live_process(store):
 
 def _hold(lock_dir: str, ready, release) -> None:
     from pathlib import Path
+
     with Store(Path(lock_dir), Path(lock_dir)).lock():
         ready.set()
         release.wait(30)
@@ -104,6 +105,7 @@ def test_a_group_friendly_umask_still_makes_private_folders(tmp_path):
     """Users with a private group often have umask 002: our folders must still be 0700, or the next
     run would refuse them as writable by others."""
     import stat as st
+
     old = os.umask(0o002)
     try:
         store = Store(tmp_path / "data", tmp_path / "state")
@@ -120,6 +122,7 @@ def test_a_group_friendly_umask_still_makes_private_folders(tmp_path):
 
 def test_the_crash_log_falls_back_to_the_temp_dir_when_its_folder_cannot_be_made(tmp_path, monkeypatch):
     from senpi_guard.io import store as store_mod
+
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setattr(store_mod, "log_dir", lambda: blocker / "log")  # (a file in the way)

@@ -73,8 +73,12 @@ def test_as_root_folders_made_on_the_way_take_their_parents_owner(tmp_path):
     home.mkdir()
     os.chown(home, 12345, 23456)
     write.place(home / ".senpi" / "agent" / "extensions", "x.js", b"data", None)
-    for path in (home / ".senpi", home / ".senpi" / "agent", home / ".senpi" / "agent" / "extensions",
-                 home / ".senpi" / "agent" / "extensions" / "x.js"):
+    for path in (
+        home / ".senpi",
+        home / ".senpi" / "agent",
+        home / ".senpi" / "agent" / "extensions",
+        home / ".senpi" / "agent" / "extensions" / "x.js",
+    ):
         assert (path.stat().st_uid, path.stat().st_gid) == (12345, 23456), path
 
 

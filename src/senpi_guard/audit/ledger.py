@@ -43,25 +43,38 @@ class Group:
         if self.subscription:
             return "subscription: pays no list price; tokens count against the plan's limits"
         if not self.pays_list_price:
-            return ("no recorded cost (0 or none): pays no list price (a plan, a local model, or a provider "
-                    "that reports none)")
+            return (
+                "no recorded cost (0 or none): pays no list price (a plan, a local model, or a provider "
+                "that reports none)"
+            )
         return "API list price"
 
     def result(self) -> dict[str, Any]:
         tokens = {config: t.as_json() for config, t in self.tokens.items()}
         saved = {config: {k: tokens["installed"][k] - v for k, v in t.items()} for config, t in tokens.items()}
         usd = {config: round(x, 9) for config, x in self.usd.items()} if self.rates else None
-        return {"provider": self.provider, "model": self.model, "calls": self.calls,
-                "tokens_recorded_calls": self.recorded, "tokens_estimated_calls": self.calls - self.recorded,
-                "billing": self.billing(), "subscription": self.subscription,
-                "pays_list_price": self.pays_list_price,
-                "price": self.rates.as_json() if self.rates else None, "no_price": self.no_price,
-                "tokens": tokens, "saved_tokens": saved,
-                "usd": usd if self.pays_list_price else None,
-                "list_price_equivalent_usd": usd,
-                "saved_usd": ({config: round(self.usd["installed"] - x, 9) for config, x in self.usd.items()}
-                              if usd is not None and self.pays_list_price else None),
-                "recorded_usd": round(self.recorded_usd, 9) if self.recorded_cost_calls else None}
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "calls": self.calls,
+            "tokens_recorded_calls": self.recorded,
+            "tokens_estimated_calls": self.calls - self.recorded,
+            "billing": self.billing(),
+            "subscription": self.subscription,
+            "pays_list_price": self.pays_list_price,
+            "price": self.rates.as_json() if self.rates else None,
+            "no_price": self.no_price,
+            "tokens": tokens,
+            "saved_tokens": saved,
+            "usd": usd if self.pays_list_price else None,
+            "list_price_equivalent_usd": usd,
+            "saved_usd": (
+                {config: round(self.usd["installed"] - x, 9) for config, x in self.usd.items()}
+                if usd is not None and self.pays_list_price
+                else None
+            ),
+            "recorded_usd": round(self.recorded_usd, 9) if self.recorded_cost_calls else None,
+        }
 
 
 class Ledger:
@@ -110,24 +123,33 @@ class Ledger:
         tokens = {config: t.as_json() for config, t in total.items()}
         return {
             "over": "full re-sends, delta calls and other providers' calls (unknown lanes left out)",
-            "calls": calls, "tokens_recorded_calls": recorded, "tokens_estimated_calls": calls - recorded,
+            "calls": calls,
+            "tokens_recorded_calls": recorded,
+            "tokens_estimated_calls": calls - recorded,
             "tokens": tokens,
             # (from the rounded totals, so that the figures printed beside each other add up)
             "saved_tokens": {config: tokens["installed"]["total"] - t["total"] for config, t in tokens.items()},
-            "usd": usd, "usd_calls": sum(g["calls"] for g in paid),
+            "usd": usd,
+            "usd_calls": sum(g["calls"] for g in paid),
             "saved_usd": {config: round(usd["installed"] - x, 9) for config, x in usd.items()} if usd else None,
             "by_model": groups,
-            "tokens_are": ("recorded: senpi's usage on the assistant message (input, output, cacheRead, "
-                           "cacheWrite, cacheWrite1h), for the configuration senpi's payloadBytes names, else "
-                           "for senpi as installed; estimated where nothing usable was recorded: UTF-8 bytes / "
-                           f"{BYTES_PER_TOKEN} of the counted text (system prompt, tools, images and output not "
-                           "counted)"),
-            "layers_are": ("estimates: the bytes a configuration sends more or less, as bytes / "
-                           f"{BYTES_PER_TOKEN} tokens where they sit in that call: within the prefix the previous "
-                           "call of the same kind sent, cache reads; past it, cache writes (hour-long writes in "
-                           "the call's recorded share); plain input for a provider that recorded no cache use. "
-                           "A delta call is credited only for the new messages it sends"),
-            "usd_are": ("estimates at API list price, from senpi's model registry (its calculateCost rules: "
-                        "tiers, an hour-long cache write at 2x input); a subscription or a provider that "
-                        "recorded a cost of 0 has no usd (its list_price_equivalent_usd is what it does not pay)"),
+            "tokens_are": (
+                "recorded: senpi's usage on the assistant message (input, output, cacheRead, "
+                "cacheWrite, cacheWrite1h), for the configuration senpi's payloadBytes names, else "
+                "for senpi as installed; estimated where nothing usable was recorded: UTF-8 bytes / "
+                f"{BYTES_PER_TOKEN} of the counted text (system prompt, tools, images and output not "
+                "counted)"
+            ),
+            "layers_are": (
+                "estimates: the bytes a configuration sends more or less, as bytes / "
+                f"{BYTES_PER_TOKEN} tokens where they sit in that call: within the prefix the previous "
+                "call of the same kind sent, cache reads; past it, cache writes (hour-long writes in "
+                "the call's recorded share); plain input for a provider that recorded no cache use. "
+                "A delta call is credited only for the new messages it sends"
+            ),
+            "usd_are": (
+                "estimates at API list price, from senpi's model registry (its calculateCost rules: "
+                "tiers, an hour-long cache write at 2x input); a subscription or a provider that "
+                "recorded a cost of 0 has no usd (its list_price_equivalent_usd is what it does not pay)"
+            ),
         }

@@ -47,13 +47,23 @@ class Tokens:
         return self.prompt + self.output
 
     def __add__(self, other: Tokens) -> Tokens:
-        return Tokens(self.input + other.input, self.output + other.output, self.cache_read + other.cache_read,
-                      self.cache_write + other.cache_write, self.cache_write_1h + other.cache_write_1h)
+        return Tokens(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.cache_write_1h + other.cache_write_1h,
+        )
 
     def as_json(self) -> dict[str, int]:
-        return {"input": round(self.input), "output": round(self.output), "cacheRead": round(self.cache_read),
-                "cacheWrite": round(self.cache_write), "cacheWrite1h": round(self.cache_write_1h),
-                "total": round(self.total)}
+        return {
+            "input": round(self.input),
+            "output": round(self.output),
+            "cacheRead": round(self.cache_read),
+            "cacheWrite": round(self.cache_write),
+            "cacheWrite1h": round(self.cache_write_1h),
+            "total": round(self.total),
+        }
 
 
 @dataclass(frozen=True)
@@ -96,10 +106,16 @@ class Rates:
     source: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        return {"input": self.input, "output": self.output, "cacheRead": self.cache_read,
-                "cacheWrite": self.cache_write, "cacheWrite1h": 2 * self.input,
-                "tiers": [{"inputTokensAbove": above, **tier.as_json()} for above, tier in self.tiers],
-                "per": "USD per million tokens", "source": self.source}
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cacheRead": self.cache_read,
+            "cacheWrite": self.cache_write,
+            "cacheWrite1h": 2 * self.input,
+            "tiers": [{"inputTokensAbove": above, **tier.as_json()} for above, tier in self.tiers],
+            "per": "USD per million tokens",
+            "source": self.source,
+        }
 
 
 def cost(rates: Rates, tokens: Tokens) -> float:
@@ -110,8 +126,13 @@ def cost(rates: Rates, tokens: Tokens) -> float:
         if tokens.prompt > threshold and threshold > above:
             chosen, above = tier, threshold
     short = tokens.cache_write - tokens.cache_write_1h
-    return (chosen.input * tokens.input + chosen.output * tokens.output + chosen.cache_read * tokens.cache_read
-            + chosen.cache_write * short + 2 * chosen.input * tokens.cache_write_1h) / MILLION
+    return (
+        chosen.input * tokens.input
+        + chosen.output * tokens.output
+        + chosen.cache_read * tokens.cache_read
+        + chosen.cache_write * short
+        + 2 * chosen.input * tokens.cache_write_1h
+    ) / MILLION
 
 
 def _take(buckets: dict[str, float], amount: float, order: tuple[str, ...]) -> None:
@@ -166,16 +187,24 @@ def of_call(row: dict[str, Any], usage: Recorded | None, rates: Rates | None) ->
     tokens = {}
     for config in CONFIGS:
         cached, fresh = _positions(row, config)
-        tokens[config] = shifted(base, (base_cached - cached) / BYTES_PER_TOKEN,
-                                 (base_fresh - fresh) / BYTES_PER_TOKEN, cacheless)
-    return {"tokens_are": source, "record_is": base_config, "tokens": tokens,
-            "usd": {config: cost(rates, t) for config, t in tokens.items()} if rates else None,
-            "recorded_usd": usage.cost if usage is not None else None}
+        tokens[config] = shifted(
+            base, (base_cached - cached) / BYTES_PER_TOKEN, (base_fresh - fresh) / BYTES_PER_TOKEN, cacheless
+        )
+    return {
+        "tokens_are": source,
+        "record_is": base_config,
+        "tokens": tokens,
+        "usd": {config: cost(rates, t) for config, t in tokens.items()} if rates else None,
+        "recorded_usd": usage.cost if usage is not None else None,
+    }
 
 
 def as_json(call: dict[str, Any]) -> dict[str, Any]:
     usd = call["usd"]
-    return {"tokens_are": call["tokens_are"], "record_is": call["record_is"],
-            "tokens": {config: t.as_json() for config, t in call["tokens"].items()},
-            "usd": {config: round(x, 9) for config, x in usd.items()} if usd else None,
-            "recorded_usd": call["recorded_usd"]}
+    return {
+        "tokens_are": call["tokens_are"],
+        "record_is": call["record_is"],
+        "tokens": {config: t.as_json() for config, t in call["tokens"].items()},
+        "usd": {config: round(x, 9) for config, x in usd.items()} if usd else None,
+        "recorded_usd": call["recorded_usd"],
+    }

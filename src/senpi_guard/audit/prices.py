@@ -22,6 +22,8 @@ PLAN_PARTS = ("token-plan", "-coding")  # (alibaba-token-plan, zai-coding-cn, â€
 
 def is_subscription(provider: str | None) -> bool:
     return provider is not None and (provider in SUBSCRIPTIONS or any(p in provider for p in PLAN_PARTS))
+
+
 PI_AI = (("@earendil-works", "pi-ai"), ("@code-yeongyu", "senpi-ai"))
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
 RATE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
@@ -102,7 +104,7 @@ class PriceBook:
                 merged = {**(spec if isinstance(spec, dict) else {}), **extra}
                 spec, where = merged, f"{where} with the cost override in {self.models_json}"
             elif all(key in extra for key in RATE_KEYS):  # (a model an extension registers keeps its cost
-                spec = extra                                # in code: only a complete override prices it)
+                spec = extra  # in code: only a complete override prices it)
                 where = f"{self.models_json} (providers.{provider}.modelOverrides)"
             else:
                 return None, f"{where}; {self.models_json} overrides only part of its cost"

@@ -75,8 +75,15 @@ def _session_functions(install: Install) -> dict[str, Path]:
     return {name: hits[0].path for name, hits in found.items() if len({h.path for h in hits}) == 1}
 
 
-def _job(patch: Patch, config: Config, place, install: Install, pairs: dict[str, verify.ModulePair],
-         functions: dict[str, Path], exact: bool) -> dict[str, Any]:
+def _job(
+    patch: Patch,
+    config: Config,
+    place,
+    install: Install,
+    pairs: dict[str, verify.ModulePair],
+    functions: dict[str, Path],
+    exact: bool,
+) -> dict[str, Any]:
     job = verify.harness_job("audit", patch, config, place, pairs)
     job["prompt"] = job["modules"].get(patch.audit.get("serialiser", ""))
     job["upstream"] = job["modules"].get(patch.audit.get("after", ""))
@@ -92,9 +99,15 @@ def _job(patch: Patch, config: Config, place, install: Install, pairs: dict[str,
 
 
 @contextmanager
-def serializer(installs: list[Install], patch: Patch, config: Config, allow_foreign_root: bool = False,
-               reconstruction: str = "auto", sample_ok: bool = False,
-               cancel: threading.Event | None = None) -> Iterator[Serializer]:
+def serializer(
+    installs: list[Install],
+    patch: Patch,
+    config: Config,
+    allow_foreign_root: bool = False,
+    reconstruction: str = "auto",
+    sample_ok: bool = False,
+    cancel: threading.Event | None = None,
+) -> Iterator[Serializer]:
     """senpi's own serialisers, from the first usable install; with `sample_ok`, from a sample senpi
     of this project's when there is none (and the label says so) — never silently. Each step in
     node is bounded by verify_timeout; `cancel` stops it."""
@@ -109,8 +122,10 @@ def serializer(installs: list[Install], patch: Patch, config: Config, allow_fore
             except FatalError as exc:
                 why = f"senpi {chosen.version} at {chosen.package_dir} cannot serialise: {exc}"
         if pairs is None and not sample_ok:
-            raise FatalError(f"{why}; audit counts with the installed senpi's own code: install senpi, pass "
-                             "--root PKG_DIR, or pass --sample to count with a sample senpi of senpi-guard's")
+            raise FatalError(
+                f"{why}; audit counts with the installed senpi's own code: install senpi, pass "
+                "--root PKG_DIR, or pass --sample to count with a sample senpi of senpi-guard's"
+            )
         if pairs is None:
             label = f"a SAMPLE senpi 2026.8.1 of senpi-guard's own, not yours ({why}; --sample)"
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="senpi-guard-audit-")))
@@ -120,8 +135,9 @@ def serializer(installs: list[Install], patch: Patch, config: Config, allow_fore
         functions = _session_functions(chosen)
         exact = reconstruction == "senpi" or (reconstruction == "auto" and own)
         sandbox = reconciler.sandbox(chosen, pairs)
-        place = stack.enter_context(mirror(chosen.package_dir, list(pairs.values()), patch.checks_path,
-                                           sandbox.work_dir, sandbox.owner))
+        place = stack.enter_context(
+            mirror(chosen.package_dir, list(pairs.values()), patch.checks_path, sandbox.work_dir, sandbox.owner)
+        )
         job = _job(patch, config, place, chosen, pairs, functions, exact)
         if patch.extension is not None:  # the extension layer, as apply would install it
             rendered = place.root / patch.extension.file_name
@@ -131,20 +147,29 @@ def serializer(installs: list[Install], patch: Patch, config: Config, allow_fore
         node = stack.enter_context(_node(chosen.package_dir, place, job, config.verify_timeout, where, cancel))
         ready = node.reply("while loading senpi's code")
         if reconstruction == "senpi" and not ready.get("exact"):
-            raise FatalError(f"senpi {chosen.version}'s own buildSessionContext/convertToLlm "
-                             "could not be used (not found, or they did not import under node); "
-                             "run without --reconstruction senpi to use senpi-guard's own")
-        yield Serializer(label, node, "senpi" if ready.get("exact") else "python",
-                         "buildDeltaPromptBlocks" in functions, chosen.package_dir if own else None)
+            raise FatalError(
+                f"senpi {chosen.version}'s own buildSessionContext/convertToLlm "
+                "could not be used (not found, or they did not import under node); "
+                "run without --reconstruction senpi to use senpi-guard's own"
+            )
+        yield Serializer(
+            label,
+            node,
+            "senpi" if ready.get("exact") else "python",
+            "buildDeltaPromptBlocks" in functions,
+            chosen.package_dir if own else None,
+        )
 
 
 @contextmanager
-def _node(package_dir: Path, place, job: dict[str, Any], timeout: float, where: str,
-          cancel: threading.Event | None) -> Iterator[NodeServer]:
+def _node(
+    package_dir: Path, place, job: dict[str, Any], timeout: float, where: str, cancel: threading.Event | None
+) -> Iterator[NodeServer]:
     script = place.root / "audit.mjs"
     shutil.copyfile(Path(str(resources.files("senpi_guard.audit").joinpath("audit.mjs"))), script)
-    node = NodeServer([nodes.node_for(package_dir).path, str(script)], job, timeout, where, cancel,
-                      place.popen_kwargs())
+    node = NodeServer(
+        [nodes.node_for(package_dir).path, str(script)], job, timeout, where, cancel, place.popen_kwargs()
+    )
     ok = False
     try:
         yield node  # the caller reads the ready line
@@ -185,8 +210,9 @@ def recorded_as(recorded: int | None, sizes: dict[str, int]) -> str | None:
     return matches[0] if len(matches) == 1 else "unknown" if matches else "mismatch"
 
 
-def audit_session(path: Path, server: Serializer,
-                  on_turn: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def audit_session(
+    path: Path, server: Serializer, on_turn: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
     """Audit one session; each turn's row goes to `on_turn` as soon as it is measured. Returns the
     summary, the warnings and the per-turn byte series (not the rows). A session that fails part-way
     leaves node ready for the next one (its replies in flight are read and dropped)."""
@@ -196,17 +222,23 @@ def audit_session(path: Path, server: Serializer,
     server.send({"op": "reset"})
     try:
         with session.open_session(path) as handle:
-            _measure_turns(found, handle, server, summary, lambda meta, result: _finish(
-                meta, result, summary, prices, on_turn))
+            _measure_turns(
+                found, handle, server, summary, lambda meta, result: _finish(meta, result, summary, prices, on_turn)
+            )
     except Exception:
         _resync(server)
         raise
-    return {"session": str(path), "serializer": server.label, "reconstruction": server.reconstruction,
-            "summary": summary.result(), "warnings": dict(found.warnings),
-            "warning_lines": dict(found.warning_lines),
-            "series": (summary.unpatched_series, summary.patched_series),
-            "series_by_layers": dict(summary.series),
-            "money_series": {"tokens": dict(summary.ledger.tokens_series), "usd": dict(summary.ledger.usd_series)}}
+    return {
+        "session": str(path),
+        "serializer": server.label,
+        "reconstruction": server.reconstruction,
+        "summary": summary.result(),
+        "warnings": dict(found.warnings),
+        "warning_lines": dict(found.warning_lines),
+        "series": (summary.unpatched_series, summary.patched_series),
+        "series_by_layers": dict(summary.series),
+        "money_series": {"tokens": dict(summary.ledger.tokens_series), "usd": dict(summary.ledger.usd_series)},
+    }
 
 
 def models_json(path: Path) -> Path:
@@ -217,8 +249,13 @@ def models_json(path: Path) -> Path:
     return agent / "models.json"
 
 
-def _measure_turns(found: session.SessionIndex, handle: BinaryIO, server: Serializer, summary: Summary,
-                   finish: Callable[[dict[str, Any], dict[str, Any]], None]) -> None:
+def _measure_turns(
+    found: session.SessionIndex,
+    handle: BinaryIO,
+    server: Serializer,
+    summary: Summary,
+    finish: Callable[[dict[str, Any], dict[str, Any]], None],
+) -> None:
     tools = sorted(found.tools)
     sent: set[str] = set()
     silent: set[str] = set()
@@ -237,22 +274,41 @@ def _measure_turns(found: session.SessionIndex, handle: BinaryIO, server: Serial
         raw_turn = session.read_entry(handle, found.entries[turn.entry_id], found.path)
         call = session.call_of(raw_turn)
         lane = lane_of(call, server.resident_lane)
-        server.send({"op": "measure", "ids": [i for i in ids if i not in silent], "leaf": turn.leaf,
-                     "lane": lane, "delta": call.delta_messages, "tools": tools})
-        pending.append({"turn": turn, "call": call, "lane": lane, "usage": session.usage_of(raw_turn),
-                        "recorded": money.recorded(raw_turn.get("message"))})
+        server.send(
+            {
+                "op": "measure",
+                "ids": [i for i in ids if i not in silent],
+                "leaf": turn.leaf,
+                "lane": lane,
+                "delta": call.delta_messages,
+                "tools": tools,
+            }
+        )
+        pending.append(
+            {
+                "turn": turn,
+                "call": call,
+                "lane": lane,
+                "usage": session.usage_of(raw_turn),
+                "recorded": money.recorded(raw_turn.get("message")),
+            }
+        )
         settle(IN_FLIGHT)
     server.send({"op": "flush"})
     settle(0)
     server.reply()  # the flush request's own reply
 
 
-def _put(found: session.SessionIndex, handle: BinaryIO, server: Serializer, entry_id: str,
-         silent: set[str]) -> None:
+def _put(found: session.SessionIndex, handle: BinaryIO, server: Serializer, entry_id: str, silent: set[str]) -> None:
     entry = found.entries[entry_id]
     if server.reconstruction == "senpi" or entry.plain:  # sent as stored: no parse, no encode
-        server.send_raw(b'{"op":"put","id":' + json.dumps(entry_id).encode() + b',"entry":'
-                        + session.read_raw(handle, entry, found.path) + b"}")
+        server.send_raw(
+            b'{"op":"put","id":'
+            + json.dumps(entry_id).encode()
+            + b',"entry":'
+            + session.read_raw(handle, entry, found.path)
+            + b"}"
+        )
         return
     message = session.to_message(session.read_entry(handle, entry, found.path))
     if message is None:  # e.g. a `!!cmd` or an empty branch summary: senpi sends nothing
@@ -269,8 +325,13 @@ def _resync(server: Serializer) -> None:
             pass
 
 
-def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary, prices: PriceBook,
-            on_turn: Callable[[dict[str, Any]], None] | None) -> None:
+def _finish(
+    meta: dict[str, Any],
+    result: dict[str, Any],
+    summary: Summary,
+    prices: PriceBook,
+    on_turn: Callable[[dict[str, Any]], None] | None,
+) -> None:
     turn, call = meta["turn"], meta["call"]
     if "error" in result:
         summary.skip(turn.index, result["error"])
@@ -278,19 +339,28 @@ def _finish(meta: dict[str, Any], result: dict[str, Any], summary: Summary, pric
     sizes, cache = result["bytes"], result["cacheWrite"]
     lane = meta["lane"]
     row = {
-        "index": turn.index, "entry_id": turn.entry_id, "provider": call.provider,
-        "continuity": call.continuity, "sent": lane, "measured_as": MEASURED_AS[lane],
-        "bytes": sizes, "cache_write": cache if lane != "delta" else None,
-        "unpatched_bytes": sizes["installed"], "patched_bytes": sizes["dist"],
+        "index": turn.index,
+        "entry_id": turn.entry_id,
+        "provider": call.provider,
+        "continuity": call.continuity,
+        "sent": lane,
+        "measured_as": MEASURED_AS[lane],
+        "bytes": sizes,
+        "cache_write": cache if lane != "delta" else None,
+        "unpatched_bytes": sizes["installed"],
+        "patched_bytes": sizes["dist"],
         "recorded_payload_bytes": call.payload_bytes,
         "recorded_as": recorded_as(call.payload_bytes, sizes),
         "recorded_matches": [c for c in CONFIGS if call.payload_bytes is not None and sizes[c] == call.payload_bytes],
         "collapsed": result["collapsed"],
         "est_tokens_unpatched": sizes["installed"] // 4,
         "est_tokens_patched": sizes["dist"] // 4,
-        "usage": meta["usage"], "model": turn.model,
-        "directives": {"distinct": result["directives"], **({f"kept_{c}": result["kept"][c] for c in CONFIGS}
-                                                           if lane != "delta" else {})},
+        "usage": meta["usage"],
+        "model": turn.model,
+        "directives": {
+            "distinct": result["directives"],
+            **({f"kept_{c}": result["kept"][c] for c in CONFIGS} if lane != "delta" else {}),
+        },
     }
     rates, no_price = prices.lookup(call.provider, turn.model)
     priced = money.of_call(row, meta["recorded"], rates)

@@ -30,8 +30,15 @@ def _text(data: bytes, limit: int = 200) -> str:
 class NodeServer:
     """`argv` running with the job as its first stdin line; `where` names the install in errors."""
 
-    def __init__(self, argv: list[str], job: dict[str, Any], timeout: float, where: str,
-                 cancel: threading.Event | None = None, popen_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        job: dict[str, Any],
+        timeout: float,
+        where: str,
+        cancel: threading.Event | None = None,
+        popen_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         self.tag = f"senpi-guard-reply-{secrets.token_hex(8)}:".encode()
         self.timeout, self.where, self.cancel = timeout, where, cancel
         self.replies: queue.Queue[str] = queue.Queue()
@@ -41,8 +48,14 @@ class NodeServer:
         self.since: float | None = None  # when the step under way (a write, a wait) began
         self.doing = ""
         self.closed = threading.Event()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=1 << 20, **(popen_kwargs or {}))
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=1 << 20,
+            **(popen_kwargs or {}),
+        )
         self.threads = [threading.Thread(target=run, daemon=True) for run in (self._read, self._drain, self._watch)]
         for thread in self.threads:
             thread.start()
@@ -58,7 +71,7 @@ class NodeServer:
             if at != 0 and len(self.stray) < STRAY_LINES and (printed := _text(line[:at] if at > 0 else line)):
                 self.stray.append(printed)
             if at >= 0:
-                self.replies.put(line[at + len(self.tag):].decode("utf-8", "replace"))
+                self.replies.put(line[at + len(self.tag) :].decode("utf-8", "replace"))
         self.replies.put("")
 
     def _drain(self) -> None:  # read all along: a full stderr pipe would stop node
@@ -72,10 +85,13 @@ class NodeServer:
                 self._stop(Cancelled(f"stopped during the audit ({self.where})"))
             since = self.since
             if since is not None and time.monotonic() - since > self.timeout:
-                self._stop(FatalError(
-                    f"the audit timed out after {self.timeout:g}s in node {self.doing} ({self.where}): "
-                    "its code may loop forever; check that install with `senpi-guard verify --root`, or "
-                    "raise verify_timeout in the config"))
+                self._stop(
+                    FatalError(
+                        f"the audit timed out after {self.timeout:g}s in node {self.doing} ({self.where}): "
+                        "its code may loop forever; check that install with `senpi-guard verify --root`, or "
+                        "raise verify_timeout in the config"
+                    )
+                )
 
     def _stop(self, failure: FatalError) -> None:
         if self.failure is None:
@@ -105,8 +121,9 @@ class NodeServer:
         try:
             return json.loads(line)
         except ValueError as exc:
-            raise FatalError(f"the audit's node process answered with no JSON ({self.where}): "
-                             f"{line.strip()[:120]!r}") from exc
+            raise FatalError(
+                f"the audit's node process answered with no JSON ({self.where}): {line.strip()[:120]!r}"
+            ) from exc
 
     def ended(self) -> FatalError:
         """Why node is gone: the watch's reason, else its exit, what it printed and its last error line."""
@@ -117,7 +134,7 @@ class NodeServer:
         except subprocess.TimeoutExpired:
             code = None
         self.threads[1].join(1)  # the rest of stderr
-        how = ("still running" if code is None else f"killed by signal {-code}" if code < 0 else f"exit {code}")
+        how = "still running" if code is None else f"killed by signal {-code}" if code < 0 else f"exit {code}"
         said = f"; senpi's code printed to stdout: {' | '.join(self.stray)!r}" if self.stray else ""
         said_err = error_lines(list(self.stderr_tail)) or list(self.stderr_tail)[-1:]
         tail = f": {said_err[0]}" if said_err else ""

@@ -21,13 +21,15 @@ from typing import Any, BinaryIO
 from senpi_guard.errors import FatalError
 
 CONTEXT_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
-KNOWN_TYPES = CONTEXT_TYPES | {"custom", "model_change", "thinking_level_change", "label",
-                               "session_info"}
-COMPACTION_TEXT = ("The conversation history before this point was compacted into the following "
-                   "summary:\n\n<summary>\n{summary}\n</summary>")
+KNOWN_TYPES = CONTEXT_TYPES | {"custom", "model_change", "thinking_level_change", "label", "session_info"}
+COMPACTION_TEXT = (
+    "The conversation history before this point was compacted into the following "
+    "summary:\n\n<summary>\n{summary}\n</summary>"
+)
 # (senpi closes a branch summary with no newline before </summary>, unlike a compaction's)
-BRANCH_TEXT = ("The following is a summary of a branch that this conversation came back from:"
-               "\n\n<summary>\n{summary}</summary>")
+BRANCH_TEXT = (
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n{summary}</summary>"
+)
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,10 @@ def session_files(agent_dirs: list[Path]) -> list[Path]:
 def _header(path: Path, first: bytes) -> dict[str, Any]:
     header = _parse(first)
     if not isinstance(header, dict) or header.get("type") != "session":
-        raise FatalError(f"{path} is not a senpi session file (its first line is not a "
-                         "{\"type\":\"session\"} header); pass a file from an agent dir's sessions/ folder")
+        raise FatalError(
+            f"{path} is not a senpi session file (its first line is not a "
+            '{"type":"session"} header); pass a file from an agent dir\'s sessions/ folder'
+        )
     return header
 
 
@@ -108,11 +112,18 @@ def not_a_file(path: Path, mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
-        return (f"{path} is a directory; pass one session .jsonl file from it, or use --latest or --all")
-    what = ("is a named pipe, not a session file" if stat.S_ISFIFO(mode) else
-            "is a character device, not a regular file" if stat.S_ISCHR(mode) else
-            "is a block device, not a regular file" if stat.S_ISBLK(mode) else
-            "is a socket, not a regular file" if stat.S_ISSOCK(mode) else "is not a regular file")
+        return f"{path} is a directory; pass one session .jsonl file from it, or use --latest or --all"
+    what = (
+        "is a named pipe, not a session file"
+        if stat.S_ISFIFO(mode)
+        else "is a character device, not a regular file"
+        if stat.S_ISCHR(mode)
+        else "is a block device, not a regular file"
+        if stat.S_ISBLK(mode)
+        else "is a socket, not a regular file"
+        if stat.S_ISSOCK(mode)
+        else "is not a regular file"
+    )
     return f"{path} {what}; pass a senpi session .jsonl file, or use --latest"
 
 
@@ -154,8 +165,7 @@ def index(path: Path) -> SessionIndex:
     return found
 
 
-def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line: int,
-         model: str | None) -> str | None:
+def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line: int, model: str | None) -> str | None:
     """Index one entry (or count why it is skipped); returns the model in force after it. A field of
     the wrong type is never guessed at: the entry is skipped, or the field treated as absent."""
     kind = entry.get("type")
@@ -191,9 +201,17 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         found.warn("compaction whose firstKeptEntryId is not a string (keeps nothing before it)", line)
     parent = entry.get("parentId")
     plain = role in ("user", "assistant", "toolResult") and entry["message"].get("content") is not None
-    found.entries[entry["id"]] = Entry(entry["id"], parent if isinstance(parent, str) else None, kind, at,
-                                       length, line, role, first_kept if isinstance(first_kept, str) else None,
-                                       plain)
+    found.entries[entry["id"]] = Entry(
+        entry["id"],
+        parent if isinstance(parent, str) else None,
+        kind,
+        at,
+        length,
+        line,
+        role,
+        first_kept if isinstance(first_kept, str) else None,
+        plain,
+    )
     found.order.append(entry["id"])
     return model
 
@@ -228,8 +246,7 @@ def turns(found: SessionIndex) -> Iterator[Turn]:
         number += 1
 
 
-def context_ids(found: SessionIndex, start: str | None,
-                line: int = 0) -> tuple[list[str], list[str]] | None:
+def context_ids(found: SessionIndex, start: str | None, line: int = 0) -> tuple[list[str], list[str]] | None:
     """The context's entry ids, oldest first, and the chain of entries they came from, walking back
     from `start` only as far as needed: the first compaction met is the latest, and nothing before
     its firstKeptEntryId is read. Like senpi, other compactions are skipped when looking for that
@@ -298,8 +315,10 @@ def read_entry(handle: BinaryIO, entry: Entry, path: Path) -> dict[str, Any]:
 
 
 def _changed(path: Path, entry: Entry) -> FatalError:
-    return FatalError(f"{path} changed while it was being read (line {entry.line}, entry {entry.id[:40]!r}, "
-                      "is no longer what was indexed); audit it again once senpi has stopped writing it")
+    return FatalError(
+        f"{path} changed while it was being read (line {entry.line}, entry {entry.id[:40]!r}, "
+        "is no longer what was indexed); audit it again once senpi has stopped writing it"
+    )
 
 
 def to_message(raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -315,8 +334,10 @@ def to_message(raw: dict[str, Any]) -> dict[str, Any] | None:
             return None  # senpi drops a role it does not know
         return message if message.get("content") is not None else {**message, "content": []}
     if kind == "compaction":
-        return {"role": "user", "content": [{"type": "text", "text": COMPACTION_TEXT.format(
-            summary=raw.get("summary", ""))}]}
+        return {
+            "role": "user",
+            "content": [{"type": "text", "text": COMPACTION_TEXT.format(summary=raw.get("summary", ""))}],
+        }
     if kind == "branch_summary":
         summary = raw.get("summary")
         if not isinstance(summary, str) or not summary:  # senpi adds no empty branch summary
@@ -340,15 +361,20 @@ def call_of(raw: dict[str, Any]) -> Call:
     for item in diagnostics if isinstance(diagnostics, list) else ():
         if isinstance(item, dict) and item.get("type") == CONTINUITY and isinstance(item.get("details"), dict):
             details = item["details"]
+
     def number(key: str) -> int | None:
         value = details.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
     kind = details.get("kind")
     provider = message.get("provider")
-    return Call(kind if isinstance(kind, str) else None,
-                details.get("reason") if isinstance(details.get("reason"), str) else None,
-                number("deltaMessages"), number("payloadBytes"),
-                provider if isinstance(provider, str) else None)
+    return Call(
+        kind if isinstance(kind, str) else None,
+        details.get("reason") if isinstance(details.get("reason"), str) else None,
+        number("deltaMessages"),
+        number("payloadBytes"),
+        provider if isinstance(provider, str) else None,
+    )
 
 
 def bash_execution_text(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -371,9 +397,11 @@ def usage_of(raw: dict[str, Any]) -> dict[str, Any] | None:
     usage = raw.get("message", {}).get("usage")
     if not isinstance(usage, dict):
         return None
+
     def number(value: Any) -> int | float | None:  # (NaN, a string, a negative count: not recorded)
         ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value >= 0
         return value if ok else None
+
     return {k: number(usage.get(k)) for k in ("input", "cacheRead", "cacheWrite", "totalTokens")}
 
 

@@ -28,8 +28,12 @@ class Summary:
         self.lanes = {lane: {"turns": 0, "bytes": dict.fromkeys(CONFIGS, 0)} for lane in LANES}
         self.providers: dict[str, int] = {}
         self.continuity: dict[str, int] = {}
-        self.cache = {"turns": 0, "context_turns": 0, "bytes": dict.fromkeys(CONFIGS, 0),
-                      "context_bytes": dict.fromkeys(CONFIGS, 0)}
+        self.cache = {
+            "turns": 0,
+            "context_turns": 0,
+            "bytes": dict.fromkeys(CONFIGS, 0),
+            "context_bytes": dict.fromkeys(CONFIGS, 0),
+        }
         self.recorded: dict[str, Any] = {"turns": 0, "matched": 0, "as": {}, "mismatches": []}
         self.skipped: dict[str, Any] = {"turns": 0, "first": []}
         self.largest: dict[str, Any] | None = None
@@ -54,8 +58,13 @@ class Summary:
         if len(self.skipped["first"]) < LISTED:
             self.skipped["first"].append({"index": index, "error": error})
 
-    def add(self, row: dict[str, Any], priced: dict[str, Any] | None = None, rates: Rates | None = None,
-            no_price: str | None = None) -> None:
+    def add(
+        self,
+        row: dict[str, Any],
+        priced: dict[str, Any] | None = None,
+        rates: Rates | None = None,
+        no_price: str | None = None,
+    ) -> None:
         """One measured call; `priced` is its money.of_call (with the rates it used, or why none)."""
         if priced is not None:
             self.ledger.add(row, priced, rates, no_price)
@@ -94,8 +103,7 @@ class Summary:
         if config != "mismatch":
             self.recorded["matched"] += 1
         elif len(self.recorded["mismatches"]) < LISTED:
-            self.recorded["mismatches"].append({"index": row["index"], "recorded": recorded,
-                                                "audit": row["bytes"]})
+            self.recorded["mismatches"].append({"index": row["index"], "recorded": recorded, "audit": row["bytes"]})
 
     def _track_size(self, row: dict[str, Any]) -> None:
         if self.largest is None or row["unpatched_bytes"] > self.largest["unpatched_bytes"]:
@@ -104,19 +112,24 @@ class Summary:
             self.window = session.context_window(row["model"])
         if self.window and row["sent"] != "delta":
             if self.first_over is None and row["est_tokens_unpatched"] > self.window:
-                self.first_over = {"index": row["index"],
-                                   "patched_over": row["est_tokens_patched"] > self.window}
+                self.first_over = {"index": row["index"], "patched_over": row["est_tokens_patched"] > self.window}
             if self.patched_over is None and row["est_tokens_patched"] > self.window:
                 self.patched_over = row["index"]
 
     def result(self) -> dict[str, Any]:
         full = self.lanes["full"]["bytes"]
         saved = full["installed"] - full["dist"]
-        sent = {lane: {"turns": totals["turns"], "bytes": totals["bytes"],
-                       "unpatched_bytes": totals["bytes"]["installed"], "patched_bytes": totals["bytes"]["dist"],
-                       "saved_bytes": totals["bytes"]["installed"] - totals["bytes"]["dist"],
-                       "saved_with_extension_bytes": totals["bytes"]["installed"] - totals["bytes"]["both"]}
-                for lane, totals in self.lanes.items()}
+        sent = {
+            lane: {
+                "turns": totals["turns"],
+                "bytes": totals["bytes"],
+                "unpatched_bytes": totals["bytes"]["installed"],
+                "patched_bytes": totals["bytes"]["dist"],
+                "saved_bytes": totals["bytes"]["installed"] - totals["bytes"]["dist"],
+                "saved_with_extension_bytes": totals["bytes"]["installed"] - totals["bytes"]["both"],
+            }
+            for lane, totals in self.lanes.items()
+        }
         counted = ("full", "delta", "context")
         every = {config: sum(self.lanes[lane]["bytes"][config] for lane in counted) for config in CONFIGS}
         return {
@@ -124,23 +137,39 @@ class Summary:
             "providers": self.providers,
             "sent": sent,
             "continuity": self.continuity,
-            "headline": {"over": "full re-sends of senpi's Claude provider", "turns": self.lanes["full"]["turns"],
-                         "unpatched_bytes": full["installed"], "patched_bytes": full["dist"],
-                         "saved_bytes": saved, "saved_percent": _percent(saved, full["installed"])},
-            "every_call": {"over": "full re-sends, delta calls and other providers' calls (unknown lanes "
-                                   "left out)", "turns": sum(self.lanes[lane]["turns"] for lane in counted),
-                           "bytes": every, "saved_percent": {config: _percent(every["installed"] - every[config],
-                                                                             every["installed"])
-                                                             for config in CONFIGS}},
-            "cache_write": {"full_turns": self.cache["turns"], "bytes": self.cache["bytes"],
-                            "unpatched_bytes": self.cache["bytes"]["installed"],
-                            "patched_bytes": self.cache["bytes"]["dist"],
-                            "context_turns": self.cache["context_turns"], "context_bytes": self.cache["context_bytes"],
-                            "meaning": "bytes past the longest common prefix with the previous call of the same "
-                                       "kind (full re-send, or another provider's call): what a prompt cache "
-                                       "writes anew"},
-            "recorded_payload": {"turns": self.recorded["turns"], "matched": self.recorded["matched"],
-                                 "recorded_as": self.recorded["as"], "mismatches": self.recorded["mismatches"]},
+            "headline": {
+                "over": "full re-sends of senpi's Claude provider",
+                "turns": self.lanes["full"]["turns"],
+                "unpatched_bytes": full["installed"],
+                "patched_bytes": full["dist"],
+                "saved_bytes": saved,
+                "saved_percent": _percent(saved, full["installed"]),
+            },
+            "every_call": {
+                "over": "full re-sends, delta calls and other providers' calls (unknown lanes left out)",
+                "turns": sum(self.lanes[lane]["turns"] for lane in counted),
+                "bytes": every,
+                "saved_percent": {
+                    config: _percent(every["installed"] - every[config], every["installed"]) for config in CONFIGS
+                },
+            },
+            "cache_write": {
+                "full_turns": self.cache["turns"],
+                "bytes": self.cache["bytes"],
+                "unpatched_bytes": self.cache["bytes"]["installed"],
+                "patched_bytes": self.cache["bytes"]["dist"],
+                "context_turns": self.cache["context_turns"],
+                "context_bytes": self.cache["context_bytes"],
+                "meaning": "bytes past the longest common prefix with the previous call of the same "
+                "kind (full re-send, or another provider's call): what a prompt cache "
+                "writes anew",
+            },
+            "recorded_payload": {
+                "turns": self.recorded["turns"],
+                "matched": self.recorded["matched"],
+                "recorded_as": self.recorded["as"],
+                "mismatches": self.recorded["mismatches"],
+            },
             "skipped_turns": self.skipped,
             "largest_turn": self.largest,
             "context_window_tokens": self.window,
@@ -148,12 +177,15 @@ class Summary:
             "that_turn_over_window_patched": self.first_over and self.first_over["patched_over"],
             "first_turn_over_window_patched": self.patched_over,
             "most_copies_collapsed_in_one_turn": self.collapsed,
-            "turns_losing_a_directive": self.losing | {"unpatched": self.losing["installed"],
-                                                       "patched": self.losing["dist"]},
+            "turns_losing_a_directive": self.losing
+            | {"unpatched": self.losing["installed"], "patched": self.losing["dist"]},
             "most_directives_lost_in_one_turn": self.most_lost,
-            "configurations": {"installed": "senpi as installed, including its own dedupe where it has one",
-                               "dist": "with the dist patch", "extension": "with the extension layer alone",
-                               "both": "with both layers"},
+            "configurations": {
+                "installed": "senpi as installed, including its own dedupe where it has one",
+                "dist": "with the dist patch",
+                "extension": "with the extension layer alone",
+                "both": "with both layers",
+            },
             "delta_note": "the dist patch does not act on delta calls, nor on other providers' calls",
             "tokens_are": "estimates: UTF-8 bytes / 4",
             "money": self.ledger.result(),

@@ -20,8 +20,10 @@ from senpi_guard.layers import extension_plan
 
 SUMMARY = "per-call prompt bytes of senpi sessions, as sent, with and without the patch"
 EXAMPLE = "senpi-guard audit --latest\n  senpi-guard audit ~/.senpi/agent/sessions/x.jsonl --json --plot turns.png"
-EXITS = ("0 audited; 1 no such session, not a session file, node could not run senpi's code, or "
-         "(with --all) some session could not be audited (each named on stderr, the others audited)")
+EXITS = (
+    "0 audited; 1 no such session, not a session file, node could not run senpi's code, or "
+    "(with --all) some session could not be audited (each named on stderr, the others audited)"
+)
 DESCRIPTION = """Per-call prompt bytes of senpi sessions, as sent (full re-send or delta, from senpi's own
 records), with and without the patch and the extension layer.
 --json prints one object {"sessions": [...]}: per session its turns, summary and warnings (with the
@@ -33,14 +35,21 @@ def configure(parser) -> None:
     parser.add_argument("session", nargs="?", help="a session .jsonl file")
     parser.add_argument("--latest", action="store_true", help="the newest session")
     parser.add_argument("--all", action="store_true", help="every session")
-    parser.add_argument("--plot", metavar="FILE",
-                        help="draw bytes per call to a .png or .svg (with --all: one file per session)")
-    parser.add_argument("--reconstruction", choices=("auto", "senpi", "python"), default="auto",
-                        help="rebuild contexts with senpi's own buildSessionContext/convertToLlm "
-                             "(senpi), senpi-guard's (python), or senpi's when they import (auto)")
-    parser.add_argument("--sample", action="store_true",
-                        help="with no usable senpi install, count with a sample senpi of senpi-guard's own "
-                             "(the output says so)")
+    parser.add_argument(
+        "--plot", metavar="FILE", help="draw bytes per call to a .png or .svg (with --all: one file per session)"
+    )
+    parser.add_argument(
+        "--reconstruction",
+        choices=("auto", "senpi", "python"),
+        default="auto",
+        help="rebuild contexts with senpi's own buildSessionContext/convertToLlm "
+        "(senpi), senpi-guard's (python), or senpi's when they import (auto)",
+    )
+    parser.add_argument(
+        "--sample",
+        action="store_true",
+        help="with no usable senpi install, count with a sample senpi of senpi-guard's own (the output says so)",
+    )
     common.add_install_options(parser)
     common.add_foreign_root(parser)
 
@@ -60,8 +69,10 @@ def _sessions(args, agent_dirs: list[Path]) -> list[Path]:
     files = session.session_files(agent_dirs)
     if not files:
         where = ", ".join(str(d / "sessions") for d in agent_dirs)
-        raise FatalError(f"no session files under {where}; set SENPI_CODING_AGENT_DIR if senpi keeps "
-                         "them elsewhere, or pass a session file")
+        raise FatalError(
+            f"no session files under {where}; set SENPI_CODING_AGENT_DIR if senpi keeps "
+            "them elsewhere, or pass a session file"
+        )
     return files[-1:] if args.latest else files
 
 
@@ -71,11 +82,13 @@ def _named(path: Path, agent_dir: Path) -> Path:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise FatalError(f"session {path} does not exist; pass a .jsonl file from {agent_dir / 'sessions'}, "
-                         "or use --latest") from None
+        raise FatalError(
+            f"session {path} does not exist; pass a .jsonl file from {agent_dir / 'sessions'}, or use --latest"
+        ) from None
     except OSError as exc:
-        raise FatalError(f"cannot look at session {path}: {exc.strerror}; check the path and its "
-                         "folders' permissions") from exc
+        raise FatalError(
+            f"cannot look at session {path}: {exc.strerror}; check the path and its folders' permissions"
+        ) from exc
     problem = session.not_a_file(path, mode)
     if problem is not None:
         raise FatalError(problem)
@@ -98,9 +111,11 @@ class JsonStream:
         sys.stdout.write('{"sessions": [')
 
     def start(self, path: Path, server: audit.Serializer) -> None:
-        sys.stdout.write(f'{", " if self.sessions else ""}{{"session": {json.dumps(str(path))}, '
-                         f'"serializer": {json.dumps(server.label)}, '
-                         f'"reconstruction": {json.dumps(server.reconstruction)}, "turns": [\n')
+        sys.stdout.write(
+            f'{", " if self.sessions else ""}{{"session": {json.dumps(str(path))}, '
+            f'"serializer": {json.dumps(server.label)}, '
+            f'"reconstruction": {json.dumps(server.reconstruction)}, "turns": [\n'
+        )
         self.sessions += 1
         self.rows = 0
         self.in_session = True
@@ -110,9 +125,11 @@ class JsonStream:
         self.rows += 1
 
     def end(self, report: dict[str, Any]) -> None:
-        sys.stdout.write(f'], "summary": {json.dumps(report["summary"])}, '
-                         f'"warnings": {json.dumps(report["warnings"])}, '
-                         f'"warning_lines": {json.dumps(report["warning_lines"])}}}')
+        sys.stdout.write(
+            f'], "summary": {json.dumps(report["summary"])}, '
+            f'"warnings": {json.dumps(report["warnings"])}, '
+            f'"warning_lines": {json.dumps(report["warning_lines"])}}}'
+        )
         self.in_session = False
 
     def fail(self, path: Path, error: str) -> None:
@@ -120,8 +137,7 @@ class JsonStream:
             sys.stdout.write(f'], "error": {json.dumps(error)}}}')
             self.in_session = False
             return
-        sys.stdout.write(f'{", " if self.sessions else ""}'
-                         + json.dumps({"session": str(path), "error": error}))
+        sys.stdout.write(f"{', ' if self.sessions else ''}" + json.dumps({"session": str(path), "error": error}))
         self.sessions += 1
 
     def close(self, error: str | None = None) -> None:
@@ -150,8 +166,9 @@ def _audit_one(path: Path, server: audit.Serializer, stream: JsonStream | None, 
 
 
 def _unexpected(exc: Exception) -> str:
-    return (f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store.crash_log(exc)}; "
-            "please report it")
+    return (
+        f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store.crash_log(exc)}; please report it"
+    )
 
 
 def _audit_each(files: list[Path], server: audit.Serializer, stream: JsonStream | None, args) -> int:
@@ -187,8 +204,9 @@ def run(args) -> int:
         raise FatalError("no installed patch says how to audit a session; reinstall senpi-guard")
     stream: JsonStream | None = None
     try:
-        with audit.serializer(found.installs, patch, config, args.allow_foreign_root,
-                              args.reconstruction, sample_ok=args.sample) as server:
+        with audit.serializer(
+            found.installs, patch, config, args.allow_foreign_root, args.reconstruction, sample_ok=args.sample
+        ) as server:
             stream = JsonStream() if args.json else None
             code = _audit_each(files, server, stream, args)
     except KeyboardInterrupt:

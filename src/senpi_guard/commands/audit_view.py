@@ -11,8 +11,7 @@ from senpi_guard import ui
 from senpi_guard.audit import money_text as money_view
 
 WIDTH = 100  # the table fits this many columns unless -v
-KIND = {"bootstrap": "bootstrap", "flatten": "flatten", "disabled": "disabled", "delta": "delta",
-        "fork": "fork"}
+KIND = {"bootstrap": "bootstrap", "flatten": "flatten", "disabled": "disabled", "delta": "delta", "fork": "fork"}
 
 
 def _percent(part: int, whole: int) -> str:
@@ -34,14 +33,21 @@ def print_header(path: Path, server) -> None:
     print(f"session   {path}")
     if ui.quiet():  # -q: the summary only, no table
         return
-    how = ("senpi's own buildSessionContext + convertToLlm" if server.reconstruction == "senpi"
-           else "senpi-guard's reconstruction of senpi's context")
+    how = (
+        "senpi's own buildSessionContext + convertToLlm"
+        if server.reconstruction == "senpi"
+        else "senpi-guard's reconstruction of senpi's context"
+    )
     _say(f"serialised by {server.label}; contexts rebuilt with {how}")
-    _say("columns: prompt bytes each call sent as installed, with the dist layer, the extension, both; "
-         "new,inst/new,both: of those, bytes not in the provider's cache; recorded: senpi's own "
-         "payloadBytes and which column it matches")
-    print(f"{'call':>5} {'entry':<9}{'sent':<14}{'installed':>9}{'dist':>8}{'ext':>8}{'both':>8}"
-          f"{'new,inst':>9}{'new,both':>9}{'recorded':>9}  collapsed")
+    _say(
+        "columns: prompt bytes each call sent as installed, with the dist layer, the extension, both; "
+        "new,inst/new,both: of those, bytes not in the provider's cache; recorded: senpi's own "
+        "payloadBytes and which column it matches"
+    )
+    print(
+        f"{'call':>5} {'entry':<9}{'sent':<14}{'installed':>9}{'dist':>8}{'ext':>8}{'both':>8}"
+        f"{'new,inst':>9}{'new,both':>9}{'recorded':>9}  collapsed"
+    )
 
 
 RECORDED = {"installed": "=inst", "dist": "=dist", "extension": "=ext", "both": "=both", "unknown": "=?"}
@@ -58,11 +64,13 @@ def print_row(row: dict[str, Any]) -> None:
     if row["sent"] == "context":
         lane = f"ctx:{row['provider']}"
     collapsed = ", ".join(f"{tag}×{n}" for tag, n in row["collapsed"].items())
-    line = (f"{row['index']:>5} {row['entry_id'][:8]:<9}{lane[:13]:<14}{_k(sizes['installed']):>9}"
-            f"{_k(sizes['dist']):>8}{_k(sizes['extension']):>8}{_k(sizes['both']):>8}"
-            f"{_k(cache.get('installed')):>9}{_k(cache.get('both')):>9}{check:>9}  {collapsed}")
+    line = (
+        f"{row['index']:>5} {row['entry_id'][:8]:<9}{lane[:13]:<14}{_k(sizes['installed']):>9}"
+        f"{_k(sizes['dist']):>8}{_k(sizes['extension']):>8}{_k(sizes['both']):>8}"
+        f"{_k(cache.get('installed')):>9}{_k(cache.get('both')):>9}{check:>9}  {collapsed}"
+    )
     if len(line) > WIDTH and not ui.verbose():
-        line = line[:WIDTH - 1] + "…"
+        line = line[: WIDTH - 1] + "…"
     print(line.rstrip())
 
 
@@ -76,42 +84,63 @@ def _lanes(s: dict[str, Any]) -> None:
     sent = s["sent"]
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(s["continuity"].items()))
     providers = ", ".join(f"{name} {n}" for name, n in sorted(s["providers"].items()))
-    _say(f"calls: {s['turns']} ({providers}): {sent['full']['turns']} full re-sends, {sent['delta']['turns']} "
-         f"delta, {sent['unknown']['turns']} unknown" + (f" ({kinds})" if kinds else "")
-         + (f", {sent['context']['turns']} by other providers" if sent["context"]["turns"] else ""))
+    _say(
+        f"calls: {s['turns']} ({providers}): {sent['full']['turns']} full re-sends, {sent['delta']['turns']} "
+        f"delta, {sent['unknown']['turns']} unknown"
+        + (f" ({kinds})" if kinds else "")
+        + (f", {sent['context']['turns']} by other providers" if sent["context"]["turns"] else "")
+    )
     head = s["headline"]
     if head["turns"]:
         full = sent["full"]["bytes"]
-        change = (f"saved {head['saved_bytes']:,} ({head['saved_percent']}%)" if head["saved_bytes"] >= 0 else
-                  f"{-head['saved_bytes']:,} more ({-head['saved_percent']}%): the patch keeps the "
-                  "directives senpi as installed drops")
-        _say(f"full re-sends: {head['unpatched_bytes']:,} bytes as senpi is installed, "
-             f"{head['patched_bytes']:,} with the dist patch ({change}); {full['extension']:,} with the "
-             f"extension alone, {full['both']:,} with both layers")
+        change = (
+            f"saved {head['saved_bytes']:,} ({head['saved_percent']}%)"
+            if head["saved_bytes"] >= 0
+            else f"{-head['saved_bytes']:,} more ({-head['saved_percent']}%): the patch keeps the "
+            "directives senpi as installed drops"
+        )
+        _say(
+            f"full re-sends: {head['unpatched_bytes']:,} bytes as senpi is installed, "
+            f"{head['patched_bytes']:,} with the dist patch ({change}); {full['extension']:,} with the "
+            f"extension alone, {full['both']:,} with both layers"
+        )
     if sent["delta"]["turns"]:
         delta = sent["delta"]["bytes"]
-        _say(f"delta calls: {delta['installed']:,} bytes sent; the dist patch does not act there; "
-             f"with the extension layer {delta['extension']:,} ({_change(delta['installed'], delta['extension'])})")
+        _say(
+            f"delta calls: {delta['installed']:,} bytes sent; the dist patch does not act there; "
+            f"with the extension layer {delta['extension']:,} ({_change(delta['installed'], delta['extension'])})"
+        )
     if sent["context"]["turns"]:
         other = sent["context"]["bytes"]
-        _say(f"other providers (each call sends the whole context; counted: the text of every message): "
-             f"{other['installed']:,} bytes as installed; with the extension layer {other['extension']:,} "
-             f"({_change(other['installed'], other['extension'])}); the dist patch does not act there")
+        _say(
+            f"other providers (each call sends the whole context; counted: the text of every message): "
+            f"{other['installed']:,} bytes as installed; with the extension layer {other['extension']:,} "
+            f"({_change(other['installed'], other['extension'])}); the dist patch does not act there"
+        )
     every = s["every_call"]
     if every["turns"]:
-        _say(f"every call: {every['bytes']['installed']:,} bytes as installed, {every['bytes']['both']:,} "
-             f"with both layers ({_change(every['bytes']['installed'], every['bytes']['both'])})"
-             + money_view.beside_bytes(s.get("money")))
+        _say(
+            f"every call: {every['bytes']['installed']:,} bytes as installed, {every['bytes']['both']:,} "
+            f"with both layers ({_change(every['bytes']['installed'], every['bytes']['both'])})"
+            + money_view.beside_bytes(s.get("money"))
+        )
     if sent["unknown"]["turns"]:
         unknown = sent["unknown"]
-        _say(f"unknown lane (no record; senpi 2026.7.31-2 - 2026.8.1): {unknown['unpatched_bytes']:,} "
-             f"bytes if each was a full re-send, {unknown['patched_bytes']:,} patched; not in the "
-             "totals above")
+        _say(
+            f"unknown lane (no record; senpi 2026.7.31-2 - 2026.8.1): {unknown['unpatched_bytes']:,} "
+            f"bytes if each was a full re-send, {unknown['patched_bytes']:,} patched; not in the "
+            "totals above"
+        )
 
 
-_RECORDED_AS = {"installed": "as installed", "dist": "with the dist patch", "extension": "with the extension alone",
-                "both": "with both layers", "unknown": "by more than one configuration (unknown)",
-                "mismatch": "by none (MISMATCH)"}
+_RECORDED_AS = {
+    "installed": "as installed",
+    "dist": "with the dist patch",
+    "extension": "with the extension alone",
+    "both": "with both layers",
+    "unknown": "by more than one configuration (unknown)",
+    "mismatch": "by none (MISMATCH)",
+}
 
 
 def print_summary(report: dict[str, Any]) -> None:
@@ -122,44 +151,61 @@ def print_summary(report: dict[str, Any]) -> None:
     cache, losing = s["cache_write"], s["turns_losing_a_directive"]
     if cache["full_turns"]:
         written = cache["bytes"]
-        _say(f"prompt cache: over {cache['full_turns']} full re-sends a provider's cache had to write "
-             f"{written['installed']:,} bytes anew as installed, {written['dist']:,} with the dist patch, "
-             f"{written['extension']:,} with the extension alone and {written['both']:,} with both; a "
-             f"distinct directive was dropped in {losing['installed']} calls as installed, "
-             f"{losing['dist']} with the dist patch, {losing['extension']} with the extension alone and "
-             f"{losing['both']} with both")
+        _say(
+            f"prompt cache: over {cache['full_turns']} full re-sends a provider's cache had to write "
+            f"{written['installed']:,} bytes anew as installed, {written['dist']:,} with the dist patch, "
+            f"{written['extension']:,} with the extension alone and {written['both']:,} with both; a "
+            f"distinct directive was dropped in {losing['installed']} calls as installed, "
+            f"{losing['dist']} with the dist patch, {losing['extension']} with the extension alone and "
+            f"{losing['both']} with both"
+        )
     if cache["context_turns"]:
         written = cache["context_bytes"]
-        _say(f"prompt cache, other providers: {written['installed']:,} bytes written anew as installed, "
-             f"{written['extension']:,} with the extension layer")
+        _say(
+            f"prompt cache, other providers: {written['installed']:,} bytes written anew as installed, "
+            f"{written['extension']:,} with the extension layer"
+        )
     rec = s["recorded_payload"]
     if rec["turns"]:
         found = ", ".join(f"{n} {_RECORDED_AS.get(config, config)}" for config, n in sorted(rec["recorded_as"].items()))
-        _say(f"senpi's own payloadBytes: {rec['matched']} of {rec['turns']} recorded calls match a "
-             f"configuration exactly ({found})")
+        _say(
+            f"senpi's own payloadBytes: {rec['matched']} of {rec['turns']} recorded calls match a "
+            f"configuration exactly ({found})"
+        )
         for miss in rec["mismatches"]:
             sizes = ", ".join(f"{config} {n:,}" for config, n in miss["audit"].items())
-            _say(f"  MISMATCH at call #{miss['index']}: senpi recorded {miss['recorded']:,} bytes; the audit "
-                 f"counts {sizes}")
+            _say(
+                f"  MISMATCH at call #{miss['index']}: senpi recorded {miss['recorded']:,} bytes; the audit "
+                f"counts {sizes}"
+            )
     if s["skipped_turns"]["turns"]:
         first = s["skipped_turns"]["first"][0]
-        _say(f"skipped {s['skipped_turns']['turns']} calls senpi's code could not serialise "
-             f"(first: call #{first['index']}: {first['error']})")
+        _say(
+            f"skipped {s['skipped_turns']['turns']} calls senpi's code could not serialise "
+            f"(first: call #{first['index']}: {first['error']})"
+        )
     if s["largest_turn"]:
         big = s["largest_turn"]
-        _say(f"largest call: #{big['index']} ({big['sent']}), {big['unpatched_bytes']:,} bytes "
-             f"({big['patched_bytes']:,} with the dist patch)")
+        _say(
+            f"largest call: #{big['index']} ({big['sent']}), {big['unpatched_bytes']:,} bytes "
+            f"({big['patched_bytes']:,} with the dist patch)"
+        )
     if s["context_window_tokens"]:
         over = s["first_turn_over_window_unpatched"]
         line = f"context window {s['context_window_tokens']:,} tokens: "
-        line += ("never exceeded by a full re-send as installed" if over is None else
-                 f"first exceeded at call #{over} as installed; patched that call "
-                 + ("still exceeds" if s["that_turn_over_window_patched"] else "fits"))
+        line += (
+            "never exceeded by a full re-send as installed"
+            if over is None
+            else f"first exceeded at call #{over} as installed; patched that call "
+            + ("still exceeds" if s["that_turn_over_window_patched"] else "fits")
+        )
         _say(line)
-    _say("columns: installed = senpi as installed (with its own dedupe where it has one), dist = with "
-         "the dist patch, ext = with the extension layer alone, both = with both layers; new = what a "
-         "prompt cache writes anew; recorded = senpi's own payloadBytes and the configuration it matches "
-         "(=? when several give those bytes; ! when none does); tokens are estimates (bytes / 4)")
+    _say(
+        "columns: installed = senpi as installed (with its own dedupe where it has one), dist = with "
+        "the dist patch, ext = with the extension layer alone, both = with both layers; new = what a "
+        "prompt cache writes anew; recorded = senpi's own payloadBytes and the configuration it matches "
+        "(=? when several give those bytes; ! when none does); tokens are estimates (bytes / 4)"
+    )
     if report["warnings"]:
         lines = report.get("warning_lines", {})
 

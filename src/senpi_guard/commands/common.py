@@ -18,8 +18,14 @@ from senpi_guard.layers.findings import Outcome
 
 
 def add_root(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", action="append", type=Path, default=[], metavar="PKG_DIR",
-                        help="a senpi package dir (repeatable); skips discovery")
+    parser.add_argument(
+        "--root",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PKG_DIR",
+        help="a senpi package dir (repeatable); skips discovery",
+    )
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +33,11 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 
 def add_foreign_root(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--allow-foreign-root", action="store_true",
-                        help="as root, run node over another user's senpi as root (default: as its owner)")
+    parser.add_argument(
+        "--allow-foreign-root",
+        action="store_true",
+        help="as root, run node over another user's senpi as root (default: as its owner)",
+    )
 
 
 def add_install_options(parser: argparse.ArgumentParser) -> None:
@@ -50,8 +59,10 @@ def installs(args, state_dir: Path | None = None) -> list[discover.Install]:
     cache = discover.ProbeCache.load(state_dir / "probes.json", PROBE_CACHE_AGE) if state_dir else None
     found = discover.explicit(args.root) if args.root else discover.discover(cache=cache)
     if not found.installs:
-        raise NoInstallFound("no senpi install found: install @code-yeongyu/senpi, pass --root PKG_DIR, or run "
-                         "`senpi-guard demo` to see it work on a sample; searched " + "; ".join(found.searched))
+        raise NoInstallFound(
+            "no senpi install found: install @code-yeongyu/senpi, pass --root PKG_DIR, or run "
+            "`senpi-guard demo` to see it work on a sample; searched " + "; ".join(found.searched)
+        )
     return found.installs
 
 
@@ -92,9 +103,14 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         "targets": sorted(outcome.present),
         "held": outcome.after == State.HELD,
         "detail": outcome.detail,
-        "verification": None if report is None else {
-            "ok": report.ok, "checks": report.checks_run, "node": report.node_version,
-            "failures": [str(f) for f in report.failures]},
+        "verification": None
+        if report is None
+        else {
+            "ok": report.ok,
+            "checks": report.checks_run,
+            "node": report.node_version,
+            "failures": [str(f) for f in report.failures],
+        },
         "millis": outcome.millis,
     }
 
@@ -108,8 +124,9 @@ def state_line(o: Outcome) -> str:
     return f"{ui.state_text(o.before)} -> {ui.state_text(o.after)}  ({verdict}, {o.millis} ms)"
 
 
-def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = False,
-                   layers: list | None = None) -> None:
+def print_outcomes(
+    outcomes: list[Outcome], as_json: bool, next_steps: bool = False, layers: list | None = None
+) -> None:
     """One block per install (and one per agent dir for the extension layer when it was acted on);
     `next_steps` adds what to run when an install is not as wanted."""
     layers = layers or []
@@ -144,8 +161,11 @@ def print_outcomes(outcomes: list[Outcome], as_json: bool, next_steps: bool = Fa
 
 def _print_layer(layer) -> None:
     print(f"extension  {layer.path}")
-    state = (f"{ui.state_text(layer.before)}" if layer.before == layer.after
-             else f"{ui.state_text(layer.before)} -> {ui.state_text(layer.after)}")
+    state = (
+        f"{ui.state_text(layer.before)}"
+        if layer.before == layer.after
+        else f"{ui.state_text(layer.before)} -> {ui.state_text(layer.after)}"
+    )
     print(f"  state    {state}  ({'ok' if layer.ok else ui.paint('FAILED', 'bad')})")
     for kept in layer.kept:
         print(f"  kept     {kept}")
@@ -164,5 +184,7 @@ def diff_summary(diff: str) -> str:
             files[name][0] += 1
         elif name and line.startswith("-") and not line.startswith("---"):
             files[name][1] += 1
-    return "".join(f"  diff     {name}: +{added} -{removed} lines (the whole diff: -v)\n"
-                   for name, (added, removed) in files.items())
+    return "".join(
+        f"  diff     {name}: +{added} -{removed} lines (the whole diff: -v)\n"
+        for name, (added, removed) in files.items()
+    )

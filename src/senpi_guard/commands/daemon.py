@@ -16,27 +16,30 @@ from senpi_guard.keep import service
 from senpi_guard.prove import nodes
 
 SUMMARY = "run the watcher as a user service (systemd user unit or launchd agent)"
-EXAMPLE = ("senpi-guard daemon install    # write the unit, enable and start it\n"
-           "  senpi-guard daemon status     # installed / enabled / running\n"
-           "  senpi-guard daemon uninstall  # stop, disable and remove it")
+EXAMPLE = (
+    "senpi-guard daemon install    # write the unit, enable and start it\n"
+    "  senpi-guard daemon status     # installed / enabled / running\n"
+    "  senpi-guard daemon uninstall  # stop, disable and remove it"
+)
 EXITS = "0 done (status: installed and running); 1 no service manager, or it refused"
 DESCRIPTION = (
     "install: write a systemd user unit (Linux) or a launchd agent (macOS) that runs "
     "`senpi-guard watch`, then enable and start it. uninstall: stop, disable and remove it "
     "(your installs stay as they are; run `senpi-guard revert` to unpatch them). status: whether "
     "the service is installed, enabled and running. Without a user service manager, install "
-    "prints the command to run under your own supervisor.")
+    "prints the command to run under your own supervisor."
+)
 
 
 def configure(parser) -> None:
-    parser.add_argument("action", choices=("install", "uninstall", "status"),
-                        help="install, uninstall or status")
+    parser.add_argument("action", choices=("install", "uninstall", "status"), help="install, uninstall or status")
     parser.add_argument("--json", action="store_true", help="status: machine-readable output on stdout")
 
 
 def _manual(reason: str) -> FatalError:
-    return FatalError(f"{reason}; run the watcher under your own supervisor instead: "
-                      f"{service.manual_command(service.spec())}")
+    return FatalError(
+        f"{reason}; run the watcher under your own supervisor instead: {service.manual_command(service.spec())}"
+    )
 
 
 def _print_environment(argv: list[str], env: dict[str, str]) -> None:
@@ -50,8 +53,9 @@ def _print_environment(argv: list[str], env: dict[str, str]) -> None:
 
 
 def _show_recorded(spec: service.ServiceSpec) -> None:
-    print(f"recorded  node {spec.environment.get(nodes.RECORDED, 'not found on PATH')}; PATH "
-          f"{spec.environment['PATH']}")
+    print(
+        f"recorded  node {spec.environment.get(nodes.RECORDED, 'not found on PATH')}; PATH {spec.environment['PATH']}"
+    )
 
 
 def _unit_place(unit: Path, action: str) -> bool:
@@ -61,12 +65,16 @@ def _unit_place(unit: Path, action: str) -> bool:
     try:
         folder = next(f for f in (unit.parent, *unit.parent.parents) if f.exists())
         if not folder.is_dir():
-            raise FatalError(f"{folder} is a file, but systemd user units live in the folder {unit.parent}: "
-                             f"move that file aside (e.g. `mv {folder} {folder}.bak`), {again}")
+            raise FatalError(
+                f"{folder} is a file, but systemd user units live in the folder {unit.parent}: "
+                f"move that file aside (e.g. `mv {folder} {folder}.bak`), {again}"
+            )
         if unit.exists() and not unit.is_file():
             kind = "a folder" if unit.is_dir() else "not a regular file"
-            raise FatalError(f"{unit} is {kind}, where senpi-guard's unit file belongs: move it aside "
-                             f"(e.g. `mv {unit} {unit}.bak`), {again}")
+            raise FatalError(
+                f"{unit} is {kind}, where senpi-guard's unit file belongs: move it aside "
+                f"(e.g. `mv {unit} {unit}.bak`), {again}"
+            )
         return unit.exists()
     except OSError as exc:
         raise os_error(exc, "look at", unit, f"fix that folder's permissions, {again}") from exc
@@ -76,12 +84,13 @@ def _read_unit(unit: Path) -> str:
     try:
         return unit.read_text("utf-8")
     except UnicodeDecodeError as exc:
-        raise FatalError(f"{unit} is not UTF-8 text, so it is not a unit senpi-guard wrote: run "
-                         "`senpi-guard daemon install` to replace it, or `senpi-guard daemon uninstall` "
-                         "to remove it") from exc
+        raise FatalError(
+            f"{unit} is not UTF-8 text, so it is not a unit senpi-guard wrote: run "
+            "`senpi-guard daemon install` to replace it, or `senpi-guard daemon uninstall` "
+            "to remove it"
+        ) from exc
     except OSError as exc:
-        raise os_error(exc, "read", unit, "fix its permissions, then run `senpi-guard daemon status` "
-                                          "again") from exc
+        raise os_error(exc, "read", unit, "fix its permissions, then run `senpi-guard daemon status` again") from exc
 
 
 def _install_linux(unit: Path) -> int:
@@ -92,15 +101,18 @@ def _install_linux(unit: Path) -> int:
     try:
         unit.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise os_error(exc, "create", unit.parent, "fix that folder's permissions, then run "
-                                                   "`senpi-guard daemon install` again") from exc
+        raise os_error(
+            exc, "create", unit.parent, "fix that folder's permissions, then run `senpi-guard daemon install` again"
+        ) from exc
     write_private(unit, text.encode())
     print(f"wrote {unit}")
     _show_recorded(spec)
     if why:
         raise _manual(f"the unit is written but {why}")
-    for argv in (["systemctl", "--user", "daemon-reload"],
-                 ["systemctl", "--user", "enable", "--now", service.UNIT_NAME]):
+    for argv in (
+        ["systemctl", "--user", "daemon-reload"],
+        ["systemctl", "--user", "enable", "--now", service.UNIT_NAME],
+    ):
         result = service.run(argv)
         if result.returncode != 0:
             raise FatalError(f"`{' '.join(argv)}` failed: {result.stderr.strip()[-300:]}")
@@ -116,8 +128,9 @@ def _uninstall_linux(unit: Path) -> int:
     try:
         unit.unlink(missing_ok=True)
     except OSError as exc:
-        raise os_error(exc, "remove", unit, "fix that folder's permissions, then run "
-                                            "`senpi-guard daemon uninstall` again") from exc
+        raise os_error(
+            exc, "remove", unit, "fix that folder's permissions, then run `senpi-guard daemon uninstall` again"
+        ) from exc
     if not why:
         service.run(["systemctl", "--user", "daemon-reload"])
     print(f"removed {unit}" if existed else f"{unit} was not installed")
@@ -143,9 +156,22 @@ def _status_linux(unit: Path, as_json: bool) -> int:
     argv, env = service.read_systemd_unit(text) if text is not None else ([], {})
     ok = installed and bool(running or active == "active")
     if as_json:
-        print(json.dumps({"unit": str(unit), "installed": installed, "enabled": enabled, "active": active,
-                          "service_manager": why or "systemd --user", "watcher": running,
-                          "command": argv, "environment": env, "ok": ok}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "unit": str(unit),
+                    "installed": installed,
+                    "enabled": enabled,
+                    "active": active,
+                    "service_manager": why or "systemd --user",
+                    "watcher": running,
+                    "command": argv,
+                    "environment": env,
+                    "ok": ok,
+                },
+                indent=2,
+            )
+        )
         return 0 if ok else 1
     print(f"unit      {unit} ({'installed' if installed else 'not installed'})")
     print(f"enabled   {enabled}" + (f" ({why})" if why else ""))
@@ -180,13 +206,26 @@ def _macos(action: str, as_json: bool = False) -> int:
     try:
         data = plistlib.loads(plist.read_bytes()) if plist.exists() else {}
     except (plistlib.InvalidFileException, ValueError, OSError) as exc:
-        raise FatalError(f"{plist} is not a readable property list ({exc}); move it aside, then run "
-                         "`senpi-guard daemon install` again") from exc
+        raise FatalError(
+            f"{plist} is not a readable property list ({exc}); move it aside, then run "
+            "`senpi-guard daemon install` again"
+        ) from exc
     argv, env = data.get("ProgramArguments", []), data.get("EnvironmentVariables", {})
     if as_json:
-        print(json.dumps({"unit": str(plist), "installed": plist.exists(), "loaded": listed,
-                          "service_manager": "launchd", "command": argv, "environment": env, "ok": listed},
-                         indent=2))
+        print(
+            json.dumps(
+                {
+                    "unit": str(plist),
+                    "installed": plist.exists(),
+                    "loaded": listed,
+                    "service_manager": "launchd",
+                    "command": argv,
+                    "environment": env,
+                    "ok": listed,
+                },
+                indent=2,
+            )
+        )
         return 0 if listed else 1
     print(f"agent     {plist} ({'installed' if plist.exists() else 'not installed'})")
     print(f"loaded    {'yes' if listed else 'no'}")

@@ -36,8 +36,9 @@ DEMO_PATCH = "directive-dedupe"
 
 def run(args) -> int:
     work = Path(tempfile.mkdtemp(prefix="senpi-guard-demo-"))
-    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME",
-                                            "SENPI_CODING_AGENT_DIR")}
+    saved = {
+        k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "SENPI_CODING_AGENT_DIR")
+    }
     for key in saved:
         os.environ[key] = str(work / "xdg" / key.lower())
     try:
@@ -66,19 +67,23 @@ def _install(work: Path, shape: int) -> Install:
 
 
 def _demo(work: Path) -> int:
-    _say(f"1. Writing two sample senpi packages and installing each with the real npm into a throw-away "
-         f"prefix: {sample.SHAPE_VERSIONS[2]} (no dedupe of its own) and {sample.SHAPE_VERSIONS[3]} "
-         "(upstream's keep-last dedupe)")
+    _say(
+        f"1. Writing two sample senpi packages and installing each with the real npm into a throw-away "
+        f"prefix: {sample.SHAPE_VERSIONS[2]} (no dedupe of its own) and {sample.SHAPE_VERSIONS[3]} "
+        "(upstream's keep-last dedupe)"
+    )
     installs = [_install(work, shape) for shape in SHAPES]
     patches, config = common.load()
     patch = next(p for p in patches if p.name == DEMO_PATCH)  # what this demo shows
     reconciler = Reconciler(patch, config)
     befores = [reconciler.inspect(install) for install in installs]
     _say("2. " + "; ".join(f"status of {i.version}: {b.state}" for i, b in zip(installs, befores, strict=True)))
-    _say("3. apply: locate buildPromptBlocks by syntax tree, wrap its return, replay the fixture "
-         "contexts through the original and patched modules with node, then write atomically; then the "
-         "extension layer (every provider, the delta lane too), proven through senpi's own extension "
-         "runner, into a throw-away agent dir")
+    _say(
+        "3. apply: locate buildPromptBlocks by syntax tree, wrap its return, replay the fixture "
+        "contexts through the original and patched modules with node, then write atomically; then the "
+        "extension layer (every provider, the delta lane too), proven through senpi's own extension "
+        "runner, into a throw-away agent dir"
+    )
     agent_dir = extension_plan.placement(installs[0]).user.path
     with reconciler.store.lock():
         outcomes = [reconciler.reconcile(install) for install in installs]
@@ -89,12 +94,15 @@ def _demo(work: Path) -> int:
     _incidents(patch, installs, outcomes)
     afters = [reconciler.inspect(install) for install in installs]
     _say("5. " + "; ".join(f"status of {i.version}: {a.state}" for i, a in zip(installs, afters, strict=True)))
-    session_file = sample_session.write_sample_session(work / "session.jsonl", turns=30, lanes=True,
-                                                       payload_from=work / f"src{SHAPES[0]}")
+    session_file = sample_session.write_sample_session(
+        work / "session.jsonl", turns=30, lanes=True, payload_from=work / f"src{SHAPES[0]}"
+    )
     with audit.serializer([installs[0]], patch, config) as server:
         report = audit.audit_session(session_file, server)
-    _say(f"6. audit of a sample 30-step session on {installs[0].version} (a 25 KB <ultrawork-mode> in every "
-         "user message; senpi's continuity record on every call):")
+    _say(
+        f"6. audit of a sample 30-step session on {installs[0].version} (a 25 KB <ultrawork-mode> in every "
+        "user message; senpi's continuity record on every call):"
+    )
     for line in _audit_lines(report["summary"]):
         _say("   " + line)
     _say("7. revert restores the original bytes exactly and removes the extension layer:")
@@ -104,25 +112,31 @@ def _demo(work: Path) -> int:
     for install, outcome in zip(installs, reverted, strict=True):
         _say(f"   {install.version}: {outcome.before} -> {outcome.after}: {outcome.detail}")
     _say(f"   extension layer {removed.before} -> {removed.after}: {removed.detail}")
-    _say("Next: `senpi-guard status` shows your own installs (read-only); `senpi-guard apply` patches "
-         "them; `senpi-guard daemon install` keeps them patched across `senpi update`.")
+    _say(
+        "Next: `senpi-guard status` shows your own installs (read-only); `senpi-guard apply` patches "
+        "them; `senpi-guard daemon install` keeps them patched across `senpi update`."
+    )
     ok = all(a.state == State.PATCHED for a in afters) and all(r.ok for r in reverted) and removed.ok
     return 0 if ok else 1
 
 
 def _incidents(patch, installs: list[Install], outcomes) -> None:
-    _say("4. one full re-send of incident-shaped contexts (N identical ~25 KB <ultrawork-mode> blocks + one "
-         "variant), as each senpi sends it as installed and patched:")
+    _say(
+        "4. one full re-send of incident-shaped contexts (N identical ~25 KB <ultrawork-mode> blocks + one "
+        "variant), as each senpi sends it as installed and patched:"
+    )
     _say(f"   {'senpi':<12}{'context':<14}{'as installed':>14}{'patched':>11}{'change':>9}{'directives kept':>26}")
     for install, outcome in zip(installs, outcomes, strict=True):
         for name in patch.headline:
             stats = outcome.report.stats.get(name, {})
             if stats:
                 _say(f"   {install.version:<12}" + _incident_row(name, stats))
-    _say(f"   On {installs[0].version} every copy is re-sent: senpi-guard sends one. On 2026.8.4-2+ senpi "
-         "already keeps one copy, the last, and drops the variant: senpi-guard sends a little more (the "
-         "first copy and the variant: both directives) and in exchange what was sent never changes, so "
-         "the provider's prompt cache keeps hitting instead of being written anew.")
+    _say(
+        f"   On {installs[0].version} every copy is re-sent: senpi-guard sends one. On 2026.8.4-2+ senpi "
+        "already keeps one copy, the last, and drops the variant: senpi-guard sends a little more (the "
+        "first copy and the variant: both directives) and in exchange what was sent never changes, so "
+        "the provider's prompt cache keeps hitting instead of being written anew."
+    )
 
 
 def _change(before: int, after: int) -> str:

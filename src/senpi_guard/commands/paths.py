@@ -28,10 +28,14 @@ def collect() -> dict[str, Any]:
     config = config_mod.load()
     definition.check_config(patches, config)
     where = store.Store()
-    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()
-                if k not in ("source", "tables", "loose")}
-    settings["patches"] = {p.name: {k: list(v) if isinstance(v, tuple) else v for k, v in p.settings(config).items()}
-                           for p in patches}
+    settings = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in dataclasses.asdict(config).items()
+        if k not in ("source", "tables", "loose")
+    }
+    settings["patches"] = {
+        p.name: {k: list(v) if isinstance(v, tuple) else v for k, v in p.settings(config).items()} for p in patches
+    }
     config_file = config_mod.config_path()
     unit = service.launchd_plist_path() if sys.platform == "darwin" else service.systemd_unit_path()
     return {
@@ -66,10 +70,25 @@ def run(args) -> int:
             rows.append((key, value))
     width = max(17, *(len(key) + 2 for key, _ in rows))
     for key, value in rows:
-        shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else f"{value:g}" \
-            if isinstance(value, float) else value
+        shown = (
+            ", ".join(map(str, value))
+            if isinstance(value, list | tuple)
+            else f"{value:g}"
+            if isinstance(value, float)
+            else value
+        )
         print(f"  {key:<{width}}{shown}")
-    for key in ("patches", "data_dir", "backups", "state_dir", "records", "write_lock",
-                "watcher_pid_file", "log_dir", "service_file", "senpi_agent_dir"):
+    for key in (
+        "patches",
+        "data_dir",
+        "backups",
+        "state_dir",
+        "records",
+        "write_lock",
+        "watcher_pid_file",
+        "log_dir",
+        "service_file",
+        "senpi_agent_dir",
+    ):
         print(f"{key.replace('_', ' '):<19}{found[key]}")
     return 0

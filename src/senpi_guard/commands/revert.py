@@ -13,8 +13,7 @@ EXITS = "0 every install is back to its original bytes (or was never patched); 1
 
 def configure(parser) -> None:
     common.add_install_options(parser)
-    parser.add_argument("--from-edit", action="store_true",
-                        help="ignore backups; restore by removing the edit")
+    parser.add_argument("--from-edit", action="store_true", help="ignore backups; restore by removing the edit")
 
 
 def run(args) -> int:

@@ -46,24 +46,42 @@ def risk(patch, insp, layer_state: str, config) -> str:
     costs = [text for role, text in patch.extension.risks if role in insp.present]
     if not costs:
         return ""
-    return ("the extension is here without the dist layer: " + "; ".join(costs)
-            + ("; run `senpi-guard apply`" if "dist" in config.layers else ""))
+    return (
+        "the extension is here without the dist layer: "
+        + "; ".join(costs)
+        + ("; run `senpi-guard apply`" if "dist" in config.layers else "")
+    )
 
 
 def _extension_row(patch, config, insp, place: extension_plan.Placement) -> dict[str, Any] | None:
     if patch.extension is None:
         return None
     if place.user is None:
-        return {"state": "error", "detail": place.error, "path": None, "agent_dir": None, "how": None,
-                "wanted": "extension" in config.layers, "risk": "", "here": None}
+        return {
+            "state": "error",
+            "detail": place.error,
+            "path": None,
+            "agent_dir": None,
+            "how": None,
+            "wanted": "extension" in config.layers,
+            "risk": "",
+            "here": None,
+        }
     layer = _layer(patch, config, place.user.path)
     here = None
     if place.here is not None and place.here.path != place.user.path:
         found = _layer(patch, config, place.here.path)
         here = {"agent_dir": str(place.here.path), "how": place.here.how, "state": found.state}
-    return {"path": str(layer.path), "agent_dir": str(place.user.path), "how": place.user.how,
-            "state": layer.state, "detail": layer.detail, "wanted": "extension" in config.layers,
-            "risk": risk(patch, insp, layer.state, config), "here": here}
+    return {
+        "path": str(layer.path),
+        "agent_dir": str(place.user.path),
+        "how": place.user.how,
+        "state": layer.state,
+        "detail": layer.detail,
+        "wanted": "extension" in config.layers,
+        "risk": risk(patch, insp, layer.state, config),
+        "here": here,
+    }
 
 
 def _as_wanted(config, dist_state: State, layer: dict[str, Any] | None) -> tuple[bool, str | None]:
@@ -75,7 +93,7 @@ def _as_wanted(config, dist_state: State, layer: dict[str, Any] | None) -> tuple
         return False, ui.NEXT_STEPS.get(dist_state)
     if layer is None or layer["state"] == "installed" or "extension" not in config.layers:
         return True, None
-    return False, "run `senpi-guard apply` (installs the extension layer; layers leaves out \"dist\")"
+    return False, 'run `senpi-guard apply` (installs the extension layer; layers leaves out "dist")'
 
 
 def _patch_row(reconciler, install, insp, record, place) -> dict[str, Any]:
@@ -119,18 +137,41 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
         raise common.NoInstallFound(f"{exc}{_extension_alone(patches, config)}") from None
     for install in found:
         place = extension_plan.placement(install)
-        subs = [_patch_row(r, install, r.inspect(install), store.install_record(install.package_dir, records,
-                                                                                  patch=r.patch.name), place)
-                for r in reconcilers]
+        subs = [
+            _patch_row(
+                r,
+                install,
+                r.inspect(install),
+                store.install_record(install.package_dir, records, patch=r.patch.name),
+                place,
+            )
+            for r in reconcilers
+        ]
         first = next((sub for sub in subs if sub["target"]), subs[0])
-        rows.append({
-            "package_dir": str(install.package_dir), "version": install.version, "manager": install.manager,
-            **{k: first[k] for k in ("target", "target_rel", "targets", "shape", "layers", "extension",
-                                     "detail", "last_verify", "last_reconcile")},
-            "state": _combined([sub["state"] for sub in subs]),
-            "node": _node(install),
-            "patches": subs,
-        })
+        rows.append(
+            {
+                "package_dir": str(install.package_dir),
+                "version": install.version,
+                "manager": install.manager,
+                **{
+                    k: first[k]
+                    for k in (
+                        "target",
+                        "target_rel",
+                        "targets",
+                        "shape",
+                        "layers",
+                        "extension",
+                        "detail",
+                        "last_verify",
+                        "last_reconcile",
+                    )
+                },
+                "state": _combined([sub["state"] for sub in subs]),
+                "node": _node(install),
+                "patches": subs,
+            }
+        )
         rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs)
         rows[-1]["next"] = next((sub["next"] for sub in subs if not sub["as_wanted"]), None)
     return rows, store
@@ -169,8 +210,11 @@ def _print_row(row: dict[str, Any]) -> None:
     print(f"  state     {ui.state_text(row['state'])}")
     node = row["node"]
     if node:
-        print(f"  node      {node['version']} ({node['source']}: {node['path']})" if "path" in node
-              else f"  node      {ui.paint('error:', 'bad')} {node['error']}")
+        print(
+            f"  node      {node['version']} ({node['source']}: {node['path']})"
+            if "path" in node
+            else f"  node      {ui.paint('error:', 'bad')} {node['error']}"
+        )
     for sub in row["patches"]:
         _print_patch(sub, len(row["patches"]) > 1)
     if row["next"]:
@@ -186,15 +230,22 @@ def _print_patch(sub: dict[str, Any], several: bool) -> None:
         print(f"  shape     senpi {sub['shape']}")
     last = sub["last_verify"]
     if sub["target"] and sub["state"] != State.CLEAN:
-        verdict = "never verified" if not last else (
-            f"{'passed' if last.get('ok') else ui.paint('FAILED', 'bad')} {last.get('checks', 0)} checks at "
-            f"{_when(last.get('time'))}")
+        verdict = (
+            "never verified"
+            if not last
+            else (
+                f"{'passed' if last.get('ok') else ui.paint('FAILED', 'bad')} {last.get('checks', 0)} checks at "
+                f"{_when(last.get('time'))}"
+            )
+        )
         print(f"  verified  {verdict}")
     last = sub["last_reconcile"]
     if last:
         outcome = "ok" if last.get("ok") else ui.paint("FAILED", "bad")
-        print(f"  watcher   last reconcile {_when(last.get('time'))}: {last.get('before')} -> "
-              f"{last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})")
+        print(
+            f"  watcher   last reconcile {_when(last.get('time'))}: {last.get('before')} -> "
+            f"{last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})"
+        )
     if sub["extension"]:
         _print_extension(sub["extension"])
     if sub["detail"]:
@@ -210,8 +261,10 @@ def _print_extension(layer: dict[str, Any]) -> None:
         print(f"  {ui.paint('risk:', 'bad')}     {layer['risk']}")
     here = layer["here"]
     if here and here["state"] != "installed":
-        print(f"  here      from this folder senpi uses {here['agent_dir']} ({here['how']}), where senpi-guard's "
-              "extension is not: `senpi-guard apply --here` adds it there")
+        print(
+            f"  here      from this folder senpi uses {here['agent_dir']} ({here['how']}), where senpi-guard's "
+            "extension is not: `senpi-guard apply --here` adds it there"
+        )
     elif here:
         print(f"  here      from this folder senpi uses {here['agent_dir']} ({here['how']}): the extension is there")
 
@@ -223,8 +276,14 @@ def run(args) -> int:
         print(json.dumps({"installs": rows, "watcher": running}, indent=2))
     else:
         if not ui.quiet():
-            print("watcher: " + (f"running, pid {running['pid']} since {_when(running['since'])}"
-                                 if running else "not running (start it: senpi-guard daemon install)"))
+            print(
+                "watcher: "
+                + (
+                    f"running, pid {running['pid']} since {_when(running['since'])}"
+                    if running
+                    else "not running (start it: senpi-guard daemon install)"
+                )
+            )
         for row in rows:
             if not (ui.quiet() and row["as_wanted"]):
                 _print_row(row)

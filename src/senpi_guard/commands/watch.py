@@ -10,16 +10,20 @@ from senpi_guard.io import config as config_mod
 
 SUMMARY = "keep every install patched across `senpi update` (foreground; the daemon runs this)"
 EXAMPLE = "senpi-guard watch --rescan-interval 30"
-EXITS = ("0 stopped by SIGTERM/SIGINT (SIGHUP reloads the config); 1 a bad config, or another "
-         "watcher already runs for this state dir")
+EXITS = (
+    "0 stopped by SIGTERM/SIGINT (SIGHUP reloads the config); 1 a bad config, or another "
+    "watcher already runs for this state dir"
+)
 
 
 def configure(parser) -> None:
     common.add_root(parser)
-    parser.add_argument("--rescan-interval", type=float, metavar="SECONDS",
-                        help="rescan even without file events (default: config, 60)")
-    parser.add_argument("--quiet-period", type=float, metavar="SECONDS",
-                        help="how long an install must be quiet before it is patched")
+    parser.add_argument(
+        "--rescan-interval", type=float, metavar="SECONDS", help="rescan even without file events (default: config, 60)"
+    )
+    parser.add_argument(
+        "--quiet-period", type=float, metavar="SECONDS", help="how long an install must be quiet before it is patched"
+    )
 
 
 def run(args) -> int:
@@ -28,8 +32,11 @@ def run(args) -> int:
         watcher,  # watchdog is loaded only by the command that watches
     )
 
-    overrides = {k: v for k, v in (("rescan_interval", args.rescan_interval),
-                                   ("quiet_period", args.quiet_period)) if v is not None}
+    overrides = {
+        k: v
+        for k, v in (("rescan_interval", args.rescan_interval), ("quiet_period", args.quiet_period))
+        if v is not None
+    }
     for key, value in overrides.items():  # the config file's ranges: no busy loop on 0, no nan
         problem = config_mod.number_problem(key, value)
         if problem:

@@ -20,8 +20,18 @@ from urllib.parse import unquote_to_bytes
 from senpi_guard.core.agentrule import AgentDirRule, Brand, EnvRead, no_constants, package_json, rule_for
 from senpi_guard.errors import FatalError
 
-__all__ = ["AgentDirRule", "Brand", "BrandProfile", "Resolved", "agent_dir_variables", "default_agent_dir",
-           "node_home", "resolve", "rule_for", "user_agent_dir"]
+__all__ = [
+    "AgentDirRule",
+    "Brand",
+    "BrandProfile",
+    "Resolved",
+    "agent_dir_variables",
+    "default_agent_dir",
+    "node_home",
+    "resolve",
+    "rule_for",
+    "user_agent_dir",
+]
 
 HOME_VARIABLE = "HOME"  # node's os.homedir(): $HOME when set (even empty), else the passwd entry
 
@@ -29,9 +39,8 @@ HOME_VARIABLE = "HOME"  # node's os.homedir(): $HOME when set (even empty), else
 @dataclass(frozen=True)
 class Resolved:
     path: Path
-    how: str      # the variable used, "project" or "default"
+    how: str  # the variable used, "project" or "default"
     project: bool
-
 
 
 class BrandProfile(NamedTuple):
@@ -43,8 +52,10 @@ class BrandProfile(NamedTuple):
 
 # ---- resolving, as the build's own code does ---------------------------------------------------
 
-_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
-            "\u2028\u2029\u202f\u205f\u3000\ufeff"  # what String.prototype.trim() removes
+_JS_SPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)  # what String.prototype.trim() removes
 
 
 def node_home(env: Mapping[str, str]) -> str:
@@ -83,7 +94,7 @@ def _expand(value: str, home: str) -> str:
         return home if value == "~" else _join(home, value[2:])
     if not value.startswith("file://"):
         return value
-    rest = re.sub(r"[\t\n\r]|[\x00-\x20]+$", "", value[len("file://"):]).replace("\\", "/")
+    rest = re.sub(r"[\t\n\r]|[\x00-\x20]+$", "", value[len("file://") :]).replace("\\", "/")
     host, _, path = re.split(r"[?#]", rest, maxsplit=1)[0].partition("/")
     if host.lower() not in ("", "localhost"):
         why = "not a local file: URL"
@@ -188,8 +199,10 @@ def user_agent_dir(rule: AgentDirRule, env: Mapping[str, str], home: Path | str)
     extension by default (the project lookup stops there at once, unless HOME ends in a slash)."""
     cwd = _normalize(os.fspath(home)).rstrip("/") or "/"
     if not cwd.startswith("/"):
-        raise FatalError(f"HOME is {os.fspath(home)!r}, not an absolute path, so senpi's agent dir depends "
-                         "on the folder it starts in; set HOME to your home folder")
+        raise FatalError(
+            f"HOME is {os.fspath(home)!r}, not an absolute path, so senpi's agent dir depends "
+            "on the folder it starts in; set HOME to your home folder"
+        )
     return resolve(rule, env, cwd, home)
 
 
@@ -198,8 +211,10 @@ def agent_dir_variables(rule: AgentDirRule, env: Mapping[str, str] | None = None
     profile = brand_profile(rule.brand, env) if rule.brand and env is not None else None
     app_name = (profile.name if profile else None) or rule.app_name
     names = [rule.brand.variable] if rule.brand else []
-    names += [*names_read(rule, rule.agent_dir_env, profile, app_name),
-              *names_read(rule, rule.package_dir_env, profile, None)]
+    names += [
+        *names_read(rule, rule.agent_dir_env, profile, app_name),
+        *names_read(rule, rule.package_dir_env, profile, None),
+    ]
     return tuple(dict.fromkeys([*names, HOME_VARIABLE]))
 
 

@@ -23,26 +23,27 @@ class EnvRead(NamedTuple):
     """How a setting is read: kind "fixed" (the variable `text`), "app-name" (APP_NAME.toUpperCase()
     + `text`, APP_NAME being piConfig.name or `fallback`) or "brand" (the first *defined* of
     `<prefix>_<text>`, the brand profile's prefix first, then the legacy ones)."""
+
     kind: str
     text: str
     fallback: str = ""
 
 
 class Brand(NamedTuple):
-    variable: str                     # the JSON brand profile's variable (SENPI_BRAND)
+    variable: str  # the JSON brand profile's variable (SENPI_BRAND)
     legacy_prefixes: tuple[str, ...]  # read after the profile's own prefix
 
 
 @dataclass(frozen=True)
 class AgentDirRule:
     package_dir: Path
-    shape: str                   # "project-lookup" (2026.7.28 – 2026.8.11) | "brand-aware" (2026.8.11-2 on)
+    shape: str  # "project-lookup" (2026.7.28 – 2026.8.11) | "brand-aware" (2026.8.11-2 on)
     agent_dir_env: EnvRead
-    package_dir_env: EnvRead     # a package dir named there supplies package.json (missing: `{}`)
-    app_name: str | None         # package.json piConfig.name and .configDir, as shipped
+    package_dir_env: EnvRead  # a package dir named there supplies package.json (missing: `{}`)
+    app_name: str | None  # package.json piConfig.name and .configDir, as shipped
     config_dir: str | None
     config_dir_fallback: str
-    expands_tilde: bool = True   # normalizePath: `~`, `~/x` (with HOME) and file:// URLs
+    expands_tilde: bool = True  # normalizePath: `~`, `~/x` (with HOME) and file:// URLs
     project_lookup: bool = True  # nearest ancestor of the cwd (below HOME) with <configDir>/agent
     flat_layout_sentinel: str | None = None  # the flat-layout branch exists, keyed on this file
     brand: Brand | None = None
@@ -51,6 +52,7 @@ class AgentDirRule:
     def env_names(self) -> tuple[str, ...]:
         """The agent-dir variables, in order, for the package as shipped and no brand profile."""
         from senpi_guard.core.agentdir import names_read  # (the resolver owns how names are formed)
+
         return names_read(self, self.agent_dir_env, None, self.app_name)
 
 
@@ -70,10 +72,13 @@ _PKG_DIR = ("const $P = $SRC;", "if ($P) { return normalizePath($P); }")
 _PKG_PATH = 'function getPackageJsonPath() { return join(getPackageDir(), "package.json"); }'
 _PKG_TRY = """try { pkg = JSON.parse(readFileSync(getPackageJsonPath(), "utf-8")); }
     catch ($X) { const $R = $X; if ($R.code !== "ENOENT") throw $X; }"""
-_CONSTANTS = {"piConfigName": "pkg.piConfig?.name", "APP_NAME": "piConfigName || $D",
-              "CONFIG_FLAT_LAYOUT": "BRAND?.flatLayout === true", "BRAND": "brandProfile()"}
-_CONFIG_DIR = {"plain": "pkg.piConfig?.configDir || $D",
-               "brand": "BRAND?.configDir || pkg.piConfig?.configDir || $D"}
+_CONSTANTS = {
+    "piConfigName": "pkg.piConfig?.name",
+    "APP_NAME": "piConfigName || $D",
+    "CONFIG_FLAT_LAYOUT": "BRAND?.flatLayout === true",
+    "BRAND": "brandProfile()",
+}
+_CONFIG_DIR = {"plain": "pkg.piConfig?.configDir || $D", "brand": "BRAND?.configDir || pkg.piConfig?.configDir || $D"}
 _BRAND_JS = {
     "envValue": """function envValue($S, $ENV = process.env) { for (const $N of brandEnvNames($S)) {
         const $V = $ENV[$N]; if ($V !== undefined) return $V; } return undefined; }""",
@@ -95,8 +100,12 @@ _BRAND_JS = {
     "isSafeConfigDirName": r"""function isSafeConfigDirName($V) {
         return $V !== "." && $V !== ".." && !/[\\/]/.test($V); }""",
 }
-_IMPORTS = {"homedir": ("node:os", "os"), "join": ("node:path", "path"), "normalizePath": ("./utils/paths.js",),
-            "findNearestParentConfigDir": ("./nearest-parent-config.js",)}
+_IMPORTS = {
+    "homedir": ("node:os", "os"),
+    "join": ("node:path", "path"),
+    "normalizePath": ("./utils/paths.js",),
+    "findNearestParentConfigDir": ("./nearest-parent-config.js",),
+}
 _APP_NAME_UPPER = ["${", "APP_NAME", ".", "toUpperCase", "(", ")", "}"]
 
 
@@ -115,8 +124,10 @@ class _Source:
     def fail(self, what: str, found: Node | None) -> FatalError:
         text = (found.text or b"").decode("utf-8", "replace") if found is not None else "nothing"
         shown = " ".join(text.split())[:120]
-        return FatalError(f"{self.path}: cannot tell where this senpi looks for its agent dir: expected {what}, "
-                          f"found `{shown}`; report it with this file")
+        return FatalError(
+            f"{self.path}: cannot tell where this senpi looks for its agent dir: expected {what}, "
+            f"found `{shown}`; report it with this file"
+        )
 
     def get(self, name: str) -> Node:
         node = js.top_level_binding(self.tree, name)
@@ -124,8 +135,9 @@ class _Source:
             raise self.fail(f"a top-level `{name}`", None)
         return node
 
-    def want(self, options: str | dict[str, str], node: Node | None, what: str,
-             binds: dict[str, Node] | None = None) -> tuple[str, dict[str, Node]]:
+    def want(
+        self, options: str | dict[str, str], node: Node | None, what: str, binds: dict[str, Node] | None = None
+    ) -> tuple[str, dict[str, Node]]:
         found = js.match_first({"": options} if isinstance(options, str) else options, node, binds)
         if found is None:
             raise self.fail(what, node)
@@ -140,8 +152,12 @@ class _Source:
     def imports(self, name: str, sources: tuple[str, ...] | None = None) -> None:
         """`name` is imported as itself from one of `sources` (None: from senpi's one brand module)."""
         found = js.import_binding(self.tree, name)
-        brand = sources is None and found is not None and found[1].startswith(("./", "../")) and \
-            self.brand_spec in (None, found[1])
+        brand = (
+            sources is None
+            and found is not None
+            and found[1].startswith(("./", "../"))
+            and self.brand_spec in (None, found[1])
+        )
         if found is None or found[0] != name or not (brand or (sources and found[1] in sources)):
             raise self.fail(f"`{name}` imported from {sources[0] if sources else 'senpi brand module'}", None)
         if brand:
@@ -150,8 +166,11 @@ class _Source:
 
 def _read(package_dir: Path) -> tuple[AgentDirRule, list[Path]]:
     src = _Source(package_dir / CONFIG_JS)
-    _, found = src.want(_GET, src.get("getAgentDir"),
-                        "getAgentDir() returning resolveAgentDir(process.cwd(), homedir(), <the variable>)")
+    _, found = src.want(
+        _GET,
+        src.get("getAgentDir"),
+        "getAgentDir() returning resolveAgentDir(process.cwd(), homedir(), <the variable>)",
+    )
     for name, sources in _IMPORTS.items():
         src.imports(name, sources)
     agent_env = _env_read(src, found["$SRC"])
@@ -165,9 +184,17 @@ def _read(package_dir: Path) -> tuple[AgentDirRule, list[Path]]:
     brand = _brand(_Source(brand_js)) if brand_js else None
     files = [p for p in (src.path, brand_js, package_dir / "package.json") if p]
     name, dir_name = package_json(files[-1])
-    rule = AgentDirRule(package_dir, "brand-aware" if brand else "project-lookup", agent_env, package_env,
-                        name, dir_name, src.text(config_dir["$D"], "CONFIG_DIR_NAME's fallback"),
-                        flat_layout_sentinel=sentinel, brand=brand)
+    rule = AgentDirRule(
+        package_dir,
+        "brand-aware" if brand else "project-lookup",
+        agent_env,
+        package_env,
+        name,
+        dir_name,
+        src.text(config_dir["$D"], "CONFIG_DIR_NAME's fallback"),
+        flat_layout_sentinel=sentinel,
+        brand=brand,
+    )
     return rule, files
 
 
@@ -215,8 +242,9 @@ def _package_dir(src: _Source) -> EnvRead:
 
 
 def _brand(src: _Source) -> Brand:
-    binds = {name: src.want(source, src.get(name), f"{name}() of a known shape")[1]
-             for name, source in _BRAND_JS.items()}
+    binds = {
+        name: src.want(source, src.get(name), f"{name}() of a known shape")[1] for name, source in _BRAND_JS.items()
+    }
     prefixes = src.get("LEGACY_ENV_PREFIXES")
     if prefixes.type != "array":
         raise src.fail("LEGACY_ENV_PREFIXES as an array of strings", prefixes)

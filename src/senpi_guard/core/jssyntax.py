@@ -8,13 +8,21 @@ from typing import NamedTuple
 import tree_sitter_javascript
 from tree_sitter import Language, Node, Parser, Tree
 
-FUNCTION_TYPES = frozenset({
-    "function_declaration", "generator_function_declaration", "function_expression", "function",
-    "generator_function", "arrow_function", "method_definition", "class_declaration", "class",
-})
+FUNCTION_TYPES = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "function_expression",
+        "function",
+        "generator_function",
+        "arrow_function",
+        "method_definition",
+        "class_declaration",
+        "class",
+    }
+)
 DECLARATION_TYPES = frozenset({"function_declaration", "generator_function_declaration"})
-VALUE_FUNCTION_TYPES = frozenset({"arrow_function", "function_expression", "function",
-                                  "generator_function"})
+VALUE_FUNCTION_TYPES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 
 
 class Span(NamedTuple):
@@ -61,6 +69,7 @@ def parse(source: bytes) -> Tree:
 
 
 # The walks below keep their own stack: a deeply nested (valid) file must not exhaust Python's.
+
 
 def _first_error(root: Node) -> Node | None:
     stack = [root]
@@ -126,8 +135,7 @@ def _params(node: Node) -> tuple[str | None, ...]:
     if params is None:  # `x => ...`
         single = node.child_by_field_name("parameter")
         return (_text(single),) if single is not None else ()
-    return tuple(_text(p) if p.type == "identifier" else None for p in params.named_children
-                 if p.type != "comment")
+    return tuple(_text(p) if p.type == "identifier" else None for p in params.named_children if p.type != "comment")
 
 
 def _describe(node: Node, name: str, local: str) -> FunctionDef:
@@ -141,8 +149,17 @@ def _describe(node: Node, name: str, local: str) -> FunctionDef:
     is_generator = "generator" in node.type or any(c.type == "*" for c in node.children)
     reassigns = bool(params and params[0]) and body is not None and _assigns(body, params[0])
     body_open = body.start_byte + 1 if body is not None and body.type == "statement_block" else None
-    return FunctionDef(name, local, Span(node.start_byte, node.end_byte), node.start_point[0] + 1,
-                       tuple(returns), params, is_generator, reassigns, body_open)
+    return FunctionDef(
+        name,
+        local,
+        Span(node.start_byte, node.end_byte),
+        node.start_point[0] + 1,
+        tuple(returns),
+        params,
+        is_generator,
+        reassigns,
+        body_open,
+    )
 
 
 def _collect_returns(root: Node, out: list[ReturnSite]) -> None:
@@ -191,10 +208,8 @@ def top_level_declarations(tree: Tree, name: str) -> list[Node]:
     """Top-level `function name` declarations (exported or not)."""
     nodes = []
     for statement in tree.root_node.named_children:
-        decl = statement.child_by_field_name("declaration") if statement.type == "export_statement" \
-            else statement
-        if decl is not None and decl.type in DECLARATION_TYPES and \
-                _text(decl.child_by_field_name("name")) == name:
+        decl = statement.child_by_field_name("declaration") if statement.type == "export_statement" else statement
+        if decl is not None and decl.type in DECLARATION_TYPES and _text(decl.child_by_field_name("name")) == name:
             nodes.append(statement)
     return nodes
 
@@ -213,8 +228,7 @@ def mentions(tree: Tree, identifier: str) -> int:
 def top_level_binding(tree: Tree, name: str) -> Node | None:
     """What a top-level name is bound to: its function declaration or its declarator's value."""
     for statement in tree.root_node.named_children:
-        decl = statement.child_by_field_name("declaration") if statement.type == "export_statement" \
-            else statement
+        decl = statement.child_by_field_name("declaration") if statement.type == "export_statement" else statement
         if decl is None:
             continue
         if decl.type in DECLARATION_TYPES and _text(decl.child_by_field_name("name")) == name:
@@ -281,8 +295,9 @@ def match(pattern_node: Node, node: Node, binds: dict[str, Node] | None = None) 
     return found if _match(pattern_node, node, found) else None
 
 
-def match_first(patterns: dict[str, str], node: Node | None,
-                binds: dict[str, Node] | None = None) -> tuple[str, dict[str, Node]] | None:
+def match_first(
+    patterns: dict[str, str], node: Node | None, binds: dict[str, Node] | None = None
+) -> tuple[str, dict[str, Node]] | None:
     """The key of the first pattern source that `node` matches, with its placeholders."""
     for key, source in patterns.items():
         found = match(pattern(source), node, binds) if node is not None else None
@@ -331,8 +346,11 @@ def _match(p: Node, n: Node, binds: dict[str, Node]) -> bool:
         return True
     if p.type == "pair" and n.type == "shorthand_property_identifier":
         key, value = p.child_by_field_name("key"), p.child_by_field_name("value")
-        return _text(key) == _text(n) and value is not None and (
-            _match(value, n, binds) if _placeholder(value) else _text(value) == _text(n))
+        return (
+            _text(key) == _text(n)
+            and value is not None
+            and (_match(value, n, binds) if _placeholder(value) else _text(value) == _text(n))
+        )
     if p.type == "object" and any(tokens(c) == ["...", "$$"] for c in p.named_children):
         return n.type == "object" and _match_some(p, n, binds)
     if p.type != n.type:

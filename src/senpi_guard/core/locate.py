@@ -33,8 +33,7 @@ def js_files(dist: Path) -> list[str]:
                     elif entry.name.endswith(JS_SUFFIXES) and entry.is_file():  # a link is refused on read
                         found.append(entry.path)
     except OSError as exc:
-        raise FatalError(f"cannot list {exc.filename or dist}: {exc.strerror}; make dist/ "
-                         "readable and retry") from exc
+        raise FatalError(f"cannot list {exc.filename or dist}: {exc.strerror}; make dist/ readable and retry") from exc
     found.sort()
     return found
 
@@ -49,8 +48,9 @@ def find_exported_functions(files: Iterable[str | Path], names: Iterable[str]) -
                 data = handle.read()
         except OSError as exc:
             raise FatalError(f"cannot read {name_or_path}: {exc.strerror}; make dist/ readable") from exc
-        mentioned = [name for name, needle in wanted.items()
-                     if needle in data and not _only_in_line_comments(data, needle)]
+        mentioned = [
+            name for name, needle in wanted.items() if needle in data and not _only_in_line_comments(data, needle)
+        ]
         if not mentioned:
             continue
         path = Path(name_or_path)
@@ -76,10 +76,10 @@ def _parse(path: Path, data: bytes, function: str):
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FatalError(f"{path} mentions {function} but is not UTF-8 (byte {exc.start}); "
-                         "reinstall senpi to get an intact file") from exc
+        raise FatalError(
+            f"{path} mentions {function} but is not UTF-8 (byte {exc.start}); reinstall senpi to get an intact file"
+        ) from exc
     try:
         return jssyntax.parse(data)
     except jssyntax.JsSyntaxError as exc:
-        raise FatalError(f"{path} mentions {function} but has a {exc}; reinstall senpi "
-                         "to get an intact file") from exc
+        raise FatalError(f"{path} mentions {function} but has a {exc}; reinstall senpi to get an intact file") from exc

@@ -46,8 +46,9 @@ def prompt_bridge_source(shape: int) -> str:
     return sample_source("prompt-bridge-v1.js" if shape == 1 else "prompt-bridge-v2.js")
 
 
-def write_sample_package(dest: Path, shape: int, version: str | None = None,
-                         fillers: int = 120, bridge_source: str | None = None) -> Path:
+def write_sample_package(
+    dest: Path, shape: int, version: str | None = None, fillers: int = 120, bridge_source: str | None = None
+) -> Path:
     """Create a senpi-shaped package in `dest`; return the prompt-bridge.js path."""
     if shape not in SHAPE_DIRS:
         raise ValueError(f"shape must be 1, 2 or 3, not {shape}")
@@ -69,10 +70,11 @@ def write_sample_package(dest: Path, shape: int, version: str | None = None,
     (dist / "cli.js").chmod(0o755)
     provider = dist / "core" / "extensions" / "builtin" / SHAPE_DIRS[shape]
     bridge = provider / "prompt-bridge.js"
-    ts_note = ("// TypeScript source of buildPromptBlocks (not compiled JS)\n"
-               "export function buildPromptBlocks(context: Context): Block[] { return []; }")
-    _write_js(bridge, bridge_source if bridge_source is not None else prompt_bridge_source(shape),
-              ts_note)
+    ts_note = (
+        "// TypeScript source of buildPromptBlocks (not compiled JS)\n"
+        "export function buildPromptBlocks(context: Context): Block[] { return []; }"
+    )
+    _write_js(bridge, bridge_source if bridge_source is not None else prompt_bridge_source(shape), ts_note)
     _write_js(provider / "tools.js", sample_source("tools.js"))
     _write_js(provider / "stream.js", sample_source("stream-v3.js" if shape == 3 else "stream-v2.js"))
     _write_js(dist / "core" / "session-manager.js", sample_source("session-manager.js"))
@@ -84,8 +86,7 @@ def write_sample_package(dest: Path, shape: int, version: str | None = None,
     if shape == 3:
         _write_js(provider / "prompt-directive-dedupe.js", sample_source("prompt-directive-dedupe.js"))
         session_stream = sample_source("stream-v3.js").replace("preparePrompt", "prepareSessionPrompt")
-        _write_js(provider / "session-stream.js", session_stream.replace("stream.js.map",
-                                                                         "session-stream.js.map"))
+        _write_js(provider / "session-stream.js", session_stream.replace("stream.js.map", "session-stream.js.map"))
     for index in range(fillers):
         area = ("agent", "tui", "tools", "providers", "session")[index % 5]
         code = (
@@ -108,9 +109,17 @@ def require_tool(name: str) -> str:
 def npm_pack(package_dir: Path, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        [require_tool("npm"), "pack", "--json", "--pack-destination", str(out_dir.resolve()),
-         str(package_dir.resolve())],
-        capture_output=True, text=True, check=False,
+        [
+            require_tool("npm"),
+            "pack",
+            "--json",
+            "--pack-destination",
+            str(out_dir.resolve()),
+            str(package_dir.resolve()),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
         raise FatalError(f"npm pack {package_dir} failed: {result.stderr.strip()[-300:]}")
@@ -121,9 +130,20 @@ def npm_pack(package_dir: Path, out_dir: Path) -> Path:
 def npm_install_global(tarball: Path, prefix: Path) -> Path:
     """Install `tarball` the way `senpi update` does with npm; return the package dir."""
     result = subprocess.run(
-        [require_tool("npm"), "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund",
-         "--prefix", str(prefix.resolve()), str(tarball.resolve())],
-        capture_output=True, text=True, check=False,
+        [
+            require_tool("npm"),
+            "install",
+            "-g",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(prefix.resolve()),
+            str(tarball.resolve()),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
         raise FatalError(f"npm install -g {tarball} failed: {result.stderr.strip()[-300:]}")

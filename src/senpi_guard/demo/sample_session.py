@@ -41,8 +41,12 @@ class _Writer:
         self.out.write(line)
 
     def emit(self, entry: dict, chain: bool = True, sent: bool = False) -> str:
-        entry = {"type": entry["type"], "id": f"{next(self.counter):08x}", "parentId": self.parent,
-                 "timestamp": STAMP} | entry
+        entry = {
+            "type": entry["type"],
+            "id": f"{next(self.counter):08x}",
+            "parentId": self.parent,
+            "timestamp": STAMP,
+        } | entry
         self.out.write(json.dumps(entry, separators=(",", ":")) + "\n")
         if chain:
             self.parent = entry["id"]
@@ -51,24 +55,40 @@ class _Writer:
 
     def message(self, message: dict) -> str:
         sent = message["role"] in ("user", "toolResult") or (
-            message["role"] == "bashExecution" and not message.get("excludeFromContext"))
+            message["role"] == "bashExecution" and not message.get("excludeFromContext")
+        )
         return self.emit({"type": "message", "message": message}, sent=sent)
 
     def _diagnostics(self) -> list[dict[str, Any]]:
         kind, reason = self.next_call or ("delta", "prefix_matched")
         self.next_call = None
         items = [{"type": "claude_sdk_oauth_resume_fallback", "timestamp": STAMP, "details": {}}]
-        items.append({"type": CONTINUITY, "timestamp": STAMP,
-                      "details": {"kind": kind, "reason": reason, "deltaMessages": self.unsent}})
+        items.append(
+            {
+                "type": CONTINUITY,
+                "timestamp": STAMP,
+                "details": {"kind": kind, "reason": reason, "deltaMessages": self.unsent},
+            }
+        )
         if self.boundary:
-            items.append({"type": BOUNDARY, "timestamp": STAMP,
-                          "details": {"boundary": {"trigger": "auto", "preTokens": 180_000}}})
+            items.append(
+                {
+                    "type": BOUNDARY,
+                    "timestamp": STAMP,
+                    "details": {"boundary": {"trigger": "auto", "preTokens": 180_000}},
+                }
+            )
             self.boundary = False
         return items
 
     def assistant(self, content: list, usage: dict) -> str:
-        message = {"role": "assistant", "provider": self.provider, "model": self.model,
-                   "content": content, "usage": usage}
+        message = {
+            "role": "assistant",
+            "provider": self.provider,
+            "model": self.model,
+            "content": content,
+            "usage": usage,
+        }
         if self.lanes:
             message["diagnostics"] = self._diagnostics()
         self.unsent = 0
@@ -78,54 +98,121 @@ class _Writer:
         """One user message, a tool call, its result and the closing assistant message."""
         call = f"toolu_{turn:04d}"
         ids = [self.message({"role": "user", "content": [{"type": "text", "text": user_text}]})]
-        ids.append(self.assistant(
-            [{"type": "text", "text": f"Running the tests for step {turn}."},
-             {"type": "toolCall", "id": call, "name": tool, "arguments": {"command": "pytest -q"}}],
-            {"input": 900 + turn, "output": 120, "cacheRead": 6000 * turn, "cacheWrite": 7000,
-             "totalTokens": 7000 + 6000 * turn}))
-        ids.append(self.message({"role": "toolResult", "toolCallId": call, "toolName": tool,
-                                 "content": [{"type": "text", "text": tool_text}], "isError": False}))
-        ids.append(self.assistant(
-            [{"type": "text", "text": f"Step {turn} is green."}],
-            {"input": 40, "output": 30, "cacheRead": 6000 * turn + 900, "cacheWrite": 300,
-             "totalTokens": 6000 * turn + 1300}))
+        ids.append(
+            self.assistant(
+                [
+                    {"type": "text", "text": f"Running the tests for step {turn}."},
+                    {"type": "toolCall", "id": call, "name": tool, "arguments": {"command": "pytest -q"}},
+                ],
+                {
+                    "input": 900 + turn,
+                    "output": 120,
+                    "cacheRead": 6000 * turn,
+                    "cacheWrite": 7000,
+                    "totalTokens": 7000 + 6000 * turn,
+                },
+            )
+        )
+        ids.append(
+            self.message(
+                {
+                    "role": "toolResult",
+                    "toolCallId": call,
+                    "toolName": tool,
+                    "content": [{"type": "text", "text": tool_text}],
+                    "isError": False,
+                }
+            )
+        )
+        ids.append(
+            self.assistant(
+                [{"type": "text", "text": f"Step {turn} is green."}],
+                {
+                    "input": 40,
+                    "output": 30,
+                    "cacheRead": 6000 * turn + 900,
+                    "cacheWrite": 300,
+                    "totalTokens": 6000 * turn + 1300,
+                },
+            )
+        )
         return ids
 
     def other_entries(self, about: str) -> None:
         """A custom message, custom state, a label, branch summaries (one empty) and a user's
         shell commands (one `!!cmd`, sent to nobody)."""
-        self.emit({"type": "custom_message", "customType": "omo", "display": True,
-                   "content": "<omo-senpi-task>\nfinish the migration\n</omo-senpi-task>"}, sent=True)
+        self.emit(
+            {
+                "type": "custom_message",
+                "customType": "omo",
+                "display": True,
+                "content": "<omo-senpi-task>\nfinish the migration\n</omo-senpi-task>",
+            },
+            sent=True,
+        )
         self.emit({"type": "custom", "customType": "ui-state", "data": {"collapsed": True}})
         self.emit({"type": "label", "targetId": about, "label": "checkpoint"})
-        self.emit({"type": "branch_summary", "fromId": about, "summary": "Tried a rewrite; reverted."},
-                  sent=True)
+        self.emit({"type": "branch_summary", "fromId": about, "summary": "Tried a rewrite; reverted."}, sent=True)
         self.emit({"type": "branch_summary", "fromId": about, "summary": ""})
-        self.message({"role": "bashExecution", "command": "git status --short", "output": " M app.py",
-                      "exitCode": 0, "cancelled": False, "truncated": False})
-        self.message({"role": "bashExecution", "command": "make lint", "output": "", "exitCode": 2,
-                      "cancelled": False, "truncated": True, "fullOutputPath": "/tmp/lint.log"})
-        self.message({"role": "bashExecution", "command": "ls", "output": "a b", "exitCode": 0,
-                      "excludeFromContext": True})
+        self.message(
+            {
+                "role": "bashExecution",
+                "command": "git status --short",
+                "output": " M app.py",
+                "exitCode": 0,
+                "cancelled": False,
+                "truncated": False,
+            }
+        )
+        self.message(
+            {
+                "role": "bashExecution",
+                "command": "make lint",
+                "output": "",
+                "exitCode": 2,
+                "cancelled": False,
+                "truncated": True,
+                "fullOutputPath": "/tmp/lint.log",
+            }
+        )
+        self.message(
+            {"role": "bashExecution", "command": "ls", "output": "a b", "exitCode": 0, "excludeFromContext": True}
+        )
 
     def damage(self) -> None:
         """What a real file can hold: a broken line, an unknown entry, an orphan, a cut last line."""
         self.raw("{this line is not json}\n")
         self.emit({"type": "future_entry_kind"})
-        self.emit({"type": "message", "parentId": "no-such-parent",
-                   "message": {"role": "assistant", "content": [{"type": "text", "text": "orphan"}]}})
+        self.emit(
+            {
+                "type": "message",
+                "parentId": "no-such-parent",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "orphan"}]},
+            }
+        )
         self.raw('{"type":"message","id":"trunc')
 
 
 # The calls of a recorded session that are not plain deltas: step -> (kind, reason)
-SPECIAL_CALLS = {5: ("fork", "idle_ttl"), 9: ("flatten", "account_changed"),
-                 11: ("disabled", "resume_mode_off"), 18: ("flatten", "thinking_level_changed")}
+SPECIAL_CALLS = {
+    5: ("fork", "idle_ttl"),
+    9: ("flatten", "account_changed"),
+    11: ("disabled", "resume_mode_off"),
+    18: ("flatten", "thinking_level_changed"),
+}
 
 
-def write_sample_session(path: Path, turns: int = 30, directive_bytes: int = 25_000,
-                         compact_every: int = 0, model: str = "claude-opus-4-5", extras: bool = True,
-                         lanes: bool = False, provider: str = "claude-sdk-oauth",
-                         payload_from: Path | None = None) -> Path:
+def write_sample_session(
+    path: Path,
+    turns: int = 30,
+    directive_bytes: int = 25_000,
+    compact_every: int = 0,
+    model: str = "claude-opus-4-5",
+    extras: bool = True,
+    lanes: bool = False,
+    provider: str = "claude-sdk-oauth",
+    payload_from: Path | None = None,
+) -> Path:
     """A senpi-shaped session JSONL (version 3 header): an ultrawork directive re-injected into
     every user message, tool calls (one to a custom tool) and results, a variant now and then,
     optional compactions (each later one keeping from the one before it, as senpi allows), and
@@ -138,8 +225,13 @@ def write_sample_session(path: Path, turns: int = 30, directive_bytes: int = 25_
     reminder = directive_text("system-reminder", 600, "todo")
     with path.open("w", encoding="utf-8") as out:
         writer = _Writer(out, model, provider, lanes)
-        writer.raw(json.dumps({"type": "session", "version": 3, "id": "s-0001", "timestamp": STAMP,
-                               "cwd": "/work/app"}, separators=(",", ":")) + "\n")
+        writer.raw(
+            json.dumps(
+                {"type": "session", "version": 3, "id": "s-0001", "timestamp": STAMP, "cwd": "/work/app"},
+                separators=(",", ":"),
+            )
+            + "\n"
+        )
         writer.emit({"type": "model_change", "provider": provider, "modelId": model})
         since_compaction: list[str] = []
         compactions = 0
@@ -148,8 +240,7 @@ def write_sample_session(path: Path, turns: int = 30, directive_bytes: int = 25_
             writer.next_call = SPECIAL_CALLS.get(turn, writer.next_call)
             text = variant if turn and turn % 7 == 0 else directive
             tool = "web_search" if turn % 4 == 0 else "bash"
-            ids = writer.step(turn, f"{text}\n\nstep {turn}: continue the work", f"{reminder}\n{turn} passed",
-                              tool)
+            ids = writer.step(turn, f"{text}\n\nstep {turn}: continue the work", f"{reminder}\n{turn} passed", tool)
             since_compaction += ids
             if extras and turn == 2:
                 writer.other_entries(ids[0])
@@ -160,8 +251,15 @@ def write_sample_session(path: Path, turns: int = 30, directive_bytes: int = 25_
                 # every other compaction names the previous compaction as its first kept entry:
                 # senpi then keeps nothing from before it
                 kept = last_compaction if compactions % 2 == 0 else since_compaction[-4]
-                last_compaction = writer.emit({"type": "compaction", "summary": f"Steps up to {turn} are done.",
-                                               "firstKeptEntryId": kept, "tokensBefore": 150000}, sent=True)
+                last_compaction = writer.emit(
+                    {
+                        "type": "compaction",
+                        "summary": f"Steps up to {turn} are done.",
+                        "firstKeptEntryId": kept,
+                        "tokensBefore": 150000,
+                    },
+                    sent=True,
+                )
                 since_compaction = since_compaction[-4:]
                 writer.next_call = ("flatten", "compaction")
         if extras:
@@ -175,7 +273,8 @@ def record_payload_bytes(path: Path, package_dir: Path) -> None:
     """Add `payloadBytes` to each flatten/bootstrap record, as the sample senpi at `package_dir`
     serialises that call (its own session, conversion, prompt and dedupe functions)."""
     script = Path(str(resources.files("senpi_guard.demo").joinpath("record_payload.mjs")))
-    result = subprocess.run(["node", str(script), str(package_dir), str(path)], capture_output=True,
-                            text=True, check=False)
+    result = subprocess.run(
+        ["node", str(script), str(package_dir), str(path)], capture_output=True, text=True, check=False
+    )
     if result.returncode != 0:
         raise FatalError(f"recording payloadBytes in {path} failed: {result.stderr.strip()[-300:]}")

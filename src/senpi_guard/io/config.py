@@ -20,8 +20,12 @@ from senpi_guard.errors import FatalError
 LAYERS = ("dist", "extension")
 DRIFT_MODES = ("report", "rebuild")
 # Numeric settings: (lowest, highest). nan and inf fall outside every range.
-RANGES = {"verify_timeout": (0.01, 3600), "rescan_interval": (1, 86400), "quiet_period": (0.05, 60),
-          "settle_timeout": (0.5, 3600)}
+RANGES = {
+    "verify_timeout": (0.01, 3600),
+    "rescan_interval": (1, 86400),
+    "quiet_period": (0.05, 60),
+    "settle_timeout": (0.5, 3600),
+}
 ENGINE_KEYS = frozenset({"on_drift", "layers", "patches", *RANGES})
 
 
@@ -29,8 +33,9 @@ def _flat(table: dict[str, Any]) -> dict[str, Any]:
     """A patch's table with its sub-tables as dotted keys: `[patches.x.budget] warn_at` is `budget.warn_at`."""
     out: dict[str, Any] = {}
     for key, value in table.items():
-        for name, item in ({f"{key}.{k}": v for k, v in value.items()} if isinstance(value, dict)
-                           else {key: value}).items():
+        for name, item in (
+            {f"{key}.{k}": v for k, v in value.items()} if isinstance(value, dict) else {key: value}
+        ).items():
             if name in out:
                 raise ValueError(name)
             out[name] = item
@@ -76,8 +81,10 @@ class Config:
         names = set(patches)
         stray = sorted(name for name, _ in self.tables if name not in names)
         if stray:
-            raise FatalError(f"config {where}: [patches.{stray[0]}] names no patch (known: "
-                             f"{', '.join(sorted(names))}); nothing was changed")
+            raise FatalError(
+                f"config {where}: [patches.{stray[0]}] names no patch (known: "
+                f"{', '.join(sorted(names))}); nothing was changed"
+            )
 
 
 def config_dir() -> Path:
@@ -98,13 +105,16 @@ def load(path: Path | None = None) -> Config:
     path = path or config_path()
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # a FIFO or a device would hang or lie
-            raise FatalError(f"config {path} is not a regular file; point SENPI_GUARD_CONFIG at a "
-                             "TOML file, or unset it")
+            raise FatalError(
+                f"config {path} is not a regular file; point SENPI_GUARD_CONFIG at a TOML file, or unset it"
+            )
         raw = path.read_bytes()
     except FileNotFoundError:
         if named:
-            raise FatalError(f"the config file {path} (named by --config or SENPI_GUARD_CONFIG) does not "
-                             "exist; create it, or leave it out for the default one") from None
+            raise FatalError(
+                f"the config file {path} (named by --config or SENPI_GUARD_CONFIG) does not "
+                "exist; create it, or leave it out for the default one"
+            ) from None
         return Config()
     except OSError as exc:
         raise FatalError(f"cannot read config {path}: {exc.strerror}; fix its permissions") from exc
@@ -113,8 +123,10 @@ def load(path: Path | None = None) -> Config:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise FatalError(f"config {path} is not valid TOML ({exc}); fix or delete it") from exc
     except RecursionError as exc:  # (tomllib parses nested arrays and tables recursively)
-        raise FatalError(f"config {path} nests arrays or tables too deeply to read; senpi-guard's "
-                         "settings nest at most two levels: fix or delete it") from exc
+        raise FatalError(
+            f"config {path} nests arrays or tables too deeply to read; senpi-guard's "
+            "settings nest at most two levels: fix or delete it"
+        ) from exc
     return _validate(data, path)
 
 
@@ -124,12 +136,18 @@ def _validate(data: dict, path: Path) -> Config:
 
     drift = data.get("on_drift", "report")
     if drift not in DRIFT_MODES:
-        raise bad(f"'on_drift' is {drift!r}; use \"report\" or \"rebuild\"")
+        raise bad(f'\'on_drift\' is {drift!r}; use "report" or "rebuild"')
     layers = data.get("layers", list(LAYERS))
-    if not isinstance(layers, list) or not layers or not all(layer in LAYERS for layer in layers) \
-            or len(set(layers)) != len(layers):
-        raise bad(f"'layers' is {layers!r}; use a non-empty list of \"dist\" and \"extension\", "
-                  "e.g. layers = [\"dist\", \"extension\"]")
+    if (
+        not isinstance(layers, list)
+        or not layers
+        or not all(layer in LAYERS for layer in layers)
+        or len(set(layers)) != len(layers)
+    ):
+        raise bad(
+            f'\'layers\' is {layers!r}; use a non-empty list of "dist" and "extension", '
+            'e.g. layers = ["dist", "extension"]'
+        )
     numbers = {}
     for key in RANGES:
         problem = number_problem(key, data.get(key, getattr(Config, key)))
@@ -144,9 +162,14 @@ def _validate(data: dict, path: Path) -> Config:
         flat = {name: _flat(t) for name, t in tables.items()}
     except ValueError as exc:
         raise bad(f"'{exc}' is given twice (as a quoted key and in a sub-table); keep one") from None
-    return Config(on_drift=drift, layers=tuple(layers), source=path,
-                  tables=tuple(sorted((name, _frozen(t)) for name, t in flat.items())),
-                  loose=_frozen(loose), **numbers)
+    return Config(
+        on_drift=drift,
+        layers=tuple(layers),
+        source=path,
+        tables=tuple(sorted((name, _frozen(t)) for name, t in flat.items())),
+        loose=_frozen(loose),
+        **numbers,
+    )
 
 
 def in_range(value: object, low: float, high: float, whole: bool = False) -> bool:

@@ -88,15 +88,18 @@ def _step(parent: int, name: str, path: Path, create: bool) -> int | None:
     if not stat.S_ISLNK(st.st_mode):
         raise _not_a_folder(path)
     if st.st_uid != 0:
-        raise FatalError(f"{path} is a symbolic link owned by uid {st.st_uid}; as root senpi-guard follows "
-                         "no other user's link on its way to an agent dir: run senpi-guard as that user "
-                         "(senpi follows the link), or make it a plain folder")
+        raise FatalError(
+            f"{path} is a symbolic link owned by uid {st.st_uid}; as root senpi-guard follows "
+            "no other user's link on its way to an agent dir: run senpi-guard as that user "
+            "(senpi follows the link), or make it a plain folder"
+        )
     try:
         return os.open(name, DIR_FLAGS, dir_fd=parent)  # root's own link (e.g. /home elsewhere)
     except FileNotFoundError:
         if create:
-            raise FatalError(f"{path} is a link to a folder that does not exist; create the folder it "
-                             "points to, or remove the link") from None
+            raise FatalError(
+                f"{path} is a link to a folder that does not exist; create the folder it points to, or remove the link"
+            ) from None
         return None
 
 

@@ -39,8 +39,9 @@ def log_dir() -> Path:
 def crash_log(exc: BaseException) -> str:
     """Write the traceback of an unexpected error where the user can find it; return the path (in
     the log dir, else a new file in the system temp dir: the log dir may be what failed)."""
-    text = (f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} senpi-guard {' '.join(sys.argv[1:])}\n"
-            + "".join(traceback.format_exception(exc)))
+    text = f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} senpi-guard {' '.join(sys.argv[1:])}\n" + "".join(
+        traceback.format_exception(exc)
+    )
     folder = log_dir()
     try:
         private_dirs(folder)
@@ -68,8 +69,12 @@ def _acquire(lock, timeout: float, path: Path) -> None:
     except filelock.Timeout:  # (a TimeoutError, so an OSError too: the caller's to handle)
         raise
     except OSError as exc:
-        raise os_error(exc, "take the lock", path, f"make {path.parent} writable (chmod u+w) or point "
-                       "XDG_STATE_HOME elsewhere, then retry") from exc
+        raise os_error(
+            exc,
+            "take the lock",
+            path,
+            f"make {path.parent} writable (chmod u+w) or point XDG_STATE_HOME elsewhere, then retry",
+        ) from exc
 
 
 class Backup(NamedTuple):
@@ -108,8 +113,10 @@ def trusted(folder: Path) -> Path:
         problem = f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
     else:
         return folder
-    raise FatalError(f"senpi-guard's folder {folder} {problem}; senpi-guard will not trust what is "
-                     "in it: remove it or make it yours (chown, chmod go-w), then retry")
+    raise FatalError(
+        f"senpi-guard's folder {folder} {problem}; senpi-guard will not trust what is "
+        "in it: remove it or make it yours (chown, chmod go-w), then retry"
+    )
 
 
 class Store:
@@ -146,8 +153,10 @@ class Store:
         except OSError as exc:
             raise os_error(exc, "make", self.state_dir, "fix that folder, then retry") from exc
         if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise FatalError(f"{path} is not a plain file (a symbolic link?); senpi-guard will not "
-                             "lock through it: remove it, then retry")
+            raise FatalError(
+                f"{path} is not a plain file (a symbolic link?); senpi-guard will not "
+                "lock through it: remove it, then retry"
+            )
         return str(path)
 
     @property
@@ -165,13 +174,14 @@ class Store:
         try:
             _acquire(lock, 0, self.lock_file)
         except filelock.Timeout:
-            log.warning("waiting for the write lock %s (another senpi-guard is writing)…",
-                        self.lock_file)
+            log.warning("waiting for the write lock %s (another senpi-guard is writing)…", self.lock_file)
             try:
                 _acquire(lock, timeout, self.lock_file)
             except filelock.Timeout as exc:
-                raise FatalError(f"another senpi-guard holds the write lock {self.lock_file} for "
-                                 f"over {timeout:g}s; wait for it or stop it, then retry") from exc
+                raise FatalError(
+                    f"another senpi-guard holds the write lock {self.lock_file} for "
+                    f"over {timeout:g}s; wait for it or stop it, then retry"
+                ) from exc
         try:
             yield
         finally:
@@ -182,15 +192,20 @@ class Store:
         folder = self.backups_dir / install_key(package_dir) / safe_version(version)
         return self._trusted_chain(self.data_dir, folder)
 
-    def save_backup(self, package_dir: Path, version: str, rel: str, found: bytes,
-                    base_sha: str) -> Path:
+    def save_backup(self, package_dir: Path, version: str, rel: str, found: bytes, base_sha: str) -> Path:
         folder = self.backup_dir(package_dir, version)
         sha = hashlib.sha256(found).hexdigest()
         blob = folder / f"{sha}.orig"
         if not blob.exists():
             write_private(blob, found)
-        record = {"package_dir": str(package_dir), "version": version, "file": rel, "sha256": sha,
-                  "base_sha256": base_sha, "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        record = {
+            "package_dir": str(package_dir),
+            "version": version,
+            "file": rel,
+            "sha256": sha,
+            "base_sha256": base_sha,
+            "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
         write_private(folder / f"{sha}.json", json.dumps(record, indent=2).encode())
         return blob
 
@@ -205,19 +220,25 @@ class Store:
                 if record["file"] == rel and record["base_sha256"] == base_sha:
                     matches.append((str(record["saved"]), meta.with_suffix(".orig"), record["sha256"]))
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise FatalError(f"backup record {meta} is corrupt ({exc}); nothing was changed: "
-                                 "delete it, or revert with --from-edit") from exc
+                raise FatalError(
+                    f"backup record {meta} is corrupt ({exc}); nothing was changed: "
+                    "delete it, or revert with --from-edit"
+                ) from exc
         if not matches:
             return None
         _, blob, sha = max(matches)
         try:
             data = blob.read_bytes()
         except OSError as exc:
-            raise FatalError(f"backup {blob} is unreadable ({exc.strerror}); nothing was changed: "
-                             "revert with --from-edit to remove the edit instead") from exc
+            raise FatalError(
+                f"backup {blob} is unreadable ({exc.strerror}); nothing was changed: "
+                "revert with --from-edit to remove the edit instead"
+            ) from exc
         if hashlib.sha256(data).hexdigest() != sha:
-            raise FatalError(f"backup {blob} is corrupt (its sha256 is not the recorded {sha[:12]}…); "
-                             "nothing was changed: revert with --from-edit to remove the edit instead")
+            raise FatalError(
+                f"backup {blob} is corrupt (its sha256 is not the recorded {sha[:12]}…); "
+                "nothing was changed: revert with --from-edit to remove the edit instead"
+            )
         return Backup(blob, data)
 
     def save_drifted(self, package_dir: Path, version: str, rel: str, found: bytes) -> Path:
@@ -226,9 +247,19 @@ class Store:
         copy = self.backup_dir(package_dir, version) / "drifted" / f"{sha}.drifted"
         if not copy.exists():
             write_private(copy, found)
-            write_private(copy.with_name(f"{sha}.about.json"), json.dumps({
-                "package_dir": str(package_dir), "version": version, "file": rel, "sha256": sha,
-                "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2).encode())
+            write_private(
+                copy.with_name(f"{sha}.about.json"),
+                json.dumps(
+                    {
+                        "package_dir": str(package_dir),
+                        "version": version,
+                        "file": rel,
+                        "sha256": sha,
+                        "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    },
+                    indent=2,
+                ).encode(),
+            )
         return copy
 
     # ---- holds: `revert` asks the watcher to leave an install alone until `apply` -----------
@@ -246,8 +277,10 @@ class Store:
         return data if isinstance(data, dict) else {"reason": "hold file malformed"}
 
     def set_hold(self, package_dir: Path, reason: str) -> None:
-        write_private(self.hold_file(package_dir), json.dumps(
-            {"reason": reason, "time": time.time(), "package_dir": str(package_dir)}).encode())
+        write_private(
+            self.hold_file(package_dir),
+            json.dumps({"reason": reason, "time": time.time(), "package_dir": str(package_dir)}).encode(),
+        )
 
     def clear_hold(self, package_dir: Path) -> bool:
         try:
@@ -264,8 +297,10 @@ class Store:
         except FileNotFoundError:
             return {"version": RECORDS_VERSION, "installs": {}}
         except OSError as exc:
-            raise FatalError(f"cannot read state file {path}: {exc.strerror}; fix its permissions "
-                             "or delete it (it only holds records)") from exc
+            raise FatalError(
+                f"cannot read state file {path}: {exc.strerror}; fix its permissions "
+                "or delete it (it only holds records)"
+            ) from exc
         try:
             data = json.loads(raw)
             if not isinstance(data, dict) or not isinstance(data.get("installs", {}), dict):
@@ -274,11 +309,15 @@ class Store:
             if not isinstance(version, int) or isinstance(version, bool):
                 raise ValueError(f"version {version!r} is not a number")
         except (ValueError, RecursionError) as exc:
-            raise FatalError(f"state file {path} is corrupt ({exc}); nothing was changed: delete it "
-                             "(it only holds verification records) and run the command again") from exc
+            raise FatalError(
+                f"state file {path} is corrupt ({exc}); nothing was changed: delete it "
+                "(it only holds verification records) and run the command again"
+            ) from exc
         if version > RECORDS_VERSION:
-            raise FatalError(f"state file {path} was written by a newer senpi-guard (format "
-                             f"{version}); upgrade senpi-guard, or delete the file")
+            raise FatalError(
+                f"state file {path} was written by a newer senpi-guard (format "
+                f"{version}); upgrade senpi-guard, or delete the file"
+            )
         data.setdefault("installs", {})
         if version < 3:
             _migrate(data)
@@ -304,8 +343,9 @@ class Store:
         entry.update(fields)
         self.save_records(data)
 
-    def install_record(self, package_dir: Path, records: dict[str, Any] | None = None,
-                       patch: str | None = None) -> dict[str, Any]:
+    def install_record(
+        self, package_dir: Path, records: dict[str, Any] | None = None, patch: str | None = None
+    ) -> dict[str, Any]:
         data = records if records is not None else self.load_records()
         entry = data["installs"].get(str(Path(package_dir).resolve()), {})
         entry = entry if isinstance(entry, dict) else {}
@@ -337,16 +377,20 @@ class Store:
         except filelock.Timeout:
             running = self.running_watcher()
             who = f"pid {running['pid']}" if running else "a process that is starting or stopping"
-            raise FatalError(f"another watcher is already running for {self.state_dir} ({who}); "
-                             "stop it first (senpi-guard daemon uninstall, or kill it)") from None
+            raise FatalError(
+                f"another watcher is already running for {self.state_dir} ({who}); "
+                "stop it first (senpi-guard daemon uninstall, or kill it)"
+            ) from None
         try:
             yield
         finally:
             lock.release()
 
     def write_pid(self, roots: list[Path]) -> None:
-        write_private(self.pid_file, json.dumps({"pid": os.getpid(), "since": time.time(),
-                                                 "roots": [str(r) for r in roots]}).encode())
+        write_private(
+            self.pid_file,
+            json.dumps({"pid": os.getpid(), "since": time.time(), "roots": [str(r) for r in roots]}).encode(),
+        )
 
     def clear_pid(self) -> None:
         try:

@@ -44,9 +44,14 @@ class Snapshot(NamedTuple):
 
 def os_error(exc: OSError, what: str, where: Path | str, next_step: str) -> FatalError:
     """One line for an OS failure: what, where, why, and what to do."""
-    why = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is used up",
-           errno.EROFS: "the file system is read-only", errno.ELOOP: "a symbolic link is in the way",
-           errno.EACCES: "permission denied", errno.EPERM: "not permitted"}.get(exc.errno, exc.strerror)
+    why = {
+        errno.ENOSPC: "no space left on the device",
+        errno.EDQUOT: "the disk quota is used up",
+        errno.EROFS: "the file system is read-only",
+        errno.ELOOP: "a symbolic link is in the way",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "not permitted",
+    }.get(exc.errno, exc.strerror)
     return FatalError(f"cannot {what} {where}: {why}; {next_step}")
 
 
@@ -67,10 +72,14 @@ def _folder(package_dir: Path, folders: tuple[str, ...]) -> Iterator[int]:
 def _refuse_link(path: Path, package_dir: Path, exc: OSError) -> FatalError:
     real = Path(os.path.realpath(path))
     if not real.is_relative_to(package_dir):
-        return FatalError(f"{path} resolves to {real}, outside the package {package_dir}; senpi-guard "
-                          "will not follow it: reinstall senpi so the file is a plain file")
-    return FatalError(f"{path} or a folder above it is not a plain file or folder ({exc.strerror}); "
-                      "senpi-guard will not follow it: reinstall senpi")
+        return FatalError(
+            f"{path} resolves to {real}, outside the package {package_dir}; senpi-guard "
+            "will not follow it: reinstall senpi so the file is a plain file"
+        )
+    return FatalError(
+        f"{path} or a folder above it is not a plain file or folder ({exc.strerror}); "
+        "senpi-guard will not follow it: reinstall senpi"
+    )
 
 
 def read(path: Path, package_dir: Path) -> Snapshot:
@@ -85,21 +94,32 @@ def read(path: Path, package_dir: Path) -> Snapshot:
                 if not stat.S_ISREG(st.st_mode):
                     raise FatalError(f"{path} is not a regular file; reinstall senpi")
                 if not st.st_mode & 0o444:  # root could read it; its owner says hands off
-                    raise FatalError(f"{path} is unreadable (mode {stat.S_IMODE(st.st_mode):04o}); "
-                                     "make it readable (chmod a+r) and retry")
+                    raise FatalError(
+                        f"{path} is unreadable (mode {stat.S_IMODE(st.st_mode):04o}); "
+                        "make it readable (chmod a+r) and retry"
+                    )
                 data = handle.read()
     except (NotADirectoryError, FileNotFoundError) as exc:
         raise _refuse_link(path, root, exc) from exc
     except PermissionError as exc:
-        raise FatalError(f"{path} is unreadable ({exc.strerror}); make it readable (chmod a+r) "
-                         "and retry") from exc
+        raise FatalError(f"{path} is unreadable ({exc.strerror}); make it readable (chmod a+r) and retry") from exc
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _refuse_link(path, root, exc) from exc
         raise os_error(exc, "read", path, "check the file and retry") from exc
-    return Snapshot(Path(path), data, hashlib.sha256(data).hexdigest(), stat.S_IMODE(st.st_mode),
-                    st.st_uid, st.st_gid, st.st_nlink, root, parts, (dir_st.st_dev, dir_st.st_ino),
-                    dir_st.st_uid)
+    return Snapshot(
+        Path(path),
+        data,
+        hashlib.sha256(data).hexdigest(),
+        stat.S_IMODE(st.st_mode),
+        st.st_uid,
+        st.st_gid,
+        st.st_nlink,
+        root,
+        parts,
+        (dir_st.st_dev, dir_st.st_ino),
+        dir_st.st_uid,
+    )
 
 
 def _check_owner(snapshot: Snapshot) -> None:
@@ -108,12 +128,16 @@ def _check_owner(snapshot: Snapshot) -> None:
     if snapshot.uid == euid:
         return
     if euid != 0:
-        raise FatalError(f"{snapshot.path} belongs to uid {snapshot.uid}, not to you (uid {euid}); "
-                         "nothing was changed: run senpi-guard as the owner of senpi")
+        raise FatalError(
+            f"{snapshot.path} belongs to uid {snapshot.uid}, not to you (uid {euid}); "
+            "nothing was changed: run senpi-guard as the owner of senpi"
+        )
     if snapshot.uid != snapshot.dir_uid:
-        raise FatalError(f"{snapshot.path} belongs to uid {snapshot.uid} but its folder to uid "
-                         f"{snapshot.dir_uid}; senpi-guard will not give a file to another owner: "
-                         "reinstall senpi, then retry")
+        raise FatalError(
+            f"{snapshot.path} belongs to uid {snapshot.uid} but its folder to uid "
+            f"{snapshot.dir_uid}; senpi-guard will not give a file to another owner: "
+            "reinstall senpi, then retry"
+        )
 
 
 def replace(snapshot: Snapshot, data: bytes) -> None:
@@ -128,8 +152,10 @@ def replace(snapshot: Snapshot, data: bytes) -> None:
             _same_folder(snapshot, dir_fd)
             _replace_in(snapshot, data, dir_fd)
     except (NotADirectoryError, FileNotFoundError) as exc:
-        raise FatalError(f"a folder above {path} was moved or replaced while senpi-guard worked "
-                         "(a senpi update in progress?); nothing was written: run the command again") from exc
+        raise FatalError(
+            f"a folder above {path} was moved or replaced while senpi-guard worked "
+            "(a senpi update in progress?); nothing was written: run the command again"
+        ) from exc
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _refuse_link(path, snapshot.package_dir, exc) from exc
@@ -139,12 +165,16 @@ def replace(snapshot: Snapshot, data: bytes) -> None:
 def _same_folder(snapshot: Snapshot, dir_fd: int) -> None:
     st = os.fstat(dir_fd)
     if (st.st_dev, st.st_ino) != snapshot.dir_id:
-        raise FatalError(f"{snapshot.path.parent} is another folder than the one senpi-guard read "
-                         "(it was replaced meanwhile); nothing was written: run the command again")
+        raise FatalError(
+            f"{snapshot.path.parent} is another folder than the one senpi-guard read "
+            "(it was replaced meanwhile); nothing was written: run the command again"
+        )
     # respect read-only modes even as root: a folder without write bits is the user's "hands off"
     if not st.st_mode & 0o222 or not os.access(".", os.W_OK, dir_fd=dir_fd):
-        raise FatalError(f"{snapshot.path.parent} is read-only (mode {stat.S_IMODE(st.st_mode):04o}); "
-                         "nothing was changed: make it writable or run senpi-guard as the owner of senpi")
+        raise FatalError(
+            f"{snapshot.path.parent} is read-only (mode {stat.S_IMODE(st.st_mode):04o}); "
+            "nothing was changed: make it writable or run senpi-guard as the owner of senpi"
+        )
 
 
 def _replace_in(snapshot: Snapshot, data: bytes, dir_fd: int) -> None:
@@ -152,13 +182,22 @@ def _replace_in(snapshot: Snapshot, data: bytes, dir_fd: int) -> None:
         try:
             os.fchown(fd, snapshot.uid, snapshot.gid)
         except PermissionError as exc:
-            raise FatalError(f"{snapshot.path} belongs to {snapshot.uid}:{snapshot.gid}, which "
-                             "senpi-guard cannot keep; nothing was changed: run it as the owner") from exc
+            raise FatalError(
+                f"{snapshot.path} belongs to {snapshot.uid}:{snapshot.gid}, which "
+                "senpi-guard cannot keep; nothing was changed: run it as the owner"
+            ) from exc
         os.fchmod(fd, snapshot.mode)
 
-    _swap_in(dir_fd, snapshot.parts[-1], data, 0o600, prepare, snapshot.sha256,
-             f"{snapshot.path} changed while senpi-guard was working on it (a senpi update in progress?); "
-             "nothing was written: run the command again")
+    _swap_in(
+        dir_fd,
+        snapshot.parts[-1],
+        data,
+        0o600,
+        prepare,
+        snapshot.sha256,
+        f"{snapshot.path} changed while senpi-guard was working on it (a senpi update in progress?); "
+        "nothing was written: run the command again",
+    )
     with contextlib.suppress(OSError):
         os.fsync(dir_fd)
 
@@ -253,10 +292,15 @@ def place(folder: Path, name: str, data: bytes, expected: bytes | None) -> None:
                 if os.geteuid() == 0 and owner.st_uid != 0:
                     os.fchown(fd, owner.st_uid, owner.st_gid)
 
-            _swap_in(dir_fd, name, data, 0o644, prepare,
-                     "missing" if expected is None else hashlib.sha256(expected).hexdigest(),
-                     f"{target} changed while senpi-guard was working on it; nothing was written: run the "
-                     "command again")
+            _swap_in(
+                dir_fd,
+                name,
+                data,
+                0o644,
+                prepare,
+                "missing" if expected is None else hashlib.sha256(expected).hexdigest(),
+                f"{target} changed while senpi-guard was working on it; nothing was written: run the command again",
+            )
     except OSError as exc:
         raise os_error(exc, "write", target, "free space or fix the folder's permissions, then retry") from exc
 
@@ -267,8 +311,9 @@ def take(folder: Path, name: str, expected: bytes) -> None:
     try:
         with folders.opened(folder) as dir_fd:
             if dir_fd is None or _current_sha(name, dir_fd) != hashlib.sha256(expected).hexdigest():
-                raise FatalError(f"{target} changed while senpi-guard was working on it; it was left as "
-                                 "it is: run the command again")
+                raise FatalError(
+                    f"{target} changed while senpi-guard was working on it; it was left as it is: run the command again"
+                )
             os.unlink(name, dir_fd=dir_fd)
     except OSError as exc:
         raise os_error(exc, "remove", target, "fix the folder's permissions, then retry") from exc
@@ -289,6 +334,8 @@ def read_in(folder: Path, name: str) -> bytes | None:
         raise os_error(exc, "read", folder / name, "fix the permissions of that folder, then retry") from exc
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise FatalError(f"{folder / name} is not a regular file (a FIFO or a device?); senpi-guard "
-                             "never reads or replaces it: move it away, then retry")
+            raise FatalError(
+                f"{folder / name} is not a regular file (a FIFO or a device?); senpi-guard "
+                "never reads or replaces it: move it away, then retry"
+            )
         return handle.read()

@@ -29,8 +29,9 @@ class ExtensionKeeper:
         if "extension" not in config.layers or patch.extension is None or not installs:
             return
         reconciler = Reconciler(patch, config, self.store, quick_locate=True)
-        planned, errors = extension_plan.targets(patch, installs, config, self.store,
-                                                 lambda inst: reconciler.inspect(inst).present)
+        planned, errors = extension_plan.targets(
+            patch, installs, config, self.store, lambda inst: reconciler.inspect(inst).present
+        )
         for line in errors:
             self._note(("error", line), "extension layer: %s", line)
         for target in planned:
@@ -46,8 +47,11 @@ class ExtensionKeeper:
 
     def _keep_in(self, patch: Patch, config: Config, target: extension_plan.AgentTarget) -> None:
         if self.store.hold(target.agent_dir) is not None:  # reverted by hand
-            self._note(("held", str(target.agent_dir)), "extension layer %s: held by `senpi-guard revert`; left "
-                       "alone until `senpi-guard apply`", target.agent_dir)
+            self._note(
+                ("held", str(target.agent_dir)),
+                "extension layer %s: held by `senpi-guard revert`; left alone until `senpi-guard apply`",
+                target.agent_dir,
+            )
             return
         if target.unsafe:
             self._note(("unsafe", str(target.agent_dir)), "extension layer %s: %s", target.agent_dir, target.unsafe)
@@ -55,26 +59,34 @@ class ExtensionKeeper:
         try:
             status = extension.inspect(patch, config, target.agent_dir)
             if status.state in ("modified", "foreign"):
-                self._note((status.state, str(status.path)), "extension layer %s: %s (%s); run `senpi-guard "
-                           "apply`", status.path, status.state, status.detail)
+                self._note(
+                    (status.state, str(status.path)),
+                    "extension layer %s: %s (%s); run `senpi-guard apply`",
+                    status.path,
+                    status.state,
+                    status.detail,
+                )
                 return
             if status.state == "stale" and status.reshapes:
-                self._note(("reshapes", f"{status.path} {status.reshapes}"), "extension layer %s: left as it "
-                           "is: %s; run `senpi-guard apply` to make that change", status.path,
-                           reshape.cost("extension", status.reshapes))
+                self._note(
+                    ("reshapes", f"{status.path} {status.reshapes}"),
+                    "extension layer %s: left as it is: %s; run `senpi-guard apply` to make that change",
+                    status.path,
+                    reshape.cost("extension", status.reshapes),
+                )
                 return
             wanted = (patch.patch_id(config), str(target.agent_dir))
             if status.state == "installed" or wanted in self.failed:
                 return
             with self.store.lock():
-                outcome = extension.install(patch, config, target.installs, self.store, target.agent_dir,
-                                            cancel=self.stop)
+                outcome = extension.install(
+                    patch, config, target.installs, self.store, target.agent_dir, cancel=self.stop
+                )
         except FatalError as exc:
             log.error("extension layer %s: %s", target.agent_dir, exc)
             return
         if outcome.ok:
-            log.info("extension layer %s: %s -> %s (%s)", outcome.path, outcome.before, outcome.after,
-                     outcome.detail)
+            log.info("extension layer %s: %s -> %s (%s)", outcome.path, outcome.before, outcome.after, outcome.detail)
         else:
             self.failed.add(wanted)
             log.error("extension layer %s: %s", outcome.path, outcome.detail)

@@ -28,19 +28,40 @@ TOOLS = ("node", "npm", "pnpm", "yarn", "bun")
 # The commands discover.discover() follows on PATH to find an install.
 PATH_COMMANDS = ("senpi", "pi")
 # Where things live: passed on when set, so the service finds what the user's shell finds.
-PASSED_ON = ("HOME", "NPM_CONFIG_PREFIX", "npm_config_prefix", "PNPM_HOME", "BUN_INSTALL", "NVM_DIR",
-             "FNM_DIR", "VOLTA_HOME", "ASDF_DATA_DIR", "YARN_GLOBAL_FOLDER", "PREFIX_YARN", "XDG_CONFIG_HOME",
-             "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "SENPI_GUARD_CONFIG",
-             "SENPI_GUARD_NODE")
+PASSED_ON = (
+    "HOME",
+    "NPM_CONFIG_PREFIX",
+    "npm_config_prefix",
+    "PNPM_HOME",
+    "BUN_INSTALL",
+    "NVM_DIR",
+    "FNM_DIR",
+    "VOLTA_HOME",
+    "ASDF_DATA_DIR",
+    "YARN_GLOBAL_FOLDER",
+    "PREFIX_YARN",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "SENPI_GUARD_CONFIG",
+    "SENPI_GUARD_NODE",
+)
 # Where senpi looks for its agent dir (so where the extension goes): passed on whenever *defined*,
 # an empty value included (senpi reads "defined but empty" as "the default", and from 2026.8.11-2 it
 # then does not fall back to PI_…). A brand profile adds its own prefix's names.
-AGENT_DIR_VARIABLES = ("SENPI_BRAND", "SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR", "SENPI_PACKAGE_DIR",
-                       "PI_PACKAGE_DIR")
+AGENT_DIR_VARIABLES = (
+    "SENPI_BRAND",
+    "SENPI_CODING_AGENT_DIR",
+    "PI_CODING_AGENT_DIR",
+    "SENPI_PACKAGE_DIR",
+    "PI_PACKAGE_DIR",
+)
 
 
 def agent_dir_variables(env: dict[str, str]) -> list[str]:
     from senpi_guard.core.agentdir import Brand, brand_profile
+
     profile = brand_profile(Brand("SENPI_BRAND", ("SENPI", "PI")), env)
     own = [f"{profile.env_prefix}_{suffix}" for suffix in ("CODING_AGENT_DIR", "PACKAGE_DIR")] if profile else []
     return [name for name in dict.fromkeys([*AGENT_DIR_VARIABLES, *own]) if name in env]
@@ -83,8 +104,7 @@ def recorded_path(tools: dict[str, str], base_path: str) -> str:
     commands matter because discovery follows them: an install found only through a prefix's bin
     folder on PATH is found by the service only if that folder is recorded."""
     wanted = {str(Path(p).parent) for p in tools.values()}
-    wanted |= {str(Path(os.path.abspath(found)).parent)
-               for name in PATH_COMMANDS if (found := shutil.which(name))}
+    wanted |= {str(Path(os.path.abspath(found)).parent) for name in PATH_COMMANDS if (found := shutil.which(name))}
     shell = [os.path.abspath(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
     ordered = [folder for folder in shell if folder in wanted]
     off_path = sorted(wanted.difference(ordered))  # e.g. the folder of $SENPI_GUARD_NODE
@@ -102,8 +122,9 @@ def environment(base_path: str) -> dict[str, str]:
 
 
 def spec(base_path: str = SYSTEMD_PATH) -> ServiceSpec:
-    return ServiceSpec("senpi-guard: keep senpi's prompt dedupe patched across updates",
-                       watch_command(), environment(base_path))
+    return ServiceSpec(
+        "senpi-guard: keep senpi's prompt dedupe patched across updates", watch_command(), environment(base_path)
+    )
 
 
 # ---- systemd: quoting per systemd.syntax / systemd.service / systemd.exec, and its inverse -------
@@ -118,8 +139,9 @@ _AGAIN = "then run `senpi-guard daemon install` again"
 
 
 def _quoted(text: str, dollar: bool) -> str:
-    text = "".join(_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if c < " " or c == "\x7f" else c)
-                   for c in text).replace("%", "%%")
+    text = "".join(_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if c < " " or c == "\x7f" else c) for c in text).replace(
+        "%", "%%"
+    )
     return '"' + (text.replace("$", "$$") if dollar else text) + '"'
 
 
@@ -135,21 +157,29 @@ def _is_text(value: str) -> bool:
 def _refuse_unrepresentable(service: ServiceSpec) -> None:
     for name, value in service.environment.items():
         if not _ENV_NAME.fullmatch(name):
-            raise FatalError(f"the environment variable {name!r} cannot be recorded in a systemd unit "
-                             "(systemd ignores names other than letters, digits and _): run "
-                             f"`env -u {shlex.quote(name)} senpi-guard daemon install` instead")
+            raise FatalError(
+                f"the environment variable {name!r} cannot be recorded in a systemd unit "
+                "(systemd ignores names other than letters, digits and _): run "
+                f"`env -u {shlex.quote(name)} senpi-guard daemon install` instead"
+            )
         if not _is_text(value):
-            raise FatalError(f"${name} holds bytes that are not UTF-8 text, which a systemd unit cannot "
-                             f"carry: fix or unset {name}, {_AGAIN}")
+            raise FatalError(
+                f"${name} holds bytes that are not UTF-8 text, which a systemd unit cannot "
+                f"carry: fix or unset {name}, {_AGAIN}"
+            )
     program = service.argv[0]
     if not (_is_text(program) and os.path.isabs(program)) or _UNSAFE_PROGRAM.search(program):
-        raise FatalError(f"senpi-guard runs from {program!r}, which systemd does not accept as the program "
-                         "of ExecStart= (it must be an absolute UTF-8 path without quotes, backslashes or "
-                         f"control characters): install senpi-guard under a plain path, {_AGAIN}")
+        raise FatalError(
+            f"senpi-guard runs from {program!r}, which systemd does not accept as the program "
+            "of ExecStart= (it must be an absolute UTF-8 path without quotes, backslashes or "
+            f"control characters): install senpi-guard under a plain path, {_AGAIN}"
+        )
     for word in service.argv[1:]:
         if not _is_text(word):
-            raise FatalError(f"the argument {word!r} of senpi-guard's command is not UTF-8 text, which "
-                             f"a systemd unit cannot carry: install senpi-guard under a plain path, {_AGAIN}")
+            raise FatalError(
+                f"the argument {word!r} of senpi-guard's command is not UTF-8 text, which "
+                f"a systemd unit cannot carry: install senpi-guard under a plain path, {_AGAIN}"
+            )
 
 
 def _exec_start(argv: list[str]) -> str:
@@ -163,22 +193,26 @@ def _exec_start(argv: list[str]) -> str:
 def systemd_unit(service: ServiceSpec) -> str:
     """The unit file; FatalError (nothing to write) for what systemd could not be told exactly."""
     _refuse_unrepresentable(service)
-    environment_lines = [("Environment", _quoted(f"{k}={v}", dollar=False))
-                         for k, v in service.environment.items()]
+    environment_lines = [("Environment", _quoted(f"{k}={v}", dollar=False)) for k, v in service.environment.items()]
     sections = {
-        "Unit": [("Description", " ".join(service.description.split()).replace("%", "%%")),
-                 ("After", "default.target")],
-        "Service": [("Type", "simple"),
-                    *environment_lines,
-                    ("ExecStart", _exec_start(service.argv)),
-                    ("ExecReload", "/bin/kill -HUP $MAINPID"),
-                    ("Restart", "on-failure"),
-                    ("RestartSec", "5"),
-                    ("TimeoutStopSec", "5")],
+        "Unit": [
+            ("Description", " ".join(service.description.split()).replace("%", "%%")),
+            ("After", "default.target"),
+        ],
+        "Service": [
+            ("Type", "simple"),
+            *environment_lines,
+            ("ExecStart", _exec_start(service.argv)),
+            ("ExecReload", "/bin/kill -HUP $MAINPID"),
+            ("Restart", "on-failure"),
+            ("RestartSec", "5"),
+            ("TimeoutStopSec", "5"),
+        ],
         "Install": [("WantedBy", "default.target")],
     }
-    return "\n\n".join(f"[{name}]\n" + "\n".join(f"{k}={v}" for k, v in items)
-                       for name, items in sections.items()) + "\n"
+    return (
+        "\n\n".join(f"[{name}]\n" + "\n".join(f"{k}={v}" for k, v in items) for name, items in sections.items()) + "\n"
+    )
 
 
 _WORD = re.compile(r'"((?:[^"\\]|\\.)*)"|(\S+)')
@@ -187,14 +221,12 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def _unquote(word: str) -> str:
-    return _ESCAPE.sub(lambda m: chr(int(m[1][1:], 16)) if len(m[1]) == 3 else _UNESCAPES.get(m[1], m[1]),
-                       word)
+    return _ESCAPE.sub(lambda m: chr(int(m[1][1:], 16)) if len(m[1]) == 3 else _UNESCAPES.get(m[1], m[1]), word)
 
 
 def _words(value: str) -> list[str]:
     """Specifiers first (only `%%` is written), then the words, unquoted and unescaped."""
-    return [_unquote(m[1]) if m[1] is not None else m[2]
-            for m in _WORD.finditer(value.replace("%%", "%"))]
+    return [_unquote(m[1]) if m[1] is not None else m[2] for m in _WORD.finditer(value.replace("%%", "%"))]
 
 
 def _exec_argv(value: str) -> list[str]:
@@ -220,19 +252,22 @@ def read_systemd_unit(text: str) -> tuple[list[str], dict[str, str]]:
 
 
 def launchd_plist(service: ServiceSpec, log_dir: Path) -> bytes:
-    return plistlib.dumps({
-        "Label": LABEL,
-        "ProgramArguments": service.argv,
-        "EnvironmentVariables": service.environment,
-        "RunAtLoad": True,
-        "KeepAlive": True,
-        "StandardOutPath": str(log_dir / "launchd.out.log"),
-        "StandardErrorPath": str(log_dir / "launchd.err.log"),
-    })
+    return plistlib.dumps(
+        {
+            "Label": LABEL,
+            "ProgramArguments": service.argv,
+            "EnvironmentVariables": service.environment,
+            "RunAtLoad": True,
+            "KeepAlive": True,
+            "StandardOutPath": str(log_dir / "launchd.out.log"),
+            "StandardErrorPath": str(log_dir / "launchd.err.log"),
+        }
+    )
 
 
 def systemd_unit_path() -> Path:
     from senpi_guard.io import config
+
     return config.config_dir().parent / "systemd" / "user" / UNIT_NAME
 
 
@@ -262,9 +297,20 @@ def _shell_word(text: str) -> str:
     if text.isprintable():
         return shlex.quote(text)
     # $'…' (bash, zsh, ksh; POSIX sh since 2024) spells a line break without breaking the line
-    return "$'" + "".join("\\" + c if c in "\\'" else c if c.isprintable()
-                          else f"\\x{ord(c):02x}" if ord(c) < 0x80 else f"\\u{ord(c):04x}"
-                          for c in text) + "'"
+    return (
+        "$'"
+        + "".join(
+            "\\" + c
+            if c in "\\'"
+            else c
+            if c.isprintable()
+            else f"\\x{ord(c):02x}"
+            if ord(c) < 0x80
+            else f"\\u{ord(c):04x}"
+            for c in text
+        )
+        + "'"
+    )
 
 
 def manual_command(service: ServiceSpec) -> str:

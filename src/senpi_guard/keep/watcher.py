@@ -94,8 +94,9 @@ class Known:
 
 
 class Watcher:
-    def __init__(self, patches: list[Patch], config: Config, roots: list[Path],
-                 overrides: dict[str, float] | None = None) -> None:
+    def __init__(
+        self, patches: list[Patch], config: Config, roots: list[Path], overrides: dict[str, float] | None = None
+    ) -> None:
         self.patches = patches
         self.store = Store()
         self.overrides = overrides or {}
@@ -118,7 +119,7 @@ class Watcher:
         (a package dir replaced, a staging dir) always does."""
         for package in self._real_packages:
             if path.startswith(package + os.sep):
-                rel = path[len(package) + 1:]
+                rel = path[len(package) + 1 :]
                 if rel != "package.json" and rel != "dist" and not rel.startswith("dist" + os.sep):
                     return
                 break
@@ -185,8 +186,7 @@ class Watcher:
     def _package_state(self, package_dir: Path) -> tuple:
         """What must hold still before patching; `busy` when an update is visibly under way."""
         try:
-            staging = tuple(sorted(e for e in os.listdir(package_dir.parent)
-                                   if e.startswith(STAGING_PREFIXES)))
+            staging = tuple(sorted(e for e in os.listdir(package_dir.parent) if e.startswith(STAGING_PREFIXES)))
         except OSError:
             staging = ()
         manifest = discover.read_manifest(package_dir)
@@ -215,23 +215,29 @@ class Watcher:
             if current != previous or busy:
                 stable_since = now
             stable = current == previous and not busy
-            if stable and (quiet_for >= self.config.quiet_period
-                           or now - stable_since >= STABLE_PERIODS * self.config.quiet_period):
+            if stable and (
+                quiet_for >= self.config.quiet_period or now - stable_since >= STABLE_PERIODS * self.config.quiet_period
+            ):
                 return True
             previous = current
             if now >= rescan_at:
                 return False
             if now > deadline:
-                log.warning("installs did not settle within %gs; will retry on the next trigger",
-                            self.config.settle_timeout)
+                log.warning(
+                    "installs did not settle within %gs; will retry on the next trigger", self.config.settle_timeout
+                )
                 return False
             self.stop.wait(max(0.05, min(self.config.quiet_period - quiet_for, rescan_at - now)))
         return False
 
     # ---- reconcile ---------------------------------------------------------------------
     def _fingerprint(self, inst: discover.Install, files: list[Path]) -> tuple:
-        return (str(inst.real_dir), inst.version, _file_stat(inst.package_dir / "package.json"),
-                tuple((str(f), _file_stat(f)) for f in files))
+        return (
+            str(inst.real_dir),
+            inst.version,
+            _file_stat(inst.package_dir / "package.json"),
+            tuple((str(f), _file_stat(f)) for f in files),
+        )
 
     def reload_config(self, force: bool = False) -> None:
         """Pick up a changed config file, so the watcher never undoes an `apply` made with it;
@@ -246,8 +252,10 @@ class Watcher:
             return
         fresh = dataclasses.replace(fresh, **self.overrides)
         if fresh != self.config:
-            log.info("config changed; reconciling every install with it (%s)",
-                     "; ".join(f"{p.name}: {p.settings(fresh)}" for p in self.patches))
+            log.info(
+                "config changed; reconciling every install with it (%s)",
+                "; ".join(f"{p.name}: {p.settings(fresh)}" for p in self.patches),
+            )
             self.config = fresh
             self.known.clear()
 
@@ -268,8 +276,11 @@ class Watcher:
 
     def _backed_off(self, patch: Patch, inst: discover.Install) -> bool:
         backoff = self.store.install_record(inst.package_dir, patch=patch.name).get("backoff")
-        return isinstance(backoff, dict) and backoff.get("version") == inst.version and \
-            _content_key(inst, backoff.get("target")) == backoff.get("sha256")
+        return (
+            isinstance(backoff, dict)
+            and backoff.get("version") == inst.version
+            and _content_key(inst, backoff.get("target")) == backoff.get("sha256")
+        )
 
     def reconcile_one(self, patch: Patch, inst: discover.Install, trigger: str) -> None:
         key = (inst.real_dir, patch.name)
@@ -282,23 +293,36 @@ class Watcher:
             return
         if self._backed_off(patch, inst):
             return
-        log.info("reconcile started install=%s patch=%s (%s)", inst.package_dir, patch.name,
-                 trigger.split(" ", 1)[0])
+        log.info("reconcile started install=%s patch=%s (%s)", inst.package_dir, patch.name, trigger.split(" ", 1)[0])
         with self.store.lock():
             reconciler = Reconciler(patch, self.config, self.store, cancel=self.stop)
             outcome = reconciler.reconcile(inst, on_drift=self.config.on_drift, keep_reshapes=True)
         if self.stop.is_set() and not outcome.ok:
             log.info("install=%s stopped: %s", inst.package_dir, outcome.detail)
             return
-        log.info("patch=%s trigger=%s install=%s version=%s before=%s after=%s ok=%s ms=%d%s",
-                 patch.name, trigger.split(" ", 1)[0], inst.package_dir, inst.version, outcome.before,
-                 outcome.after, outcome.ok, outcome.millis,
-                 f" wrote={','.join(outcome.changed)}" if outcome.changed else "")
+        log.info(
+            "patch=%s trigger=%s install=%s version=%s before=%s after=%s ok=%s ms=%d%s",
+            patch.name,
+            trigger.split(" ", 1)[0],
+            inst.package_dir,
+            inst.version,
+            outcome.before,
+            outcome.after,
+            outcome.ok,
+            outcome.millis,
+            f" wrote={','.join(outcome.changed)}" if outcome.changed else "",
+        )
         if outcome.ok and outcome.detail.startswith("left as it is"):
             log.warning("install=%s %s", inst.package_dir, outcome.detail)
-        result = {"time": time.time(), "trigger": trigger[:200], "before": outcome.before,
-                  "after": outcome.after, "ok": outcome.ok, "millis": outcome.millis,
-                  "detail": outcome.detail[:500]}
+        result = {
+            "time": time.time(),
+            "trigger": trigger[:200],
+            "before": outcome.before,
+            "after": outcome.after,
+            "ok": outcome.ok,
+            "millis": outcome.millis,
+            "detail": outcome.detail[:500],
+        }
         if outcome.ok and any(_sha(Path(path)) != sha for path, sha in outcome.final_shas.items()):
             # changed after it was read (and we did not write it): what we would remember is stale
             log.info("install=%s changed while reconciling; will look again", inst.package_dir)
@@ -317,20 +341,37 @@ class Watcher:
             log.info("install=%s changed while reconciling; will retry", inst.package_dir)
             self.triggers.put("retry changed-during-reconcile")
             return
-        log.error("install=%s version=%s could not be patched: %s (not retried until it changes "
-                  "or `senpi-guard apply` is run)", inst.package_dir, inst.version, outcome.detail)
+        log.error(
+            "install=%s version=%s could not be patched: %s (not retried until it changes "
+            "or `senpi-guard apply` is run)",
+            inst.package_dir,
+            inst.version,
+            outcome.detail,
+        )
         kept = f"a copy of the hand-edited file is at {outcome.backups[0]}; " if outcome.backups else ""
         notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {kept}{outcome.detail[:200]}")
-        self.store.update_install(inst.package_dir, patch=patch.name, backoff={
-            "version": inst.version, "sha256": failed[1], "target": target,
-            "error": outcome.detail[:500], "time": time.time()})
+        self.store.update_install(
+            inst.package_dir,
+            patch=patch.name,
+            backoff={
+                "version": inst.version,
+                "sha256": failed[1],
+                "target": target,
+                "error": outcome.detail[:500],
+                "time": time.time(),
+            },
+        )
         self.known[key] = Known(outcome.files, ())
 
     # ---- main loop ---------------------------------------------------------------------
     def run(self, logfile: Path | None = None) -> int:
         with self.store.watcher_lock():
-            log.info("watching (rescan every %gs, quiet period %gs, log %s)",
-                     self.config.rescan_interval, self.config.quiet_period, logfile)
+            log.info(
+                "watching (rescan every %gs, quiet period %gs, log %s)",
+                self.config.rescan_interval,
+                self.config.quiet_period,
+                logfile,
+            )
             self.store.write_pid(self.roots)
             self.observer.start()
             try:
@@ -350,8 +391,12 @@ class Watcher:
         except FatalError as exc:
             log.error("reconcile failed: %s", exc)
         except Exception as exc:  # a bug: logged with its traceback, and the next round still comes
-            log.error("reconcile failed: unexpected %s: %s; the traceback is in %s", type(exc).__name__, exc,
-                      store_mod.crash_log(exc))
+            log.error(
+                "reconcile failed: unexpected %s: %s; the traceback is in %s",
+                type(exc).__name__,
+                exc,
+                store_mod.crash_log(exc),
+            )
 
     def _loop(self) -> None:
         self._round("startup")

@@ -23,17 +23,26 @@ from senpi_guard.prove import mirror, nodes, owners, verify
 from senpi_guard.prove.replays import ReplayMemo, replay_key
 
 # What handing an install patched by us to upstream's keep-last costs (it changes sent text).
-DEFER_COST = ("hands full re-sends to upstream's keep-last dedupe, which changes what earlier messages "
-              "look like: the next full re-send of each live session misses the prompt cache once")
+DEFER_COST = (
+    "hands full re-sends to upstream's keep-last dedupe, which changes what earlier messages "
+    "look like: the next full re-send of each live session misses the prompt cache once"
+)
 HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
 
 
 class Reconciler:
     """`cancel`, when set, stops a running replay and any write that has not started."""
 
-    def __init__(self, patch: Patch, config: Config, store: Store | None = None,
-                 cancel: threading.Event | None = None, allow_foreign_root: bool = False,
-                 quick_locate: bool = False, reuse_stored_replays: bool = True) -> None:
+    def __init__(
+        self,
+        patch: Patch,
+        config: Config,
+        store: Store | None = None,
+        cancel: threading.Event | None = None,
+        allow_foreign_root: bool = False,
+        quick_locate: bool = False,
+        reuse_stored_replays: bool = True,
+    ) -> None:
         self.patch = patch
         # quick_locate (status only: it writes nothing): accept targets found exactly once in the
         # known shapes' folders without walking the rest of dist/ for a second definition
@@ -59,10 +68,17 @@ class Reconciler:
             return Inspection(install, State.ERROR, detail=unexpected(exc))
         hold = self.store.hold(install.package_dir) if insp.state in HOLDABLE else None
         if hold is not None:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hold["time"])) \
-                if isinstance(hold.get("time"), int | float) else "earlier"
-            return replace(insp, state=State.HELD, detail=f"held since {when} ({hold.get('reason')}): "
-                           "the watcher leaves it alone until `senpi-guard apply`")
+            when = (
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(hold["time"]))
+                if isinstance(hold.get("time"), int | float)
+                else "earlier"
+            )
+            return replace(
+                insp,
+                state=State.HELD,
+                detail=f"held since {when} ({hold.get('reason')}): "
+                "the watcher leaves it alone until `senpi-guard apply`",
+            )
         return insp
 
     def _inspect(self, install: Install) -> Inspection:
@@ -73,23 +89,33 @@ class Reconciler:
             located = hits[target.function]
             if len(located) > 1:
                 where = ", ".join(f"{h.path.relative_to(dist)}:{h.definition.line}" for h in located)
-                raise FatalError(f"senpi {install.version} at {install.package_dir}: {len(located)} "
-                                 f"definitions of {target.function} ({where}); senpi-guard will "
-                                 "not guess: report this version")
+                raise FatalError(
+                    f"senpi {install.version} at {install.package_dir}: {len(located)} "
+                    f"definitions of {target.function} ({where}); senpi-guard will "
+                    "not guess: report this version"
+                )
             if not located:
                 if target.required:
-                    raise FatalError(f"senpi {install.version} at {install.package_dir}: no file "
-                                     f"under dist/ defines and exports {target.function} (searched "
-                                     f"{searched} .js files); this version is not supported yet")
+                    raise FatalError(
+                        f"senpi {install.version} at {install.package_dir}: no file "
+                        f"under dist/ defines and exports {target.function} (searched "
+                        f"{searched} .js files); this version is not supported yet"
+                    )
                 continue
             found.append(self._target_file(install, target, located[0].path))
         present = {f.target.role for f in found}
         primary = next((f for f in found if f.target.required), None)
         shape = primary and self.patch.shape_of(primary.path, present)
         deferred = self.patch.deferred(self.config, present)
-        note = f"{self.patch.defer.setting} = \"{self.patch.defer.value}\"" if self.patch.defer else ""
-        return Inspection(install, overall_state(found, deferred), tuple(found),
-                          overall_detail(found, deferred, note), shape, self.patch.name)
+        note = f'{self.patch.defer.setting} = "{self.patch.defer.value}"' if self.patch.defer else ""
+        return Inspection(
+            install,
+            overall_state(found, deferred),
+            tuple(found),
+            overall_detail(found, deferred, note),
+            shape,
+            self.patch.name,
+        )
 
     def _locate(self, install: Install, dist: Path) -> tuple[dict, int]:
         return where.locate_targets(self.patch, self.store, install, dist, self.quick_locate)
@@ -100,17 +126,21 @@ class Reconciler:
     def _target_file(self, install: Install, target: Target, path: Path) -> TargetFile:
         snapshot = write.read(path, install.package_dir)
         recovered = reverse.recover(snapshot.data, self.patch)
-        wanted = None if recovered.base is None else apply.render(
-            self.patch, self.config, target, recovered.base, str(path))
-        classified = classify(snapshot.data, recovered, wanted, self.patch.version,
-                              self.patch.config_digest(self.config))
+        wanted = (
+            None if recovered.base is None else apply.render(self.patch, self.config, target, recovered.base, str(path))
+        )
+        classified = classify(
+            snapshot.data, recovered, wanted, self.patch.version, self.patch.config_digest(self.config)
+        )
         if classified.state == State.UNPATCHED and recovered.base is not None:
             classified = classified._replace(detail=apply.finding(target, recovered.base, str(path)))
-        what = reshape.change(self.patch, reshape.slot_in(snapshot.data), self.config) \
-            if classified.state == State.STALE else None
+        what = (
+            reshape.change(self.patch, reshape.slot_in(snapshot.data), self.config)
+            if classified.state == State.STALE
+            else None
+        )
         if what:
-            classified = classified._replace(detail=f"{classified.detail}; {reshape.cost('dist', what)}",
-                                             reshapes=what)
+            classified = classified._replace(detail=f"{classified.detail}; {reshape.cost('dist', what)}", reshapes=what)
         return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified, wanted)
 
     def base_of(self, install: Install, tf: TargetFile) -> bytes:
@@ -124,30 +154,37 @@ class Reconciler:
                 return reverse.recover(backup.data, self.patch).base
         label = f"senpi {install.version} at {install.package_dir}: {tf.rel}"
         if c.state == State.HAND_PATCHED:
-            raise FatalError(f"{label} carries a hand-applied {self.patch.hand_fix_function} that "
-                             f"senpi-guard cannot remove cleanly ({c.detail}); reinstall senpi "
-                             f"(npm install -g {install_spec(install)}) and run apply again")
-        raise FatalError(f"{label} was changed after senpi-guard patched it ({c.detail}); reinstall "
-                         f"senpi (npm install -g {install_spec(install)}) and run apply again")
+            raise FatalError(
+                f"{label} carries a hand-applied {self.patch.hand_fix_function} that "
+                f"senpi-guard cannot remove cleanly ({c.detail}); reinstall senpi "
+                f"(npm install -g {install_spec(install)}) and run apply again"
+            )
+        raise FatalError(
+            f"{label} was changed after senpi-guard patched it ({c.detail}); reinstall "
+            f"senpi (npm install -g {install_spec(install)}) and run apply again"
+        )
 
     def _fitting_backup(self, install: Install, tf: TargetFile):
         """The backup of this file, only if it fits: what it reduces to hashes to the original
         our header names, and (when the edit can be removed) equals what removing it gives."""
         header = tf.classified.header
-        backup = self.store.find_backup(install.package_dir, install.version, tf.rel,
-                                        header.original_sha256)
+        backup = self.store.find_backup(install.package_dir, install.version, tf.rel, header.original_sha256)
         if backup is None:
             return None
         base = reverse.recover(backup.data, self.patch).base
-        if base is None or apply.sha256(base) != header.original_sha256 or \
-                (tf.classified.base is not None and tf.classified.base != base):
-            raise FatalError(f"the backup {backup.path} does not fit {tf.rel} (it is not the original "
-                             "the patch was made from); nothing was changed: delete that backup, or "
-                             "revert with --from-edit")
+        if (
+            base is None
+            or apply.sha256(base) != header.original_sha256
+            or (tf.classified.base is not None and tf.classified.base != base)
+        ):
+            raise FatalError(
+                f"the backup {backup.path} does not fit {tf.rel} (it is not the original "
+                "the patch was made from); nothing was changed: delete that backup, or "
+                "revert with --from-edit"
+            )
         return backup
 
-    def module_pairs(self, insp: Inspection, roles: tuple[str, ...] | None = None
-                     ) -> dict[str, verify.ModulePair]:
+    def module_pairs(self, insp: Inspection, roles: tuple[str, ...] | None = None) -> dict[str, verify.ModulePair]:
         """Each target's unpatched bytes beside what `apply` makes of them. Inspection rendered that
         already wherever the file gave its base; only a base from a backup is rendered here."""
         pairs = {}
@@ -155,8 +192,11 @@ class Reconciler:
             if roles is not None and tf.target.role not in roles:
                 continue
             base = self.base_of(insp.install, tf)
-            candidate = tf.wanted if tf.wanted is not None else apply.render(
-                self.patch, self.config, tf.target, base, str(tf.path))
+            candidate = (
+                tf.wanted
+                if tf.wanted is not None
+                else apply.render(self.patch, self.config, tf.target, base, str(tf.path))
+            )
             pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
         return pairs
 
@@ -171,8 +211,9 @@ class Reconciler:
         key = replay_key(self.patch, self.config, install.package_dir, pairs)
         report = self.replays.get(key, self.reuse_stored_replays)
         if report is None:
-            report = verify.replay(install.package_dir, pairs, self.patch, self.config,
-                                   self.sandbox(install, pairs), self.cancel)
+            report = verify.replay(
+                install.package_dir, pairs, self.patch, self.config, self.sandbox(install, pairs), self.cancel
+            )
             self.replays.put(key, report)
         return report
 
@@ -184,23 +225,37 @@ class Reconciler:
     # ---- records -----------------------------------------------------------------------
     def _verified_before(self, install: Install, shas: dict[str, str]) -> bool:
         last = self.store.install_record(install.package_dir, patch=self.patch.name).get("last_verify")
-        return isinstance(last, dict) and bool(last.get("ok")) and last.get("shas") == shas \
+        return (
+            isinstance(last, dict)
+            and bool(last.get("ok"))
+            and last.get("shas") == shas
             and last.get("patch") == self.patch.patch_id(self.config)
+        )
 
-    def record_verification(self, insp: Inspection, report: verify.VerifyReport,
-                            shas: dict[str, str]) -> None:
+    def record_verification(self, insp: Inspection, report: verify.VerifyReport, shas: dict[str, str]) -> None:
         """What `status` shows as the last verification, what lets `apply` skip a re-run, and where
         the targets are."""
         install = insp.install
-        self.store.update_install(install.package_dir, patch=self.patch.name, version=install.version,
-                                  located=self.remember_location(insp), last_verify={
-            "ok": report.ok, "time": time.time(), "checks": report.checks_run, "shas": shas,
-            "node": report.node_version, "failures": [str(f) for f in report.failures[:5]],
-            "patch": self.patch.patch_id(self.config)})
+        self.store.update_install(
+            install.package_dir,
+            patch=self.patch.name,
+            version=install.version,
+            located=self.remember_location(insp),
+            last_verify={
+                "ok": report.ok,
+                "time": time.time(),
+                "checks": report.checks_run,
+                "shas": shas,
+                "node": report.node_version,
+                "failures": [str(f) for f in report.failures[:5]],
+                "patch": self.patch.patch_id(self.config),
+            },
+        )
 
     # ---- acting ------------------------------------------------------------------------
-    def reconcile(self, install: Install, *, dry_run: bool = False, on_drift: str = "rebuild",
-                  keep_reshapes: bool = False) -> Outcome:
+    def reconcile(
+        self, install: Install, *, dry_run: bool = False, on_drift: str = "rebuild", keep_reshapes: bool = False
+    ) -> Outcome:
         """Bring one install to the wanted state (verified before anything is written). A held
         install is left alone; a drifted file is kept aside first, and rebuilt only with
         on_drift="rebuild"; with keep_reshapes (the watcher), a config change that alters what
@@ -218,8 +273,9 @@ class Reconciler:
             elif insp.state == State.DRIFTED and on_drift != "rebuild":
                 result = self._report_drift(insp, start, dry_run)
             elif keep_reshapes and (cost := _reshape_cost(insp)):
-                result = replace(start, ok=True, detail=f"left as it is: {cost}; "
-                                 "run `senpi-guard apply` to make that change")
+                result = replace(
+                    start, ok=True, detail=f"left as it is: {cost}; run `senpi-guard apply` to make that change"
+                )
             elif self.patch.deferred(self.config, insp.present):
                 result = self._defer(insp, start, dry_run, keep_reshapes)
             else:
@@ -227,23 +283,37 @@ class Reconciler:
         except FatalError as exc:
             result = replace(start, ok=False, after=start.before, detail=str(exc))
         except OSError as exc:  # the disk or a folder failed us: one line, and the next install goes on
-            result = replace(start, ok=False, after=start.before, detail=str(write.os_error(
-                exc, "work on", exc.filename or install.package_dir, "fix that, then run apply again")))
+            result = replace(
+                start,
+                ok=False,
+                after=start.before,
+                detail=str(
+                    write.os_error(
+                        exc, "work on", exc.filename or install.package_dir, "fix that, then run apply again"
+                    )
+                ),
+            )
         except Exception as exc:  # a bug: this install's error, and the next install goes on
             result = replace(start, ok=False, after=start.before, detail=unexpected(exc))
         result.millis = int((time.monotonic() - started) * 1000)
         return result
 
     def _keep_drifted(self, insp: Inspection) -> list[str]:
-        return [str(self.store.save_drifted(insp.install.package_dir, insp.install.version, tf.rel,
-                                            tf.snapshot.data))
-                for tf in insp.files if tf.classified.state == State.DRIFTED]
+        return [
+            str(self.store.save_drifted(insp.install.package_dir, insp.install.version, tf.rel, tf.snapshot.data))
+            for tf in insp.files
+            if tf.classified.state == State.DRIFTED
+        ]
 
     def _report_drift(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
         kept = [] if dry_run else self._keep_drifted(insp)
         where = f"; a copy is kept at {', '.join(kept)}" if kept else ""
-        return replace(start, backups=kept, detail=f"{start.detail}{where}; not rebuilt (on_drift = "
-                       "\"report\"): run `senpi-guard apply` to rebuild it from the backup")
+        return replace(
+            start,
+            backups=kept,
+            detail=f"{start.detail}{where}; not rebuilt (on_drift = "
+            '"report"): run `senpi-guard apply` to rebuild it from the backup',
+        )
 
     def _patch(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
         install = insp.install
@@ -253,8 +323,9 @@ class Reconciler:
         to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
         if insp.state == State.CLEAN:  # a repair with nothing to repair: nothing to prove either
             if not dry_run:  # (where its targets are, or that there are none: status trusts it next time)
-                self.store.update_install(install.package_dir, patch=self.patch.name,
-                                          located=self.remember_location(insp))
+                self.store.update_install(
+                    install.package_dir, patch=self.patch.name, located=self.remember_location(insp)
+                )
             return replace(start, ok=True, detail="nothing to repair here")
         shas = {tf.rel: apply.sha256(wanted[tf.target.role]) for tf in insp.files}
         if not to_write and self._verified_before(install, shas):
@@ -264,59 +335,100 @@ class Reconciler:
             self.record_verification(insp, report, shas)
         if not report.ok:
             first = report.failures[0] if report.failures else "no checks ran"
-            raise FatalError(f"verification failed, nothing was changed: {first} "
-                             f"({len(report.failures)} failed of {report.checks_run} checks)")
+            raise FatalError(
+                f"verification failed, nothing was changed: {first} "
+                f"({len(report.failures)} failed of {report.checks_run} checks)"
+            )
         if dry_run:
             from senpi_guard.diffview import window_diff
-            diff = "".join(window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role])
-                           for tf in to_write)
-            return replace(start, ok=True, report=report, diff=diff,
-                           would_write=[tf.rel for tf in to_write],
-                           detail="dry run: verified, nothing written" + _also(_reshape_cost(insp)))
+
+            diff = "".join(window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role]) for tf in to_write)
+            return replace(
+                start,
+                ok=True,
+                report=report,
+                diff=diff,
+                would_write=[tf.rel for tf in to_write],
+                detail="dry run: verified, nothing written" + _also(_reshape_cost(insp)),
+            )
         changed, backups, final = [], [], start.final_shas
         for tf in sorted(to_write, key=lambda t: self.patch.write_rank(t.target.role)):
             try:
                 if tf.classified.state not in (State.PATCHED, State.STALE, State.DRIFTED):
-                    backups.append(str(self.store.save_backup(
-                        install.package_dir, install.version, tf.rel, tf.snapshot.data,
-                        apply.sha256(pairs[tf.target.role].original))))
+                    backups.append(
+                        str(
+                            self.store.save_backup(
+                                install.package_dir,
+                                install.version,
+                                tf.rel,
+                                tf.snapshot.data,
+                                apply.sha256(pairs[tf.target.role].original),
+                            )
+                        )
+                    )
                 self._write(tf.snapshot, wanted[tf.target.role])
             except (FatalError, OSError) as exc:
                 if not changed:
                     raise
-                return replace(start, after=State.PARTIAL, changed=changed, backups=backups,
-                               final_shas=final, detail=f"wrote {', '.join(changed)}, then stopped: "
-                                                        f"{exc}; run apply again to complete it")
+                return replace(
+                    start,
+                    after=State.PARTIAL,
+                    changed=changed,
+                    backups=backups,
+                    final_shas=final,
+                    detail=f"wrote {', '.join(changed)}, then stopped: {exc}; run apply again to complete it",
+                )
             changed.append(tf.rel)
             final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
         detail = f"verified: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
         detail += _also(_reshape_cost(insp))
         if kept:
             detail += f"; the hand-edited file was kept at {', '.join(kept)}"
-        return replace(start, ok=True, after=State.PATCHED, report=report, changed=changed,
-                       backups=backups + kept, detail=detail, final_shas=final)
+        return replace(
+            start,
+            ok=True,
+            after=State.PATCHED,
+            report=report,
+            changed=changed,
+            backups=backups + kept,
+            detail=detail,
+            final_shas=final,
+        )
 
     def _defer(self, insp: Inspection, start: Outcome, dry_run: bool, keep_reshapes: bool = False) -> Outcome:
-        rule = f"{self.patch.defer.setting} = \"{self.patch.defer.value}\""
+        rule = f'{self.patch.defer.setting} = "{self.patch.defer.value}"'
         hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
         if hand:
-            return replace(start, detail=f"{rule}, but {', '.join(hand)} carries the hand-applied "
-                           f"{self.patch.hand_fix_function}, which would run before senpi's own code; nothing "
-                           f"was changed: reinstall senpi to remove it, or change {self.patch.defer.setting}")
+            return replace(
+                start,
+                detail=f"{rule}, but {', '.join(hand)} carries the hand-applied "
+                f"{self.patch.hand_fix_function}, which would run before senpi's own code; nothing "
+                f"was changed: reinstall senpi to remove it, or change {self.patch.defer.setting}",
+            )
         ours = [tf for tf in insp.files if tf.classified.header is not None]
         if ours and keep_reshapes:
-            return replace(start, ok=True, detail=f"left as it is: {rule} {DEFER_COST}; run `senpi-guard "
-                           "apply` to make that change")
+            return replace(
+                start,
+                ok=True,
+                detail=f"left as it is: {rule} {DEFER_COST}; run `senpi-guard apply` to make that change",
+            )
         plans = [(tf, self.base_of(insp.install, tf)) for tf in ours]
         for tf, base in plans if not dry_run else []:
             self._write(tf.snapshot, base)
         rels = [tf.rel for tf in ours]
         if dry_run:
-            return replace(start, ok=True, would_write=rels, detail=f"dry run: would remove the patch "
-                           f"and leave the install to senpi's own code ({rule})"
-                           + (f"; that {DEFER_COST}" if ours else ""))
-        detail = (f"{rule}: removed the patch, senpi's own code is in charge ({DEFER_COST})" if ours
-                  else f"{rule}: left to senpi's own code")
+            return replace(
+                start,
+                ok=True,
+                would_write=rels,
+                detail=f"dry run: would remove the patch "
+                f"and leave the install to senpi's own code ({rule})" + (f"; that {DEFER_COST}" if ours else ""),
+            )
+        detail = (
+            f"{rule}: removed the patch, senpi's own code is in charge ({DEFER_COST})"
+            if ours
+            else f"{rule}: left to senpi's own code"
+        )
         final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
         return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)
 
@@ -347,12 +459,18 @@ class Reconciler:
                     detail += f"; {name}: {figure}"
         else:
             detail = f"{what}: " + "; ".join(str(f) for f in report.failures[:3])
-        return replace(start, ok=report.ok and installed, report=report, detail=detail,
-                       millis=int((time.monotonic() - began) * 1000))
+        return replace(
+            start,
+            ok=report.ok and installed,
+            report=report,
+            detail=detail,
+            millis=int((time.monotonic() - began) * 1000),
+        )
 
     def revert(self, install: Install, *, from_edit: bool = False) -> Outcome:
         """Give the install its original bytes and hold it there (see dist_revert)."""
         from senpi_guard.layers import dist_revert
+
         return dist_revert.revert(self, install, from_edit=from_edit)
 
 
@@ -367,8 +485,10 @@ def _also(text: str) -> str:
 
 
 def unexpected(exc: Exception) -> str:
-    return (f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store_mod.crash_log(exc)}; "
-            "please report it")
+    return (
+        f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store_mod.crash_log(exc)}; "
+        "please report it"
+    )
 
 
 def _reused(report: verify.VerifyReport) -> str:

@@ -33,9 +33,15 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False)
         changed.append(tf.rel)
     reconciler.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
     final = {**start.final_shas, **{str(tf.path): apply.sha256(data) for tf, data in plans}}
-    return replace(start, ok=True, after=reconciler.inspect(install).state, changed=changed, backups=backups,
-                   final_shas=final,
-                   detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert")
+    return replace(
+        start,
+        ok=True,
+        after=reconciler.inspect(install).state,
+        changed=changed,
+        backups=backups,
+        final_shas=final,
+        detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert",
+    )
 
 
 def _revert_plans(reconciler: Reconciler, insp: Inspection, from_edit: bool) -> tuple[list, list[str], list[str]]:
@@ -49,14 +55,17 @@ def _revert_plans(reconciler: Reconciler, insp: Inspection, from_edit: bool) -> 
             backups.append(str(backup.path))
         elif tf.classified.base is not None:
             plans.append((tf, tf.classified.base))
-            how.append(f"{tf.path.name}: removed the edit (sha256 matches the original)"
-                       + ("" if from_edit else "; no backup was found"))
+            how.append(
+                f"{tf.path.name}: removed the edit (sha256 matches the original)"
+                + ("" if from_edit else "; no backup was found")
+            )
         else:
-            raise FatalError(f"senpi {install.version} at {install.package_dir}: {tf.rel} "
-                             f"cannot be reverted ({tf.classified.detail}) and no backup "
-                             f"exists; reinstall senpi (npm install -g {install_spec(install)})")
+            raise FatalError(
+                f"senpi {install.version} at {install.package_dir}: {tf.rel} "
+                f"cannot be reverted ({tf.classified.detail}) and no backup "
+                f"exists; reinstall senpi (npm install -g {install_spec(install)})"
+            )
     return plans, how, backups
-
 
 
 def _hand_fix_note(reconciler: Reconciler, insp: Inspection, restored: bytes) -> str:
@@ -65,6 +74,8 @@ def _hand_fix_note(reconciler: Reconciler, insp: Inspection, restored: bytes) ->
     if not name or name.encode() not in restored:
         return ""
     costs = [text for role, text in reconciler.patch.hand_fix_risks.items() if role in insp.present]
-    return (f", which holds the hand-applied {name} that was there before apply"
-            + (f"; {'; '.join(costs)}" if costs else "")
-            + "; for senpi as shipped instead: `senpi-guard apply`, then `senpi-guard revert --from-edit`")
+    return (
+        f", which holds the hand-applied {name} that was there before apply"
+        + (f"; {'; '.join(costs)}" if costs else "")
+        + "; for senpi as shipped instead: `senpi-guard apply`, then `senpi-guard revert --from-edit`"
+    )

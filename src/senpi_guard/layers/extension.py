@@ -60,12 +60,25 @@ class LayerOutcome:
 
     def as_json(self) -> dict[str, Any]:
         report = self.report
-        return {"layer": "extension", "path": str(self.path), "state_before": self.before, "state": self.after,
-                "ok": self.ok, "detail": self.detail, "kept": self.kept,
-                "checks": report.checks_run if report else None,
-                "verification": None if report is None else {
-                    "ok": report.ok, "checks": report.checks_run, "node": report.node_version,
-                    "host": report.stats.get("host"), "failures": [str(f) for f in report.failures]}}
+        return {
+            "layer": "extension",
+            "path": str(self.path),
+            "state_before": self.before,
+            "state": self.after,
+            "ok": self.ok,
+            "detail": self.detail,
+            "kept": self.kept,
+            "checks": report.checks_run if report else None,
+            "verification": None
+            if report is None
+            else {
+                "ok": report.ok,
+                "checks": report.checks_run,
+                "node": report.node_version,
+                "host": report.stats.get("host"),
+                "failures": [str(f) for f in report.failures],
+            },
+        }
 
 
 def target_path(patch: Patch, agent_dir: Path) -> Path:
@@ -85,15 +98,21 @@ def inspect(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
     header = header_of(data)
     if header is None or header.get("layer") != "extension" or header["name"] != patch.name:
         return LayerStatus("foreign", path, "it has no senpi-guard header: it is not senpi-guard's", data)
-    body = data[data.index(b"\n") + 1:]
+    body = data[data.index(b"\n") + 1 :]
     if hashlib.sha256(body).hexdigest() != header.get("content-sha256"):
         return LayerStatus("modified", path, "edited since senpi-guard wrote it", data)
     if data != patch.render_extension(config).encode("utf-8"):
         what = reshape.change(patch, reshape.slot_in(data), config)
         cost = f"; {reshape.cost('extension', what)}" if what else ""
-        return LayerStatus("stale", path, f"written by {patch.name} v{header['version']} with config "
-                           f"{header.get('config-sha256')}; apply renders v{patch.version} "
-                           f"{patch.config_digest(config, extension=True)}{cost}", data, reshapes=what or "")
+        return LayerStatus(
+            "stale",
+            path,
+            f"written by {patch.name} v{header['version']} with config "
+            f"{header.get('config-sha256')}; apply renders v{patch.version} "
+            f"{patch.config_digest(config, extension=True)}{cost}",
+            data,
+            reshapes=what or "",
+        )
     return LayerStatus("installed", path, "", data)
 
 
@@ -113,8 +132,12 @@ def _defines_runner(path: Path) -> bool:
     for node in root.named_children:
         declaration = node.child_by_field_name("declaration") if node.type == "export_statement" else None
         name = declaration.child_by_field_name("name") if declaration is not None else None
-        if declaration is not None and declaration.type == "class_declaration" and name is not None \
-                and name.text == b"ExtensionRunner":
+        if (
+            declaration is not None
+            and declaration.type == "class_declaration"
+            and name is not None
+            and name.text == b"ExtensionRunner"
+        ):
             return True
     return False
 
@@ -137,22 +160,35 @@ def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Inst
 def _replay_key(patch: Patch, rendered: str, install: Install | None, host: dict | None, node) -> str:
     """Everything the replay's result depends on: the rendered file, the checks, the fixtures, the
     harness, the node, and the host senpi's loader, runner and dist/ (as status stamps them)."""
+
     def sha(path: Path) -> str:
         try:
             return hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             return f"unreadable {time.time()}"  # never matches: the replay runs
+
     fixtures = sorted(p for p in patch.extension.fixtures.rglob("*") if p.is_file())
-    parts = {"extension": hashlib.sha256(rendered.encode()).hexdigest(), "node": [node.path, node.version],
-             "harness": hashlib.sha256(mirror.harness_bytes(HARNESS)).hexdigest(),
-             "files": [sha(p) for p in (patch.extension.checks, *patch.scripts(), *fixtures)],
-             "host": {k: [v, sha(Path(v))] for k, v in sorted((host or {}).items())},
-             "dist": replays.package_stamp(install.package_dir) if install else None}
+    parts = {
+        "extension": hashlib.sha256(rendered.encode()).hexdigest(),
+        "node": [node.path, node.version],
+        "harness": hashlib.sha256(mirror.harness_bytes(HARNESS)).hexdigest(),
+        "files": [sha(p) for p in (patch.extension.checks, *patch.scripts(), *fixtures)],
+        "host": {k: [v, sha(Path(v))] for k, v in sorted((host or {}).items())},
+        "dist": replays.package_stamp(install.package_dir) if install else None,
+    }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def replay(patch: Patch, config: Config, rendered: str, installs: list[Install], store: Store,
-           allow_foreign_root: bool = False, reuse: bool = True, cancel: threading.Event | None = None) -> VerifyReport:
+def replay(
+    patch: Patch,
+    config: Config,
+    rendered: str,
+    installs: list[Install],
+    store: Store,
+    allow_foreign_root: bool = False,
+    reuse: bool = True,
+    cancel: threading.Event | None = None,
+) -> VerifyReport:
     """Run the fixture sessions through the rendered extension with node: directly and, when an
     installed senpi's own loader and runner import, through them. A passing replay is remembered by
     everything it depends on (`reuse`: trust one from an earlier run)."""
@@ -164,15 +200,26 @@ def replay(patch: Patch, config: Config, rendered: str, installs: list[Install],
     if known is not None:
         return known
     # as root: node and the host's code run as the one user they belong to (refused when several)
-    owner = owners.run_as(install.package_dir, node.path, allow_foreign_root) if install else \
-        (None if allow_foreign_root else owners.node_owner(node.path))
+    owner = (
+        owners.run_as(install.package_dir, node.path, allow_foreign_root)
+        if install
+        else (None if allow_foreign_root else owners.node_owner(node.path))
+    )
     report = _run_replay(patch, config, rendered, store, host, node, cancel, owner)
     memo.put(key, report)
     return report
 
 
-def _run_replay(patch: Patch, config: Config, rendered: str, store: Store, host: dict | None,
-                node, cancel: threading.Event | None = None, owner: tuple[int, int] | None = None) -> VerifyReport:
+def _run_replay(
+    patch: Patch,
+    config: Config,
+    rendered: str,
+    store: Store,
+    host: dict | None,
+    node,
+    cancel: threading.Event | None = None,
+    owner: tuple[int, int] | None = None,
+) -> VerifyReport:
     work = store.state_dir / "verify"
     private_dirs(work)
     mirror.sweep(work)  # (what a killed run left)
@@ -191,16 +238,34 @@ def _run_replay(patch: Patch, config: Config, rendered: str, store: Store, host:
         if owner is not None:
             for path in [folder, *folder.iterdir()]:
                 os.chown(path, *owner)
-        job = {"extension": str(extension), "checks": str(checks), "host": host, "cwd": str(folder),
-               **patch.job_settings(config), "fixtures": load_fixtures(patch.extension.fixtures)}
-        report = verify_mod.run_script(node.path, harness, job, config.verify_timeout, cancel, folder,
-                                       "the extension's replay", owners.popen_kwargs(owner))
+        job = {
+            "extension": str(extension),
+            "checks": str(checks),
+            "host": host,
+            "cwd": str(folder),
+            **patch.job_settings(config),
+            "fixtures": load_fixtures(patch.extension.fixtures),
+        }
+        report = verify_mod.run_script(
+            node.path,
+            harness,
+            job,
+            config.verify_timeout,
+            cancel,
+            folder,
+            "the extension's replay",
+            owners.popen_kwargs(owner),
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     failures = [Failure(r["fixture"], r["check"], r["detail"]) for r in report["results"] if not r["ok"]]
-    return VerifyReport(not failures and bool(report["results"]), failures, len(report["results"]),
-                        {"host": report["host"], "host_unavailable": report.get("hostUnavailable")},
-                        node.version)
+    return VerifyReport(
+        not failures and bool(report["results"]),
+        failures,
+        len(report["results"]),
+        {"host": report["host"], "host_unavailable": report.get("hostUnavailable")},
+        node.version,
+    )
 
 
 def _keep_aside(path: Path, store: Store) -> str:
@@ -220,22 +285,44 @@ def _write(path: Path, data: bytes, expected: bytes | None) -> None:
     write.place(path.parent, path.name, data, expected)  # (the folders made on the way, as io/folders says)
 
 
-def verify(patch: Patch, config: Config, installs: list[Install], store: Store, agent_dir: Path,
-           allow_foreign_root: bool = False, cancel: threading.Event | None = None) -> LayerOutcome:
+def verify(
+    patch: Patch,
+    config: Config,
+    installs: list[Install],
+    store: Store,
+    agent_dir: Path,
+    allow_foreign_root: bool = False,
+    cancel: threading.Event | None = None,
+) -> LayerOutcome:
     """A fresh replay of what apply writes here, beside the state of the file there (ok: it is
     there as apply writes it, and the replay passes)."""
     try:
         status = inspect(patch, config, agent_dir)
-        report = replay(patch, config, patch.render_extension(config), installs, store, allow_foreign_root,
-                        reuse=False, cancel=cancel)
+        report = replay(
+            patch,
+            config,
+            patch.render_extension(config),
+            installs,
+            store,
+            allow_foreign_root,
+            reuse=False,
+            cancel=cancel,
+        )
     except FatalError as exc:
         return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
-    what = "the installed extension" if status.state == "installed" else \
-        f"the extension apply would write (here: {status.state})"
-    detail = (f"{what}: {report.checks_run} checks passed through {_host_text(report)}" if report.ok
-              else f"{what}: " + "; ".join(str(f) for f in report.failures[:3]))
-    return LayerOutcome(status.path, status.state, status.state, report.ok and status.state == "installed",
-                        detail, report)
+    what = (
+        "the installed extension"
+        if status.state == "installed"
+        else f"the extension apply would write (here: {status.state})"
+    )
+    detail = (
+        f"{what}: {report.checks_run} checks passed through {_host_text(report)}"
+        if report.ok
+        else f"{what}: " + "; ".join(str(f) for f in report.failures[:3])
+    )
+    return LayerOutcome(
+        status.path, status.state, status.state, report.ok and status.state == "installed", detail, report
+    )
 
 
 def _host_text(report: VerifyReport) -> str:
@@ -247,17 +334,29 @@ def _host_text(report: VerifyReport) -> str:
     return f"{host} (node {report.node_version})"
 
 
-def install(patch: Patch, config: Config, installs: list[Install], store: Store, agent_dir: Path,
-            dry_run: bool = False, allow_foreign_root: bool = False,
-            cancel: threading.Event | None = None) -> LayerOutcome:
+def install(
+    patch: Patch,
+    config: Config,
+    installs: list[Install],
+    store: Store,
+    agent_dir: Path,
+    dry_run: bool = False,
+    allow_foreign_root: bool = False,
+    cancel: threading.Event | None = None,
+) -> LayerOutcome:
     try:
         status = inspect(patch, config, agent_dir)
     except FatalError as exc:  # (an unreadable extensions folder: one line, the installs still done)
         return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
     path = status.path
     if status.state == "foreign":
-        return LayerOutcome(path, "foreign", "foreign", False, f"{path} is there and {status.detail}; "
-                            "senpi-guard never changes it: rename it, then run apply again")
+        return LayerOutcome(
+            path,
+            "foreign",
+            "foreign",
+            False,
+            f"{path} is there and {status.detail}; senpi-guard never changes it: rename it, then run apply again",
+        )
     if status.state == "installed":
         return LayerOutcome(path, "installed", "installed", True, "already installed")
     rendered = patch.render_extension(config)
@@ -267,19 +366,38 @@ def install(patch: Patch, config: Config, installs: list[Install], store: Store,
         return LayerOutcome(path, status.state, status.state, False, str(exc))
     if not report.ok:
         first = report.failures[0] if report.failures else "no checks ran"
-        return LayerOutcome(path, status.state, status.state, False, f"verification failed, nothing was "
-                            f"written: {first} ({len(report.failures)} failed of {report.checks_run})", report)
+        return LayerOutcome(
+            path,
+            status.state,
+            status.state,
+            False,
+            f"verification failed, nothing was written: {first} ({len(report.failures)} failed of {report.checks_run})",
+            report,
+        )
     cost = f"; {reshape.cost('extension', status.reshapes)}" if status.reshapes else ""
     if dry_run:
-        return LayerOutcome(path, status.state, status.state, True,
-                            f"dry run: verified ({report.checks_run} checks), would write {path}{cost}", report)
+        return LayerOutcome(
+            path,
+            status.state,
+            status.state,
+            True,
+            f"dry run: verified ({report.checks_run} checks), would write {path}{cost}",
+            report,
+        )
     try:
         kept = [_keep_aside(path, store)] if status.state == "modified" else []
         _write(path, rendered.encode("utf-8"), status.data if status.state == "stale" else None)
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc), report)
-    return LayerOutcome(path, status.state, "installed", True, f"verified: {report.checks_run} checks "
-                        f"passed through {_host_text(report)}{cost}", report, kept)
+    return LayerOutcome(
+        path,
+        status.state,
+        "installed",
+        True,
+        f"verified: {report.checks_run} checks passed through {_host_text(report)}{cost}",
+        report,
+        kept,
+    )
 
 
 def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> LayerOutcome:
@@ -296,8 +414,9 @@ def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> Layer
             kept = _keep_aside(path, store)
         except FatalError as exc:
             return LayerOutcome(path, "modified", "modified", False, str(exc))
-        return LayerOutcome(path, "modified", "absent", True, f"removed; it had been edited, so it was "
-                            f"kept at {kept}", kept=[kept])
+        return LayerOutcome(
+            path, "modified", "absent", True, f"removed; it had been edited, so it was kept at {kept}", kept=[kept]
+        )
     try:
         write.take(path.parent, path.name, status.data)
     except FatalError as exc:
@@ -305,8 +424,7 @@ def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> Layer
     return LayerOutcome(path, status.state, "absent", True, "removed")
 
 
-def refuse(patch: Patch, config: Config, store: Store, agent_dir: Path, reason: str,
-           ok: bool = False) -> LayerOutcome:
+def refuse(patch: Patch, config: Config, store: Store, agent_dir: Path, reason: str, ok: bool = False) -> LayerOutcome:
     """The extension must not be in this agent dir: not installed, and ours taken away if it is
     there. `ok`: the config asked for that (nothing failed)."""
     try:

@@ -73,9 +73,11 @@ def served_env(install: Install) -> tuple[dict[str, str], str]:
     try:
         return {**env, "HOME": pwd.getpwuid(uid).pw_dir}, ""
     except KeyError:
-        return env, (f"senpi {install.version} at {install.package_dir}: the extension layer is skipped: its "
-                     f"user (uid {uid}) has no entry in the user database to find its agent dir; run "
-                     "apply as that user, or set SENPI_CODING_AGENT_DIR")
+        return env, (
+            f"senpi {install.version} at {install.package_dir}: the extension layer is skipped: its "
+            f"user (uid {uid}) has no entry in the user database to find its agent dir; run "
+            "apply as that user, or set SENPI_CODING_AGENT_DIR"
+        )
 
 
 def placement(install: Install) -> Placement:
@@ -95,8 +97,9 @@ def placement(install: Install) -> Placement:
     return Placement(install, user, here)
 
 
-def unsafe_reason(patch: Patch, config: Config, installs: list[Install],
-                  present_of: Callable[[Install], set[str]]) -> str:
+def unsafe_reason(
+    patch: Patch, config: Config, installs: list[Install], present_of: Callable[[Install], set[str]]
+) -> str:
     """Why the patch's extension must not be in an agent dir these installs use: beside the target
     the patch names (`unsafe_alone_with`) it is unsafe without the dist layer ("" when it is safe)."""
     layer = patch.extension
@@ -104,21 +107,35 @@ def unsafe_reason(patch: Patch, config: Config, installs: list[Install],
         return ""
     if "dist" in config.layers and patch.defer is None:
         return ""
-    unsafe = [i for i in installs if layer.unsafe_alone_with in (present := present_of(i))
-              and ("dist" not in config.layers or patch.deferred(config, present))]
+    unsafe = [
+        i
+        for i in installs
+        if layer.unsafe_alone_with in (present := present_of(i))
+        and ("dist" not in config.layers or patch.deferred(config, present))
+    ]
     if not unsafe:
         return ""
     versions = ", ".join(sorted({i.version for i in unsafe}))
     if "dist" in config.layers:
-        rule = f"{patch.defer.setting} = \"{patch.defer.value}\""
-        return (f"left out: senpi {versions} uses this agent dir and is left to its own code ({rule}), with "
-                f"{layer.unsafe_alone}; changing {patch.defer.setting} puts both layers there")
-    return (f"not installed: senpi {versions} uses this agent dir and layers leaves out \"dist\"; it has "
-            f"{layer.unsafe_alone}; use layers = [\"dist\", \"extension\"]")
+        rule = f'{patch.defer.setting} = "{patch.defer.value}"'
+        return (
+            f"left out: senpi {versions} uses this agent dir and is left to its own code ({rule}), with "
+            f"{layer.unsafe_alone}; changing {patch.defer.setting} puts both layers there"
+        )
+    return (
+        f'not installed: senpi {versions} uses this agent dir and layers leaves out "dist"; it has '
+        f'{layer.unsafe_alone}; use layers = ["dist", "extension"]'
+    )
 
 
-def targets(patch: Patch, installs: Iterable[Install], config: Config, store: Store,
-            present_of: Callable[[Install], set[str]], here: bool = False) -> tuple[list[AgentTarget], list[str]]:
+def targets(
+    patch: Patch,
+    installs: Iterable[Install],
+    config: Config,
+    store: Store,
+    present_of: Callable[[Install], set[str]],
+    here: bool = False,
+) -> tuple[list[AgentTarget], list[str]]:
     """The agent dirs the extension layer serves, each with the installs that use it; and one line for
     each install whose agent dir cannot be told (the others go on)."""
     found: dict[Path, AgentTarget] = {}
@@ -148,9 +165,16 @@ def _errors(lines: list[str]) -> list[extension.LayerOutcome]:
     return [extension.LayerOutcome(Path("-"), "error", "error", False, line) for line in lines]
 
 
-def install_all(patch: Patch, config: Config, store: Store, found: list[Install],
-                present_of: Callable[[Install], set[str]], dry_run: bool = False, allow_foreign_root: bool = False,
-                here: bool = False) -> list[extension.LayerOutcome]:
+def install_all(
+    patch: Patch,
+    config: Config,
+    store: Store,
+    found: list[Install],
+    present_of: Callable[[Install], set[str]],
+    dry_run: bool = False,
+    allow_foreign_root: bool = False,
+    here: bool = False,
+) -> list[extension.LayerOutcome]:
     """apply's extension layer: into every agent dir the installs use (refused where unsafe); with
     `here`, also the agent dir senpi uses from the current folder, remembered from then on. An apply
     lifts the hold a revert left on an agent dir."""
@@ -158,28 +182,28 @@ def install_all(patch: Patch, config: Config, store: Store, found: list[Install]
     outcomes = _errors(errors)
     for target in planned:
         if target.unsafe:
-            outcomes.append(extension.refuse(patch, config, store, target.agent_dir, target.unsafe,
-                                             ok=target.deferred))
+            outcomes.append(extension.refuse(patch, config, store, target.agent_dir, target.unsafe, ok=target.deferred))
             continue
         if not dry_run:
             store.clear_hold(target.agent_dir)
-        outcome = extension.install(patch, config, target.installs, store, target.agent_dir, dry_run,
-                                    allow_foreign_root)
+        outcome = extension.install(
+            patch, config, target.installs, store, target.agent_dir, dry_run, allow_foreign_root
+        )
         if here and outcome.ok and not dry_run and target.how == "project":
             store.remember_agent_dir(target.agent_dir)
         outcomes.append(outcome)
     return outcomes
 
 
-def verify_all(patch: Patch, config: Config, store: Store, found: list[Install],
-               allow_foreign_root: bool = False) -> list[extension.LayerOutcome]:
+def verify_all(
+    patch: Patch, config: Config, store: Store, found: list[Install], allow_foreign_root: bool = False
+) -> list[extension.LayerOutcome]:
     """verify's extension layer: a fresh replay of what apply would install in each agent dir, beside
     the state of the file there (ok: it is installed as rendered and the replay passes)."""
     planned, errors = targets(patch, found, config, store, lambda _install: set())
     outcomes = _errors(errors)
     for target in planned:
-        outcomes.append(extension.verify(patch, config, target.installs, store, target.agent_dir,
-                                         allow_foreign_root))
+        outcomes.append(extension.verify(patch, config, target.installs, store, target.agent_dir, allow_foreign_root))
     return outcomes
 
 

@@ -68,10 +68,18 @@ class Outcome:
     @classmethod
     def of(cls, insp: Inspection) -> Outcome:
         """An outcome that starts where the inspection found the install."""
-        return cls(insp.install, insp.state, insp.state, False, insp.detail,
-                   target=insp.primary.rel if insp.primary else "", present=insp.present,
-                   patch=insp.patch, files=[f.path for f in insp.files],
-                   final_shas={str(f.path): f.snapshot.sha256 for f in insp.files})
+        return cls(
+            insp.install,
+            insp.state,
+            insp.state,
+            False,
+            insp.detail,
+            target=insp.primary.rel if insp.primary else "",
+            present=insp.present,
+            patch=insp.patch,
+            files=[f.path for f in insp.files],
+            final_shas={str(f.path): f.snapshot.sha256 for f in insp.files},
+        )
 
 
 def install_spec(install: Install) -> str:

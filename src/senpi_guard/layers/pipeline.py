@@ -70,8 +70,10 @@ class DistLayer:
         for install in installs:
             if not run.dry_run:  # an apply by hand lifts the hold a revert left
                 store.clear_hold(install.package_dir)
-            ui.progress(f"senpi {install.version} ({install.manager}) [{self.patch.name}]: locating, "
-                        "patching and replaying the fixtures with node…")
+            ui.progress(
+                f"senpi {install.version} ({install.manager}) [{self.patch.name}]: locating, "
+                "patching and replaying the fixtures with node…"
+            )
             outcome = self.reconciler.reconcile(install, dry_run=run.dry_run)
             self.present[install.package_dir] = outcome.present
             record = store.install_record(install.package_dir, patch=self.patch.name)
@@ -82,12 +84,14 @@ class DistLayer:
 
     def verify(self, installs: list[Install], run: Run) -> list[Result]:
         r = self.reconciler  # a fresh proof (not one trusted from an earlier run), unless two installs are identical
-        fresh = Reconciler(self.patch, r.config, r.store, allow_foreign_root=r.allow_foreign_root,
-                           reuse_stored_replays=False)
+        fresh = Reconciler(
+            self.patch, r.config, r.store, allow_foreign_root=r.allow_foreign_root, reuse_stored_replays=False
+        )
         results: list[Result] = []
         for install in installs:
-            ui.progress(f"senpi {install.version} ({install.manager}) [{self.patch.name}]: replaying the "
-                        "fixtures with node…")
+            ui.progress(
+                f"senpi {install.version} ({install.manager}) [{self.patch.name}]: replaying the fixtures with node…"
+            )
             results.append(fresh.verify(install))
         return results
 
@@ -108,14 +112,22 @@ class AgentDirLayer:
 
     def apply(self, installs: list[Install], run: Run) -> list[Result]:
         ui.progress(f"{self.patch.name}: the extension layer: replaying the fixture sessions through it…")
-        return list(extension_plan.install_all(self.patch, self.config, self.store, installs,
-                                               self.dist.present_of, run.dry_run, run.allow_foreign_root,
-                                               run.here))
+        return list(
+            extension_plan.install_all(
+                self.patch,
+                self.config,
+                self.store,
+                installs,
+                self.dist.present_of,
+                run.dry_run,
+                run.allow_foreign_root,
+                run.here,
+            )
+        )
 
     def verify(self, installs: list[Install], run: Run) -> list[Result]:
         ui.progress(f"{self.patch.name}: replaying the fixture sessions through the extension…")
-        return list(extension_plan.verify_all(self.patch, self.config, self.store, installs,
-                                              run.allow_foreign_root))
+        return list(extension_plan.verify_all(self.patch, self.config, self.store, installs, run.allow_foreign_root))
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
         return list(extension_plan.remove_all(self.patch, self.config, self.store, installs))
@@ -138,12 +150,20 @@ class Pipeline:
         return all(result.ok for result in self.results)
 
     def split(self) -> tuple[list[Outcome], list[LayerOutcome]]:
-        return ([r for r in self.results if isinstance(r, Outcome)],
-                [r for r in self.results if isinstance(r, LayerOutcome)])
+        return (
+            [r for r in self.results if isinstance(r, Outcome)],
+            [r for r in self.results if isinstance(r, LayerOutcome)],
+        )
 
 
-def build(patches: list[Patch], config: Config, store: Store | None = None, *,
-          allow_foreign_root: bool = False, all_layers: bool = False) -> Pipeline:
+def build(
+    patches: list[Patch],
+    config: Config,
+    store: Store | None = None,
+    *,
+    allow_foreign_root: bool = False,
+    all_layers: bool = False,
+) -> Pipeline:
     """Every layer of every patch the config wants (`all_layers`: every one there is, as revert
     takes off what an earlier config put in place)."""
     store = store or Store()

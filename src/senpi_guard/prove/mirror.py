@@ -69,7 +69,7 @@ def sweep(work_dir: Path) -> None:
         except OSError:
             continue
         for entry in entries:
-            if entry.name.startswith(PREFIX) and not _alive(entry.name[len(PREFIX):].split("-")[0]):
+            if entry.name.startswith(PREFIX) and not _alive(entry.name[len(PREFIX) :].split("-")[0]):
                 shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -97,8 +97,14 @@ def _link_tree(root: Path, package_dir: Path, real_dirs: set[Path]) -> None:
 
 
 @contextmanager
-def mirror(package_dir: Path, modules: list, checks: Path, work_dir: Path,
-           owner: tuple[int, int] | None, extras: dict[str, bytes] | None = None) -> Iterator[Mirror]:
+def mirror(
+    package_dir: Path,
+    modules: list,
+    checks: Path,
+    work_dir: Path,
+    owner: tuple[int, int] | None,
+    extras: dict[str, bytes] | None = None,
+) -> Iterator[Mirror]:
     """`modules` are verify.ModulePair (their real_path lies lexically under package_dir); yields
     the Mirror with every module placed, and `extras` (name -> bytes) written beside the harness."""
     base = Path(tempfile.gettempdir()) if owner else work_dir
@@ -107,16 +113,24 @@ def mirror(package_dir: Path, modules: list, checks: Path, work_dir: Path,
         folder = base / f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         folder.mkdir(mode=0o700)
     except OSError as exc:
-        raise FatalError(f"cannot make a verification folder in {base}: {exc.strerror}; free space "
-                         "or fix that folder's permissions, then retry") from exc
+        raise FatalError(
+            f"cannot make a verification folder in {base}: {exc.strerror}; free space "
+            "or fix that folder's permissions, then retry"
+        ) from exc
     try:
         yield _fill(folder, package_dir, modules, checks, owner, extras or {})
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _fill(folder: Path, package_dir: Path, modules: list, checks: Path,
-          owner: tuple[int, int] | None, extras: dict[str, bytes]) -> Mirror:
+def _fill(
+    folder: Path,
+    package_dir: Path,
+    modules: list,
+    checks: Path,
+    owner: tuple[int, int] | None,
+    extras: dict[str, bytes],
+) -> Mirror:
     root = folder / "pkg"
     real_dirs: set[Path] = set()
     # lexical paths: a folder swapped for a link since the read must not move the mirror elsewhere

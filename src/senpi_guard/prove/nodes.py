@@ -42,12 +42,19 @@ def own_node(package_dir: Path) -> Path | None:
 def version_of(node: str) -> str:
     try:
         # as root, another user's node runs as that user (its code never runs as root)
-        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30,
-                             check=False, stdin=subprocess.DEVNULL,
-                             **owners.popen_kwargs(owners.node_owner(node))).stdout.strip()
+        out = subprocess.run(
+            [node, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            **owners.popen_kwargs(owners.node_owner(node)),
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise FatalError(f"cannot run node at {node} ({exc}); reinstall Node.js or point "
-                         "SENPI_GUARD_NODE at a working node") from exc
+        raise FatalError(
+            f"cannot run node at {node} ({exc}); reinstall Node.js or point SENPI_GUARD_NODE at a working node"
+        ) from exc
     return out
 
 
@@ -55,8 +62,10 @@ def _checked(node: str, source: str) -> Node:
     version = version_of(node)
     match = re.match(r"v(\d+)\.", version)
     if match is None or int(match[1]) < MIN_NODE:
-        raise FatalError(f"node at {node} ({source}) is {version or 'not a working node'}; senpi-guard "
-                         f"needs node >= {MIN_NODE}: upgrade that node, or set SENPI_GUARD_NODE")
+        raise FatalError(
+            f"node at {node} ({source}) is {version or 'not a working node'}; senpi-guard "
+            f"needs node >= {MIN_NODE}: upgrade that node, or set SENPI_GUARD_NODE"
+        )
     return Node(node, version, source)
 
 
@@ -72,8 +81,9 @@ def node_for(package_dir: Path | None) -> Node:
         return _checked(recorded, "recorded by `daemon install`")
     found = shutil.which("node")
     if found is None:
-        raise FatalError("node was not found on PATH; senpi-guard verifies every patch with the "
-                         f"real node (>= {MIN_NODE}): install Node.js, put it on PATH, or set "
-                         "SENPI_GUARD_NODE")
+        raise FatalError(
+            "node was not found on PATH; senpi-guard verifies every patch with the "
+            f"real node (>= {MIN_NODE}): install Node.js, put it on PATH, or set "
+            "SENPI_GUARD_NODE"
+        )
     return _checked(found, "PATH")
-

@@ -69,9 +69,11 @@ def _tree_owners(roots: list[Path], found: dict[int, tuple[int, list[Path]]]) ->
                 _note(found, Path(entry.path), (st.st_uid, st.st_gid))
                 target = Path(os.path.realpath(entry.path))
                 if not _inside(target, roots):
-                    raise FatalError(f"{entry.path} links out of the package and its node_modules (to {target}); "
-                                     "senpi-guard will not run that code as root: run it as the owner of senpi, "
-                                     "or pass --allow-foreign-root")
+                    raise FatalError(
+                        f"{entry.path} links out of the package and its node_modules (to {target}); "
+                        "senpi-guard will not run that code as root: run it as the owner of senpi, "
+                        "or pass --allow-foreign-root"
+                    )
                 if target.is_dir():
                     pending.append(target)
                 else:
@@ -109,9 +111,11 @@ def run_as(package_dir: Path, node: str | None, allow_foreign_root: bool) -> tup
         return None
     if len(found) > 1:
         named = "; ".join(f"uid {uid}: {', '.join(map(str, files))}" for uid, (_gid, files) in sorted(found.items()))
-        raise FatalError(f"the code node would run for {package_dir} belongs to several users ({named}); "
-                         "senpi-guard will not run it as root or as one of them: run senpi-guard as the "
-                         "owner of senpi, fix the owners (chown -R), or pass --allow-foreign-root")
+        raise FatalError(
+            f"the code node would run for {package_dir} belongs to several users ({named}); "
+            "senpi-guard will not run it as root or as one of them: run senpi-guard as the "
+            "owner of senpi, fix the owners (chown -R), or pass --allow-foreign-root"
+        )
     uid, (gid, _files) = next(iter(found.items()))
     return uid, gid
 

@@ -35,8 +35,11 @@ def _sha(data: bytes) -> str:
 def _patch_digest(patch: Patch) -> list[str]:
     harness = mirror.harness_bytes("harness.mjs")
     fixtures = sorted(p for p in (patch.root / "fixtures").rglob("*") if p.is_file())
-    return [*(_sha(path.name.encode() + path.read_bytes()) for path in patch.scripts()), _sha(harness),
-            _sha(b"".join(p.name.encode() + p.read_bytes() for p in fixtures))]
+    return [
+        *(_sha(path.name.encode() + path.read_bytes()) for path in patch.scripts()),
+        _sha(harness),
+        _sha(b"".join(p.name.encode() + p.read_bytes() for p in fixtures)),
+    ]
 
 
 def _neighbours(module: ModulePair) -> list[tuple[str, str]]:
@@ -51,11 +54,18 @@ def _neighbours(module: ModulePair) -> list[tuple[str, str]]:
 def replay_key(patch: Patch, config: Config, package_dir: Path, pairs: dict[str, ModulePair]) -> str:
     node = nodes.node_for(package_dir)
     parts = {
-        "patch": patch.patch_id(config), "digest": _patch_digest(patch),
+        "patch": patch.patch_id(config),
+        "digest": _patch_digest(patch),
         "node": [node.path, node.version],
-        "modules": {role: [pair.export, _sha(pair.original),
-                           _sha(pair.candidate) if pair.candidate is not None else None,
-                           _neighbours(pair)] for role, pair in sorted(pairs.items())},
+        "modules": {
+            role: [
+                pair.export,
+                _sha(pair.original),
+                _sha(pair.candidate) if pair.candidate is not None else None,
+                _neighbours(pair),
+            ]
+            for role, pair in sorted(pairs.items())
+        },
     }
     return _sha(json.dumps(parts, sort_keys=True).encode())
 
@@ -90,8 +100,14 @@ class ReplayMemo:
         if not isinstance(hit, dict) or not hit.get("ok"):
             return None
         try:
-            return VerifyReport(True, [], int(hit["checks_run"]), dict(hit.get("stats") or {}),
-                                str(hit.get("node_version", "")), reused_from=float(hit["time"]))
+            return VerifyReport(
+                True,
+                [],
+                int(hit["checks_run"]),
+                dict(hit.get("stats") or {}),
+                str(hit.get("node_version", "")),
+                reused_from=float(hit["time"]),
+            )
         except (KeyError, TypeError, ValueError):
             return None
 

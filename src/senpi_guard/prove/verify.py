@@ -63,8 +63,13 @@ class ModulePair:
 
 
 def start_node_check(node: str, path: Path, popen_kwargs: dict[str, Any] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([node, "--check", str(path)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, **(popen_kwargs or {}))
+    return subprocess.Popen(
+        [node, "--check", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        **(popen_kwargs or {}),
+    )
 
 
 def finish_node_check(proc: subprocess.Popen[str], timeout: float) -> str | None:
@@ -77,13 +82,11 @@ def finish_node_check(proc: subprocess.Popen[str], timeout: float) -> str | None
     if proc.returncode != 0:
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
         errors = [ln for ln in lines if "Error" in ln]
-        return "node --check failed: " + (errors[0] if errors else lines[-1] if lines
-                                           else f"exit {proc.returncode}")
+        return "node --check failed: " + (errors[0] if errors else lines[-1] if lines else f"exit {proc.returncode}")
     return None
 
 
-def _communicate(proc: subprocess.Popen[str], timeout: float,
-                 cancel: threading.Event | None) -> tuple[str, str]:
+def _communicate(proc: subprocess.Popen[str], timeout: float, cancel: threading.Event | None) -> tuple[str, str]:
     """proc.communicate, in short slices so that `cancel` kills node within ~0.1 s."""
     deadline = time.monotonic() + timeout
     while True:
@@ -97,13 +100,23 @@ def _communicate(proc: subprocess.Popen[str], timeout: float,
             if time.monotonic() >= deadline:
                 proc.kill()
                 proc.communicate()
-                raise FatalError(f"verification timed out after {timeout:g}s in node; the target may "
-                                 "loop forever, or raise verify_timeout in the config") from exc
+                raise FatalError(
+                    f"verification timed out after {timeout:g}s in node; the target may "
+                    "loop forever, or raise verify_timeout in the config"
+                ) from exc
 
 
-def run_script(node: str, script: Path, job: dict[str, Any], timeout: float, cancel: threading.Event | None,
-               work_dir: Path, what: str, popen_kwargs: dict[str, Any] | None = None,
-               fixtures: str | None = None) -> dict[str, Any]:
+def run_script(
+    node: str,
+    script: Path,
+    job: dict[str, Any],
+    timeout: float,
+    cancel: threading.Event | None,
+    work_dir: Path,
+    what: str,
+    popen_kwargs: dict[str, Any] | None = None,
+    fixtures: str | None = None,
+) -> dict[str, Any]:
     """The one node harness client: run `script` with the job on stdin, cancellable (`cancel` kills
     node within ~0.1 s) and bounded by `timeout`, and read its one JSON report. `fixtures`, when
     given, is JSON text spliced into the job as it is. The script writes its report after the job's
@@ -114,8 +127,14 @@ def run_script(node: str, script: Path, job: dict[str, Any], timeout: float, can
         text = json.dumps({**job, "reportTag": tag})
         job_file.write(text if fixtures is None else text[:-1] + ', "fixtures": ' + fixtures + "}")
         job_file.seek(0)
-        proc = subprocess.Popen([node, str(script)], stdin=job_file, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, **(popen_kwargs or {}))
+        proc = subprocess.Popen(
+            [node, str(script)],
+            stdin=job_file,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            **(popen_kwargs or {}),
+        )
         try:
             stdout, stderr = _communicate(proc, timeout, cancel)
         except BaseException:  # ^C included: node must not outlive the replay it was started for
@@ -152,18 +171,35 @@ def _no_report(what: str, code: int, stdout: str, stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     errors = error_lines(lines) or lines[-1:]
     printed = " | ".join(line.strip()[:200] for line in stdout.strip().splitlines()[:3])
-    return (f"{what} ended without its report ({how})" + (f": {errors[0][:300]}" if errors else "")
-            + (f"; the code it loaded printed to stdout: {printed!r}" if printed else ""))
+    return (
+        f"{what} ended without its report ({how})"
+        + (f": {errors[0][:300]}" if errors else "")
+        + (f"; the code it loaded printed to stdout: {printed!r}" if printed else "")
+    )
 
 
-def run_harness(node: str, place: Mirror, job: dict[str, Any], timeout: float,
-                cancel: threading.Event | None = None, fixtures: str | None = None) -> dict[str, Any]:
-    return run_script(node, place.harness, job, timeout, cancel, place.root, "the verification harness",
-                      place.popen_kwargs(), fixtures)
+def run_harness(
+    node: str,
+    place: Mirror,
+    job: dict[str, Any],
+    timeout: float,
+    cancel: threading.Event | None = None,
+    fixtures: str | None = None,
+) -> dict[str, Any]:
+    return run_script(
+        node,
+        place.harness,
+        job,
+        timeout,
+        cancel,
+        place.root,
+        "the verification harness",
+        place.popen_kwargs(),
+        fixtures,
+    )
 
 
-def harness_job(mode: str, patch: Patch, config: Config, place: Mirror,
-                pairs: dict[str, ModulePair]) -> dict[str, Any]:
+def harness_job(mode: str, patch: Patch, config: Config, place: Mirror, pairs: dict[str, ModulePair]) -> dict[str, Any]:
     """The first line the harness reads: the modules by role (original and patched), the patch's
     checks, its settings, each target's own fixtures, and the rendered extension where a target's
     replay needs it."""
@@ -172,13 +208,22 @@ def harness_job(mode: str, patch: Patch, config: Config, place: Mirror,
         if module is None:
             return None
         original, candidate = place.placed[module.real_path]
-        return {"original": str(original), "export": module.export,
-                "candidate": str(candidate) if module.candidate is not None else None}
+        return {
+            "original": str(original),
+            "export": module.export,
+            "candidate": str(candidate) if module.candidate is not None else None,
+        }
 
-    job = {"mode": mode, "call": patch.call, **patch.job_settings(config), "checks": str(place.checks),
-           "modules": {role: spec(pair) for role, pair in pairs.items()},
-           "targetFixtures": {t.role: load_fixtures(patch.root / t.fixtures)
-                              for t in patch.targets if t.fixtures and t.role in pairs}}
+    job = {
+        "mode": mode,
+        "call": patch.call,
+        **patch.job_settings(config),
+        "checks": str(place.checks),
+        "modules": {role: spec(pair) for role, pair in pairs.items()},
+        "targetFixtures": {
+            t.role: load_fixtures(patch.root / t.fixtures) for t in patch.targets if t.fixtures and t.role in pairs
+        },
+    }
     if EXTENSION_COPY in place.extras:
         job["extension"] = str(place.extras[EXTENSION_COPY])
     return job
@@ -204,27 +249,39 @@ class Sandbox:
     owner: tuple[int, int] | None = None
 
 
-def replay(package_dir: Path, pairs: dict[str, ModulePair], patch: Patch, config: Config,
-           sandbox: Sandbox, cancel: threading.Event | None = None) -> VerifyReport:
+def replay(
+    package_dir: Path,
+    pairs: dict[str, ModulePair],
+    patch: Patch,
+    config: Config,
+    sandbox: Sandbox,
+    cancel: threading.Event | None = None,
+) -> VerifyReport:
     """Run the harness once over all fixtures. The harness imports every candidate, so a syntax
     error stops it; only then does `node --check` run, to say where the error is."""
     node, version = nodes.node_for(package_dir)[:2]
     modules = list(pairs.values())
     timeout = config.verify_timeout
     fixtures = fixtures_json(patch.root / "fixtures", sandbox.work_dir.parent / "cache")
-    with mirror(package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner,
-                extras_for(patch, config, pairs)) as place:
+    with mirror(
+        package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner, extras_for(patch, config, pairs)
+    ) as place:
         job = harness_job("verify", patch, config, place, pairs)
         try:
             report = run_harness(node, place, job, timeout, cancel, fixtures)
         except Cancelled:
             raise
         except FatalError as failure:
-            errors = [f"{module.real_path.name}: {problem}" for module in modules
-                      if module.candidate is not None
-                      and (problem := finish_node_check(start_node_check(node, place.placed[module.real_path][1],
-                                                                         place.popen_kwargs()),
-                                                        timeout))]
+            errors = [
+                f"{module.real_path.name}: {problem}"
+                for module in modules
+                if module.candidate is not None
+                and (
+                    problem := finish_node_check(
+                        start_node_check(node, place.placed[module.real_path][1], place.popen_kwargs()), timeout
+                    )
+                )
+            ]
             if errors:
                 return summarize({"node": version, "check_errors": errors})
             raise failure
@@ -238,8 +295,9 @@ def summarize(report: dict[str, Any]) -> VerifyReport:
         return VerifyReport(False, failures, 0, {}, report.get("node", ""))
     results = report.get("results", [])
     failures = [Failure(r["fixture"], r["check"], r["detail"]) for r in results if not r["ok"]]
-    return VerifyReport(not failures and bool(results), failures, len(results),
-                        report.get("stats", {}), report.get("node", ""))
+    return VerifyReport(
+        not failures and bool(results), failures, len(results), report.get("stats", {}), report.get("node", "")
+    )
 
 
 def fixtures_json(folder: Path, cache_dir: Path | None = None) -> str:

@@ -65,7 +65,7 @@ class Transcript:
                     entries = [json.loads(line) for line in handle if line.strip()]
             if at:
                 cut = next((i for i, e in enumerate(entries) if e.get("uuid") == at), len(entries) - 1)
-                entries = entries[:cut + 1]
+                entries = entries[: cut + 1]
             if self.session != resume:
                 with open(self.path, "w", encoding="utf-8") as handle:
                     for entry in entries:
@@ -74,8 +74,16 @@ class Transcript:
         log("start", argv=argv, session=self.session, resume=resume, resume_at=at, fork=fork)
 
     def add(self, kind, entry_uuid, message):
-        entry = {"type": kind, "uuid": entry_uuid, "parentUuid": self.last, "isSidechain": False,
-                 "cwd": os.getcwd(), "sessionId": self.session, "timestamp": now(), "message": message}
+        entry = {
+            "type": kind,
+            "uuid": entry_uuid,
+            "parentUuid": self.last,
+            "isSidechain": False,
+            "cwd": os.getcwd(),
+            "sessionId": self.session,
+            "timestamp": now(),
+            "message": message,
+        }
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry) + "\n")
         self.last = entry_uuid
@@ -93,27 +101,75 @@ def answer(transcript, msg, model, started):
     texts = text_of(msg["message"]["content"])
     log("user", session=transcript.session, texts=texts, bytes=sum(len(t.encode()) for t in texts))
     if not started:
-        emit({"type": "system", "subtype": "init", "session_id": transcript.session, "uuid": str(uuid.uuid4()),
-              "cwd": os.getcwd(), "model": model, "tools": [], "mcp_servers": [], "permissionMode": "default",
-              "apiKeySource": "none", "slash_commands": [], "output_style": "default"})
+        emit(
+            {
+                "type": "system",
+                "subtype": "init",
+                "session_id": transcript.session,
+                "uuid": str(uuid.uuid4()),
+                "cwd": os.getcwd(),
+                "model": model,
+                "tools": [],
+                "mcp_servers": [],
+                "permissionMode": "default",
+                "apiKeySource": "none",
+                "slash_commands": [],
+                "output_style": "default",
+            }
+        )
     user_uuid = msg.get("uuid") or str(uuid.uuid4())
     emit({**msg, "uuid": user_uuid, "session_id": transcript.session, "isReplay": True})
     transcript.add("user", user_uuid, msg["message"])
     mark = os.environ.get("STANDIN_CLAUDE_COMPACT")
     if mark and texts and mark in texts[-1]:
-        emit({"type": "system", "subtype": "compact_boundary", "session_id": transcript.session,
-              "uuid": str(uuid.uuid4()), "compact_metadata": {"trigger": "auto", "pre_tokens": 1000}})
+        emit(
+            {
+                "type": "system",
+                "subtype": "compact_boundary",
+                "session_id": transcript.session,
+                "uuid": str(uuid.uuid4()),
+                "compact_metadata": {"trigger": "auto", "pre_tokens": 1000},
+            }
+        )
         log("compact", session=transcript.session)
     reply_uuid = str(uuid.uuid4())
-    reply = {"id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant", "model": model,
-             "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "stop_sequence": None,
-             "usage": USAGE}
-    emit({"type": "assistant", "message": reply, "parent_tool_use_id": None, "session_id": transcript.session,
-          "uuid": reply_uuid})
+    reply = {
+        "id": "msg_" + uuid.uuid4().hex[:24],
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": USAGE,
+    }
+    emit(
+        {
+            "type": "assistant",
+            "message": reply,
+            "parent_tool_use_id": None,
+            "session_id": transcript.session,
+            "uuid": reply_uuid,
+        }
+    )
     transcript.add("assistant", reply_uuid, reply)
-    emit({"type": "result", "subtype": "success", "is_error": False, "duration_ms": 1, "duration_api_ms": 1,
-          "num_turns": 1, "result": "ok", "session_id": transcript.session, "total_cost_usd": 0,
-          "uuid": str(uuid.uuid4()), "usage": USAGE, "modelUsage": {}, "permission_denials": []})
+    emit(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "duration_ms": 1,
+            "duration_api_ms": 1,
+            "num_turns": 1,
+            "result": "ok",
+            "session_id": transcript.session,
+            "total_cost_usd": 0,
+            "uuid": str(uuid.uuid4()),
+            "usage": USAGE,
+            "modelUsage": {},
+            "permission_denials": [],
+        }
+    )
 
 
 def main():
@@ -127,8 +183,12 @@ def main():
         except ValueError:
             continue
         if msg.get("type") == "control_request":
-            emit({"type": "control_response",
-                  "response": {"subtype": "success", "request_id": msg.get("request_id"), "response": {}}})
+            emit(
+                {
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": msg.get("request_id"), "response": {}},
+                }
+            )
         elif msg.get("type") == "user":
             answer(transcript, msg, model, started)
             started = True

@@ -42,8 +42,12 @@ def priced_answer(transcript, msg, model, started):
         with open(STATE, "rb") as handle:
             before = handle.read()
     cached = shared_prefix(prompt, before)
-    claude_standin.USAGE = {"input_tokens": 3, "output_tokens": 5, "cache_read_input_tokens": round(cached / 4),
-                            "cache_creation_input_tokens": round((len(prompt) - cached) / 4)}
+    claude_standin.USAGE = {
+        "input_tokens": 3,
+        "output_tokens": 5,
+        "cache_read_input_tokens": round(cached / 4),
+        "cache_creation_input_tokens": round((len(prompt) - cached) / 4),
+    }
     if STATE:
         with open(STATE, "wb") as handle:
             handle.write(prompt)

@@ -37,6 +37,8 @@ def header_re(name: str | None = None) -> re.Pattern[bytes]:
 SOURCE_MAP_RE = re.compile(rb"^//# sourceMappingURL=", re.MULTILINE)
 # A sequence expression needs its own parentheses inside a call; this tag says we added them.
 SEQUENCE_TAG = b"/*senpi-guard:seq*/"
+
+
 # An entry statement sits between two comments naming its patch, right after the body's "{" (same
 # line); format 9 and older wrote them without the name.
 def entry_marks(name: str) -> tuple[bytes, bytes]:
@@ -51,8 +53,10 @@ class Header(NamedTuple):
     config_sha256: str
 
     def line(self) -> str:
-        return (f"// senpi-guard: {self.name} v{self.version} role={self.role}"
-                f" original-sha256={self.original_sha256} config-sha256={self.config_sha256}")
+        return (
+            f"// senpi-guard: {self.name} v{self.version} role={self.role}"
+            f" original-sha256={self.original_sha256} config-sha256={self.config_sha256}"
+        )
 
 
 class EditError(ValueError):
@@ -83,15 +87,26 @@ def wrap_expression(expr: bytes, node_type: str, template: str, params: Sequence
     return prefix.encode() + expr + suffix.encode()
 
 
-def apply_edit(base: bytes, returns: Sequence[ReturnSite], template: str,
-               params: Sequence[str | None], payload: str, header: Header,
-               entry: tuple[int, str] | None = None) -> bytes:
+def apply_edit(
+    base: bytes,
+    returns: Sequence[ReturnSite],
+    template: str,
+    params: Sequence[str | None],
+    payload: str,
+    header: Header,
+    entry: tuple[int, str] | None = None,
+) -> bytes:
     """`entry`: (the byte after the body's "{", the guard's code) when the target has one."""
     nl = newline_of(base)
     out = bytearray(base)
-    edits = [(site.expr.start, site.expr.end, wrap_expression(base[site.expr.start:site.expr.end],
-                                                              site.node_type, template, params))
-             for site in returns]
+    edits = [
+        (
+            site.expr.start,
+            site.expr.end,
+            wrap_expression(base[site.expr.start : site.expr.end], site.node_type, template, params),
+        )
+        for site in returns
+    ]
     if entry is not None:
         code = entry[1].replace("{param0}", params[0] or "") if params else entry[1]
         opening, closing = entry_marks(header.name)
@@ -111,8 +126,9 @@ def apply_edit(base: bytes, returns: Sequence[ReturnSite], template: str,
     return bytes(out)
 
 
-HEADER_LINE = re.compile(rb"^// senpi-guard: (?P<name>[\w.-]+) v(?P<version>\d+)(?P<fields>(?: [\w-]+=[\w.:/-]+)+)\r?$",
-                         re.MULTILINE)
+HEADER_LINE = re.compile(
+    rb"^// senpi-guard: (?P<name>[\w.-]+) v(?P<version>\d+)(?P<fields>(?: [\w-]+=[\w.:/-]+)+)\r?$", re.MULTILINE
+)
 
 
 def header_of(source: bytes, name: str | None = None) -> dict[str, str] | None:
@@ -129,25 +145,32 @@ def read_header(source: bytes, name: str | None = None) -> Header | None:
     match = header_re(name).search(source)
     if match is None:
         return None
-    return Header(match["name"].decode(), int(match["version"]), match["role"].decode(),
-                  match["sha"].decode(), match["config"].decode())
+    return Header(
+        match["name"].decode(),
+        int(match["version"]),
+        match["role"].decode(),
+        match["sha"].decode(),
+        match["config"].decode(),
+    )
 
 
-
-
-def check_function_shape(where: str, definition: FunctionDef, needs_param: bool,
-                         wraps_returns: bool = True) -> None:
+def check_function_shape(where: str, definition: FunctionDef, needs_param: bool, wraps_returns: bool = True) -> None:
     """Refuse function shapes the edit cannot handle."""
     if definition.is_generator:
-        raise FatalError(f"{definition.name} in {where} is a generator: unknown return shape, "
-                         "senpi-guard does not know this version; report it with the file")
+        raise FatalError(
+            f"{definition.name} in {where} is a generator: unknown return shape, "
+            "senpi-guard does not know this version; report it with the file"
+        )
     if wraps_returns and not definition.returns:
-        raise FatalError(f"{definition.name} in {where} returns no value: unknown return shape, "
-                         "senpi-guard does not know this version; report it with the file")
-    if needs_param and (not definition.params or not definition.params[0]
-                        or definition.reassigns_param0):
-        raise FatalError(f"{definition.name} in {where} has no plain first parameter that stays "
-                         "unchanged: unknown shape; report it with the file")
+        raise FatalError(
+            f"{definition.name} in {where} returns no value: unknown return shape, "
+            "senpi-guard does not know this version; report it with the file"
+        )
+    if needs_param and (not definition.params or not definition.params[0] or definition.reassigns_param0):
+        raise FatalError(
+            f"{definition.name} in {where} has no plain first parameter that stays "
+            "unchanged: unknown shape; report it with the file"
+        )
 
 
 def render(patch: Patch, config: Config, target: Target, base: bytes, where: str) -> bytes:
@@ -162,21 +185,24 @@ def render(patch: Patch, config: Config, target: Target, base: bytes, where: str
         if not removals:
             return base
         header = Header(patch.name, patch.version, target.role, sha256(base), patch.config_digest(config))
-        return apply_edit(properties.remove(base, removals), (), "", (), "\n".join(properties.restore_lines(removals)),
-                          header)
+        return apply_edit(
+            properties.remove(base, removals), (), "", (), "\n".join(properties.restore_lines(removals)), header
+        )
     defs = jssyntax.find_definitions(tree, target.function)
     if len(defs) != 1:
-        raise FatalError(f"{where}: expected one definition of {target.function}, found "
-                         f"{len(defs)}; reinstall senpi")
-    check_function_shape(f"{where}:{defs[0].line}", defs[0], "{param0}" in target.wrap + target.entry,
-                         bool(target.wrap))
+        raise FatalError(f"{where}: expected one definition of {target.function}, found {len(defs)}; reinstall senpi")
+    check_function_shape(
+        f"{where}:{defs[0].line}", defs[0], "{param0}" in target.wrap + target.entry, bool(target.wrap)
+    )
     header = Header(patch.name, patch.version, target.role, sha256(base), patch.config_digest(config))
     entry = None
     if target.entry and defs[0].body_open is not None:  # (an expression body gets no guard)
         entry = (defs[0].body_open, target.entry)
     elif not target.wrap:
-        raise FatalError(f"{where}:{defs[0].line}: {target.function} has no braced body for its entry "
-                         "statement: unknown shape; report it with the file")
+        raise FatalError(
+            f"{where}:{defs[0].line}: {target.function} has no braced body for its entry "
+            "statement: unknown shape; report it with the file"
+        )
     returns = defs[0].returns if target.wrap else ()
     return apply_edit(base, returns, target.wrap, defs[0].params, patch.render_payload(config), header, entry)
 
@@ -189,5 +215,7 @@ def finding(target: Target, base: bytes, where: str) -> str:
     if not removals:
         return ""
     lines = ", ".join(str(r.line) for r in removals)
-    return (f"line {lines}: a second `{target.property_name}` in one object shadows (or is shadowed by) senpi's "
-            f"own `{target.property_name}: {target.keep}`: {target.about}; apply removes the hand-added one")
+    return (
+        f"line {lines}: a second `{target.property_name}` in one object shadows (or is shadowed by) senpi's "
+        f"own `{target.property_name}: {target.keep}`: {target.about}; apply removes the hand-added one"
+    )

@@ -35,8 +35,7 @@ class Classified(NamedTuple):
     reshapes: str = ""  # (stale) how the config changes what sent messages look like, in words
 
 
-def classify(data: bytes, found: Recovered, wanted: bytes | None, patch_version: int,
-             config_digest: str) -> Classified:
+def classify(data: bytes, found: Recovered, wanted: bytes | None, patch_version: int, config_digest: str) -> Classified:
     """`found` is what reverse.recover made of `data`; `wanted` is what apply renders from
     `found.base` with the current patch and settings (None when there is no base)."""
     if found.kind == "hand":
@@ -49,6 +48,10 @@ def classify(data: bytes, found: Recovered, wanted: bytes | None, patch_version:
     if wanted == data:
         return Classified(State.PATCHED, found.base, header, "")
     if header.version != patch_version or header.config_sha256 != config_digest:
-        return Classified(State.STALE, found.base, header, f"patched by {header.name} v{header.version} "
-                          "with other settings; apply re-patches it from the original")
+        return Classified(
+            State.STALE,
+            found.base,
+            header,
+            f"patched by {header.name} v{header.version} with other settings; apply re-patches it from the original",
+        )
     return Classified(State.DRIFTED, found.base, header, "the senpi-guard edit was changed by hand")

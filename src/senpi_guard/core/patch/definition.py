@@ -131,8 +131,15 @@ class Patch:
         """The known shape whose folder holds the primary target, told apart by which optional
         targets are there too."""
         optional = {t.role for t in self.targets if not t.required} & present
-        return next((s for s in self.shapes if s.folder == target_path.parent.name
-                     and set(s.present) == optional & {r for shape in self.shapes for r in shape.present}), None)
+        return next(
+            (
+                s
+                for s in self.shapes
+                if s.folder == target_path.parent.name
+                and set(s.present) == optional & {r for shape in self.shapes for r in shape.present}
+            ),
+            None,
+        )
 
     def write_rank(self, role: str) -> int:
         return self.write_order.index(role) if role in self.write_order else len(self.write_order)
@@ -150,8 +157,7 @@ class Patch:
         for setting in self.settings_schema:
             value = table.get(setting.name, config.loose_value(setting.name) if setting.top_level else None)
             value = setting.default if value is None else value
-            out[setting.name] = settings_mod.check(setting, value, where, self.marker_template,
-                                                   self.max_marker_bytes)
+            out[setting.name] = settings_mod.check(setting, value, where, self.marker_template, self.max_marker_bytes)
         return out
 
     def top_level_keys(self) -> set[str]:
@@ -186,8 +192,11 @@ class Patch:
 
     def deferred(self, config: Config, present: set[str]) -> bool:
         """Whether the config leaves an install with these targets to senpi's own code."""
-        return self.defer is not None and self.defer.target in present \
+        return (
+            self.defer is not None
+            and self.defer.target in present
             and self.settings(config).get(self.defer.setting) == self.defer.value
+        )
 
     # ---- rendering -----------------------------------------------------------------------------
     def render_payload(self, config: Config, extension: bool = False) -> str:
@@ -205,8 +214,10 @@ class Patch:
             raise FatalError(f"patch {self.name} has no extension layer")
         body = f"{self.render_payload(config, extension=True).rstrip()}\n{self.extension.source.rstrip()}\n"
         digest = hashlib.sha256(body.encode()).hexdigest()
-        return (f"// senpi-guard: {self.name} v{self.version} layer=extension "
-                f"config-sha256={self.config_digest(config, extension=True)} content-sha256={digest}\n{body}")
+        return (
+            f"// senpi-guard: {self.name} v{self.version} layer=extension "
+            f"config-sha256={self.config_digest(config, extension=True)} content-sha256={digest}\n{body}"
+        )
 
     def config_digest(self, config: Config, extension: bool = False) -> str:
         """What the rendered settings change in the code (the same for equal settings); with
@@ -229,14 +240,23 @@ def patches_root() -> Path:
     checkout = Path(__file__).resolve().parents[4] / "patches"
     if checkout.is_dir():
         return checkout
-    raise FatalError("senpi-guard's patches/ folder is missing from this installation; "
-                     "reinstall senpi-guard")
+    raise FatalError("senpi-guard's patches/ folder is missing from this installation; reinstall senpi-guard")
 
 
 def _target(t: dict[str, Any]) -> Target:
-    target = Target(t["role"], t["function"], bool(t.get("required", False)), t.get("wrap", ""), t.get("entry", ""),
-                    t.get("edit", "wrap"), t.get("property", ""), t.get("keep", ""), t.get("about", ""),
-                    t.get("fixtures", ""), bool(t.get("with_extension", False)))
+    target = Target(
+        t["role"],
+        t["function"],
+        bool(t.get("required", False)),
+        t.get("wrap", ""),
+        t.get("entry", ""),
+        t.get("edit", "wrap"),
+        t.get("property", ""),
+        t.get("keep", ""),
+        t.get("about", ""),
+        t.get("fixtures", ""),
+        bool(t.get("with_extension", False)),
+    )
     if target.edit not in EDITS:
         raise ValueError(f"target {target.role!r} has the unknown edit {target.edit!r}")
     if target.edit == "wrap" and not (target.wrap or target.entry):
@@ -252,14 +272,39 @@ def _extension(root: Path, layer: dict[str, Any] | None) -> ExtensionLayer | Non
     risks = tuple((r["target"], r["text"]) for r in layer.get("risks", []))
     sources = [layer["source"]] if isinstance(layer["source"], str) else layer["source"]
     source = "".join((root / name).read_text("utf-8") for name in sources)  # (joined in the order given)
-    return ExtensionLayer(source, layer["file_name"], root / layer["checks"],
-                          root / layer["fixtures"], layer.get("unsafe_alone_with", ""), layer.get("unsafe_alone", ""),
-                          risks)
+    return ExtensionLayer(
+        source,
+        layer["file_name"],
+        root / layer["checks"],
+        root / layer["fixtures"],
+        layer.get("unsafe_alone_with", ""),
+        layer.get("unsafe_alone", ""),
+        risks,
+    )
 
 
-KNOWN_KEYS = frozenset({"name", "version", "summary", "targets", "payload", "marker", "max_marker_bytes", "call",
-                        "hand_fix_function", "hand_fix_risks", "versions", "extension", "settings", "write_order",
-                        "defer", "headline", "audit", "order"})
+KNOWN_KEYS = frozenset(
+    {
+        "name",
+        "version",
+        "summary",
+        "targets",
+        "payload",
+        "marker",
+        "max_marker_bytes",
+        "call",
+        "hand_fix_function",
+        "hand_fix_risks",
+        "versions",
+        "extension",
+        "settings",
+        "write_order",
+        "defer",
+        "headline",
+        "audit",
+        "order",
+    }
+)
 
 
 def _parse(data: dict[str, Any], root: Path) -> Patch:
@@ -270,17 +315,34 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
     # (the payload may be split into several files, joined in the order given)
     payload = "".join((root / name).read_text("utf-8") for name in ([files] if isinstance(files, str) else files))
     versions = data.get("versions", {})
-    shapes = tuple(KnownShape(s["range"], s["folder"], s["returns"], tuple(s.get("present", ())))
-                   for s in versions.get("known", []))
+    shapes = tuple(
+        KnownShape(s["range"], s["folder"], s["returns"], tuple(s.get("present", ())))
+        for s in versions.get("known", [])
+    )
     schema = tuple(Setting.parse(name, spec) for name, spec in data.get("settings", {}).items())
     defer = Defer(**data["defer"]) if data.get("defer") else None
-    return Patch(data["name"], int(data["version"]), data.get("summary", ""),
-                 tuple(_target(t) for t in data["targets"]), root, payload, data.get("marker", ""),
-                 int(data.get("max_marker_bytes", 0)), data.get("call", "context"),
-                 data.get("hand_fix_function", ""), shapes, versions.get("under", ""),
-                 _extension(root, data.get("extension")), schema, tuple(data.get("write_order", ())), defer,
-                 tuple(data.get("headline", ())), dict(data.get("audit", {})), int(data.get("order", 100)),
-                 dict(data.get("hand_fix_risks", {})))
+    return Patch(
+        data["name"],
+        int(data["version"]),
+        data.get("summary", ""),
+        tuple(_target(t) for t in data["targets"]),
+        root,
+        payload,
+        data.get("marker", ""),
+        int(data.get("max_marker_bytes", 0)),
+        data.get("call", "context"),
+        data.get("hand_fix_function", ""),
+        shapes,
+        versions.get("under", ""),
+        _extension(root, data.get("extension")),
+        schema,
+        tuple(data.get("write_order", ())),
+        defer,
+        tuple(data.get("headline", ())),
+        dict(data.get("audit", {})),
+        int(data.get("order", 100)),
+        dict(data.get("hand_fix_risks", {})),
+    )
 
 
 def load(name: str) -> Patch:
@@ -289,8 +351,9 @@ def load(name: str) -> Patch:
         patch = _parse(tomllib.loads((root / "patch.toml").read_text("utf-8")), root)
     except (OSError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as exc:
         raise FatalError(f"patch definition {root} is broken ({exc}); reinstall senpi-guard") from exc
-    if patch.payload_template and (CONFIG_SLOT not in patch.payload_template
-                                   or CONFIG_SLOT_END not in patch.payload_template):
+    if patch.payload_template and (
+        CONFIG_SLOT not in patch.payload_template or CONFIG_SLOT_END not in patch.payload_template
+    ):
         raise FatalError(f"the payload of {root} has no config slot; reinstall senpi-guard")
     if not patch.checks_path.is_file():
         raise FatalError(f"{patch.checks_path} is missing; reinstall senpi-guard")

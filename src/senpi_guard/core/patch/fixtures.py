@@ -7,8 +7,28 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES_CODE = Path(__file__)  # (what expands the fixtures: a cache of them is keyed by it too)
-WORDS = ("verify", "every", "claim", "before", "reporting", "done", "run", "the", "tests", "read",
-         "files", "fully", "never", "stop", "early", "plan", "todo", "items", "parallel", "agents")
+WORDS = (
+    "verify",
+    "every",
+    "claim",
+    "before",
+    "reporting",
+    "done",
+    "run",
+    "the",
+    "tests",
+    "read",
+    "files",
+    "fully",
+    "never",
+    "stop",
+    "early",
+    "plan",
+    "todo",
+    "items",
+    "parallel",
+    "agents",
+)
 
 
 def directive_text(tag: str, size: int, seed: str) -> str:
@@ -44,8 +64,10 @@ def _fill(value: Any, directives: dict[str, str], n: int) -> Any:
 
 def expand_fixture(raw: dict[str, Any], default_name: str) -> dict[str, Any]:
     """`{{key}}` becomes the directive named `key`, `{{n}}` the repeat counter."""
-    directives = {key: directive_text(d["tag"], int(d.get("bytes", 400)), d.get("seed", key))
-                  for key, d in raw.get("directives", {}).items()}
+    directives = {
+        key: directive_text(d["tag"], int(d.get("bytes", 400)), d.get("seed", key))
+        for key, d in raw.get("directives", {}).items()
+    }
     messages: list[Any] = []
     for item in raw["messages"]:
         if "repeat" in item:
@@ -63,5 +85,4 @@ def expand_fixture(raw: dict[str, Any], default_name: str) -> dict[str, Any]:
 
 
 def load_fixtures(folder: Path) -> list[dict[str, Any]]:
-    return [expand_fixture(json.loads(p.read_text("utf-8")), p.stem)
-            for p in sorted(folder.glob("*.json"))]
+    return [expand_fixture(json.loads(p.read_text("utf-8")), p.stem) for p in sorted(folder.glob("*.json"))]

@@ -81,8 +81,10 @@ def duplicates(source: bytes, function: str, prop: str, keep: str, where: str) -
         own = [p for p in pairs if (p.child_by_field_name("value").text or b"").decode() == keep]
         if len(own) != 1:
             line = pairs[0].start_point[0] + 1
-            raise FatalError(f"{where}:{line}: `{prop}` is given {len(pairs)} times and none of them is senpi's "
-                             f"own `{prop}: {keep}`; senpi-guard will not guess which to keep: reinstall senpi")
+            raise FatalError(
+                f"{where}:{line}: `{prop}` is given {len(pairs)} times and none of them is senpi's "
+                f"own `{prop}: {keep}`; senpi-guard will not guess which to keep: reinstall senpi"
+            )
         for pair in pairs:
             if pair is not own[0]:
                 start, end = _span(source, pair)
@@ -93,7 +95,7 @@ def duplicates(source: bytes, function: str, prop: str, keep: str, where: str) -
 def remove(source: bytes, removals: list[Removal]) -> bytes:
     out = bytearray(source)
     for removal in sorted(removals, reverse=True):
-        out[removal.start:removal.start + len(removal.text)] = removal.blank
+        out[removal.start : removal.start + len(removal.text)] = removal.blank
     return bytes(out)
 
 
@@ -112,5 +114,5 @@ def restore(source: bytes, region: bytes) -> bytes:
     out = bytearray(source)
     for match in sorted(RESTORE_RE.finditer(region), key=lambda m: -int(m[1])):
         at, length, text = int(match[1]), int(match[2]), base64.b64decode(match[3])
-        out[at:at + length] = text
+        out[at : at + length] = text
     return bytes(out)

@@ -14,8 +14,8 @@ from senpi_guard.io.config import Config
 COST = {
     "dist": "the next full re-send of each live session misses the prompt cache once",
     "extension": "each senpi session resumed after it sends its earlier messages differently, so it "
-                 "re-sends its whole context once (claude-sdk-oauth: one flatten; other providers: one "
-                 "uncached prompt); a senpi already running keeps the extension it loaded",
+    "re-sends its whole context once (claude-sdk-oauth: one flatten; other providers: one "
+    "uncached prompt); a senpi already running keeps the extension it loaded",
 }
 
 
@@ -28,7 +28,7 @@ def slot_in(data: bytes) -> dict[str, Any] | None:
     if start == -1 or end == -1 or end - start > 1_000_000:
         return None
     try:
-        slot = json.loads(text[start + len(CONFIG_SLOT):end])
+        slot = json.loads(text[start + len(CONFIG_SLOT) : end])
     except (ValueError, RecursionError):
         return None
     if not isinstance(slot, dict) or not _tags_ok(slot.get("tags"), word=True) or not _tags_ok(slot.get("known")):
@@ -37,8 +37,11 @@ def slot_in(data: bytes) -> dict[str, Any] | None:
 
 
 def _tags_ok(value: Any, word: bool = False) -> bool:
-    return value is None or (word and value == "auto") or (
-        isinstance(value, list) and all(isinstance(t, str) for t in value))
+    return (
+        value is None
+        or (word and value == "auto")
+        or (isinstance(value, list) and all(isinstance(t, str) for t in value))
+    )
 
 
 def _tags_text(slot: dict[str, Any]) -> str:

@@ -41,8 +41,9 @@ def recover(data: bytes, patch: Patch) -> Recovered:
     if patch.hand_fix_function and _declares(data, patch.hand_fix_function):
         try:
             base = remove_hand_fix(data, patch.hand_fix_function)
-            return Recovered("hand", base, None, f"carries the hand-applied "
-                             f"{patch.hand_fix_function}; apply replaces it")
+            return Recovered(
+                "hand", base, None, f"carries the hand-applied {patch.hand_fix_function}; apply replaces it"
+            )
         except ValueError as exc:  # EditError, JsSyntaxError
             return Recovered("hand", None, None, str(exc))
     return Recovered("plain", data, None, "")
@@ -65,14 +66,13 @@ def remove_edit(patched: bytes, wrap_callees: Sequence[str], name: str | None = 
     if header is None:
         raise EditError("no senpi-guard header line")
     start = header_re(name).search(patched).start()
-    end_re = re.compile(rb"^" + re.escape(end_line(header.name).encode()) + rb"\r?(\n|$)",
-                        re.MULTILINE)
+    end_re = re.compile(rb"^" + re.escape(end_line(header.name).encode()) + rb"\r?(\n|$)", re.MULTILINE)
     end = end_re.search(patched, start)
     if end is None:
         raise EditError("the senpi-guard payload has no end line")
-    region = patched[start:end.end()]
+    region = patched[start : end.end()]
     only = len(HEADER_RE.findall(patched)) == 1  # (unnamed entry marks, format 9 and older, are its)
-    cut = _strip_entries(properties.restore(patched[:start] + patched[end.end():], region), header.name, only)
+    cut = _strip_entries(properties.restore(patched[:start] + patched[end.end() :], region), header.name, only)
     candidates = [cut]
     if not end.group(1) and cut.endswith(b"\n"):
         candidates.append(cut[:-2] if cut.endswith(b"\r\n") else cut[:-1])
@@ -83,8 +83,9 @@ def remove_edit(patched: bytes, wrap_callees: Sequence[str], name: str | None = 
             continue
         if sha256(base) == header.original_sha256:
             return base
-    raise EditError("removing the senpi-guard edit does not give back the original bytes "
-                    f"(sha256 {header.original_sha256[:12]}…)")
+    raise EditError(
+        f"removing the senpi-guard edit does not give back the original bytes (sha256 {header.original_sha256[:12]}…)"
+    )
 
 
 LEGACY_ENTRY_RE = re.compile(re.escape(b"/*senpi-guard:entry*/") + rb".*?" + re.escape(b"/*senpi-guard:entry-end*/"))
@@ -110,7 +111,7 @@ def _unwrap_calls(source: bytes, callees: Sequence[str]) -> bytes:
             tagged = children[0].type == "comment" and children[0].text == SEQUENCE_TAG
             if tagged and first.type == "parenthesized_expression" and first.named_children:
                 first = first.named_children[0]
-            edits.append((call.start_byte, call.end_byte, source[first.start_byte:first.end_byte]))
+            edits.append((call.start_byte, call.end_byte, source[first.start_byte : first.end_byte]))
     out = bytearray(source)
     for start, end, text in sorted(edits, reverse=True):
         out[start:end] = text
@@ -124,28 +125,26 @@ def remove_hand_fix(source: bytes, function: str) -> bytes:
     if len(decls) != 1:
         raise EditError(f"expected one top-level `function {function}`, found {len(decls)}")
     decl = decls[0]
-    calls = [c for c in jssyntax.find_calls(tree, function)
-             if not (decl.start_byte <= c.start_byte < decl.end_byte)]
-    inside = sum(1 for c in jssyntax.find_calls(tree, function)
-                 if decl.start_byte <= c.start_byte < decl.end_byte)
+    calls = [c for c in jssyntax.find_calls(tree, function) if not (decl.start_byte <= c.start_byte < decl.end_byte)]
+    inside = sum(1 for c in jssyntax.find_calls(tree, function) if decl.start_byte <= c.start_byte < decl.end_byte)
     if not calls:
         raise EditError(f"`{function}` is declared but never called")
     edits: list[tuple[int, int, bytes]] = []
     for call in calls:
-        args = [a for a in call.child_by_field_name("arguments").named_children
-                if a.type != "comment"]
+        args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
         if len(args) != 1 or args[0].type == "spread_element":
-            raise EditError(f"a call to `{function}` at line {call.start_point[0] + 1} does not "
-                            "take exactly one argument")
-        edits.append((call.start_byte, call.end_byte, source[args[0].start_byte:args[0].end_byte]))
+            raise EditError(
+                f"a call to `{function}` at line {call.start_point[0] + 1} does not take exactly one argument"
+            )
+        edits.append((call.start_byte, call.end_byte, source[args[0].start_byte : args[0].end_byte]))
     if jssyntax.mentions(tree, function) != 1 + len(calls) + inside:
         raise EditError(f"`{function}` is used other than as a call wrapping a value")
     line_start = source.rfind(b"\n", 0, decl.start_byte) + 1
-    if source[line_start:decl.start_byte].strip():
+    if source[line_start : decl.start_byte].strip():
         line_start = decl.start_byte
     line_end = source.find(b"\n", decl.end_byte)
     line_end = len(source) if line_end == -1 else line_end + 1
-    if source[decl.end_byte:line_end].strip():
+    if source[decl.end_byte : line_end].strip():
         line_end = decl.end_byte
     edits.append((line_start, line_end, b""))
     out = bytearray(source)

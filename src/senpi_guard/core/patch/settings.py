@@ -44,11 +44,24 @@ class Setting:
         if kind not in KINDS:
             raise ValueError(f"setting {name!r} has the unknown kind {kind!r}")
         default = tuple(data["default"]) if isinstance(data["default"], list) else data["default"]
-        return cls(name, kind, default, tuple(data.get("choices", ())), data.get("render", False) is True,
-                   bool(data.get("top_level", False)), data.get("about", ""), tuple(data.get("words", ())),
-                   data.get("min"), data.get("max"), bool(data.get("off_is_zero", False)),
-                   tuple(data.get("known", ())), _when(data.get("when")), bool(data.get("reshapes", False)),
-                   extension_only=_extension_only(name, data), whole=bool(data.get("whole", False)))
+        return cls(
+            name,
+            kind,
+            default,
+            tuple(data.get("choices", ())),
+            data.get("render", False) is True,
+            bool(data.get("top_level", False)),
+            data.get("about", ""),
+            tuple(data.get("words", ())),
+            data.get("min"),
+            data.get("max"),
+            bool(data.get("off_is_zero", False)),
+            tuple(data.get("known", ())),
+            _when(data.get("when")),
+            bool(data.get("reshapes", False)),
+            extension_only=_extension_only(name, data),
+            whole=bool(data.get("whole", False)),
+        )
 
 
 def check(setting: Setting, value: Any, where: str, marker: str = "", max_marker_bytes: int = 0) -> Any:
@@ -56,8 +69,9 @@ def check(setting: Setting, value: Any, where: str, marker: str = "", max_marker
     key = f"{where}: '{setting.name}'"
     if setting.kind == "choice":
         if value not in setting.choices:
-            raise FatalError(f"{key} is {value!r}; use " + " or ".join(f'"{c}"' for c in setting.choices)
-                             + "; nothing was changed")
+            raise FatalError(
+                f"{key} is {value!r}; use " + " or ".join(f'"{c}"' for c in setting.choices) + "; nothing was changed"
+            )
         return value
     if setting.kind == "number":
         return _number(setting, value, key)
@@ -66,13 +80,16 @@ def check(setting: Setting, value: Any, where: str, marker: str = "", max_marker
             check_markers(setting.known, marker, max_marker_bytes)
         return value
     if not isinstance(value, list | tuple) or not value or not all(isinstance(t, str) for t in value):
-        raise FatalError(f"{key} must be a non-empty list of tag names, e.g. {setting.name} = "
-                         "[\"ultrawork-mode\"]" + "".join(f' or "{w}"' for w in setting.words)
-                         + "; nothing was changed")
+        raise FatalError(
+            f"{key} must be a non-empty list of tag names, e.g. {setting.name} = "
+            '["ultrawork-mode"]' + "".join(f' or "{w}"' for w in setting.words) + "; nothing was changed"
+        )
     for tag in value:
         if not TAG_PATTERN.fullmatch(tag):
-            raise FatalError(f"{where}: tag {tag!r} is not a plain tag name (letters, digits, - _ . :; "
-                             "at most 40); nothing was changed")
+            raise FatalError(
+                f"{where}: tag {tag!r} is not a plain tag name (letters, digits, - _ . :; "
+                "at most 40); nothing was changed"
+            )
     if len(set(value)) != len(value):
         raise FatalError(f"{key} lists a tag twice; nothing was changed")
     if marker:
@@ -85,8 +102,10 @@ def check_markers(tags: tuple[str, ...], marker: str, max_marker_bytes: int) -> 
         text = marker.replace("{tag}", tag)
         size = len(text.encode("utf-8"))
         if size > max_marker_bytes:
-            raise FatalError(f"tag {tag!r} is too long: its marker would be {size} bytes "
-                             f"(at most {max_marker_bytes}); shorten it in the config")
+            raise FatalError(
+                f"tag {tag!r} is too long: its marker would be {size} bytes "
+                f"(at most {max_marker_bytes}); shorten it in the config"
+            )
         for other in tags:
             if f"<{other}>" in text:
                 raise FatalError(f"the marker for {tag!r} would contain <{other}>; rename the tag in the config")
@@ -97,7 +116,7 @@ def _extension_only(name: str, data: dict[str, Any]) -> bool:
     makes the extension stale and leaves the patched dist files current."""
     render = data.get("render", False)
     if render not in (True, False, "extension"):
-        raise ValueError(f"setting {name!r} has render = {render!r}; use true, false or \"extension\"")
+        raise ValueError(f'setting {name!r} has render = {render!r}; use true, false or "extension"')
     return render == "extension"
 
 
@@ -108,8 +127,9 @@ def _number(setting: Setting, value: Any, key: str) -> float | int:
     if not in_range(value, low, high, setting.whole):
         off = " (or 0 for off)" if setting.off_is_zero else ""
         what = "a whole number" if setting.whole else "a number"
-        raise FatalError(f"{key} must be {what} from {_figure(low)} to {_figure(high)}{off}, got {value!r}; "
-                         "nothing was changed")
+        raise FatalError(
+            f"{key} must be {what} from {_figure(low)} to {_figure(high)}{off}, got {value!r}; nothing was changed"
+        )
     return value
 
 
@@ -121,5 +141,5 @@ def _when(data: Any) -> tuple[str, Any] | None:
     if data is None:
         return None
     if not isinstance(data, dict) or set(data) != {"setting", "value"}:
-        raise ValueError("a setting's `when` must be {setting = \"…\", value = …}")
+        raise ValueError('a setting\'s `when` must be {setting = "…", value = …}')
     return data["setting"], data["value"]
