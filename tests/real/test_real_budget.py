@@ -3,7 +3,7 @@
 A recording provider that reports the input it received the way a provider without a known
 tokenizer counts it (UTF-8 bytes of the system prompt and the messages, 4 a token), a 100,000-token
 context window set in the agent dir's models.json as a user sets it, and a plugin that prepends the
-~28 KB directive to every prompt. senpi's own `ctx.getContextUsage()` inside a `context` handler
+~28 kB directive to every prompt. senpi's own `ctx.getContextUsage()` inside a `context` handler
 counts the new prompt's directive in full (it is taken before the handlers run), so it is about 7
 points above what is sent: a budget on it warned at 25% on calls the provider counted at 22%. Each
 prompt is one print-mode process, so each call past warn_at warns on its own stderr."""
