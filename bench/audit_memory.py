@@ -36,7 +36,7 @@ def rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+                return int(line.split()[1]) * 1024 / 1e6  # (VmHWM is in KiB; MB here are SI)
     except OSError:
         pass
     return 0.0
@@ -76,9 +76,9 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="senpi-guard-bench-") as tmp:
         path = Path(tmp) / "big.jsonl"
-        steps = int(args.size_mb * 1024 * 1024 / 27_000)
+        steps = int(args.size_mb * 1e6 / 27_000)
         sample_session.write_sample_session(path, turns=steps, directive_bytes=25_000, compact_every=12)
-        size = path.stat().st_size / (1024 * 1024)
+        size = path.stat().st_size / 1e6
         pkg = Path(tmp) / "pkg"
         sample.write_sample_package(pkg, 2, fillers=0)
         env_python = sys.executable

@@ -6,8 +6,8 @@ keep-last, in one node process.
 name is read, any block from 512 bytes), (b) the hand hot-fix, written in the
 bench from its description in the project facts (the baseline), (c) upstream's keep-last as the
 sample 2026.8.4-2-shaped package ships it. Prompts: the incident fixtures (N = 3, 21, 70 copies of a
-~25 KB directive plus one variant) serialised by the sample shape-2 buildPromptBlocks, and n distinct
-25 KB spans of one length (a plugin stamping a counter). Time ratios are against (b), same run.
+~25 kB directive plus one variant) serialised by the sample shape-2 buildPromptBlocks, and n distinct
+25 kB spans of one length (a plugin stamping a counter). Time ratios are against (b), same run.
 Prefix stability is turn by turn: what turn k sent is a prefix of what turn k+1 sent.
 
     .venv/bin/python bench/payload_compare.py [--markdown]

@@ -33,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from senpi_guard import ui
 from senpi_guard.core.patch import definition
 from senpi_guard.io import config
 
@@ -221,7 +222,7 @@ def bench_runner(pkg: Path, node: Path, work: Path, rounds: int) -> tuple[list[d
     for name, ctx in report["contexts"].items():
         base, ours = summary(ctx["samples"]["bare"]), summary(ctx["samples"]["ours"])
         paired = summary([b - a for a, b in zip(ctx["samples"]["bare"], ctx["samples"]["ours"], strict=True)])
-        size = f"{name}, {ctx['messages']:,} msgs, {ctx['bytes'] / 1e6:.1f} MB"
+        size = f"{name}, {ctx['messages']:,} msgs, {ui.size(ctx['bytes'])}"
         extra = ours["median"] - base["median"]
         pct = 100 * extra / base["median"]
         noop = summary(ctx["samples"]["noop"])

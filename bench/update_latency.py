@@ -51,7 +51,7 @@ def cpu_seconds(pid: int) -> float:
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
+            return int(line.split()[1]) * 1024 / 1e6  # (VmHWM is in KiB; MB here are SI)
     return float("nan")
 
 

@@ -127,12 +127,10 @@ def run_console(
 
 
 def kb(size: int) -> str:
-    """A size as the extension's status line rounds it."""
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.{1 if size < 10 * 1024 else 0}f} KB"
-    return f"{size / 1024 / 1024:.1f} MB"
+    """A size as the extension's status line and the CLI say it (SI units)."""
+    from senpi_guard import ui
+
+    return ui.size(size)
 
 
 def tree_digest(root: Path) -> dict[str, str]:

@@ -4,10 +4,11 @@
 // session, with the figures and what to do; past budget.block_at (opt-in) the call is stopped
 // before anything is sent.
 //
-// The size is counted in tokens as the larger of two figures, both estimates: ours, the UTF-8 bytes
-// of the messages as this extension returns them plus the system prompt, divided by 4; and senpi's
-// own (ctx.getContextUsage(): the last reply's reported usage plus an estimate of the messages
-// stored since, before this extension's rewrite), when it has one.
+// The size is what the call carries as this extension's handler returns it: the UTF-8 bytes of those
+// messages plus the system prompt, counted as a provider without a known tokenizer is estimated, 4
+// bytes a token. Not senpi's ctx.getContextUsage(): inside a `context` handler that is its estimate
+// from before the handlers ran (the copies this extension collapses counted in full), so a budget on
+// it would warn, or stop a call, on figures that are never sent.
 function __senpiGuardBudgetSettings() {
     const config = __senpiGuardConfig();
     const share = (key) => (typeof config[key] === "number" && config[key] > 0 ? config[key] : 0);
@@ -16,13 +17,13 @@ function __senpiGuardBudgetSettings() {
 
 function __senpiGuardMeasure(call, ctx) {
     const system = typeof ctx.getSystemPrompt === "function" ? ctx.getSystemPrompt() : "";
-    const ours = Math.ceil((call.bytes + __senpiGuardBytes(system)) / 4);
-    const usage = typeof ctx.getContextUsage === "function" ? ctx.getContextUsage() : undefined;
-    const senpi = usage && typeof usage.tokens === "number" ? usage.tokens : null;
+    const bytes = call.bytes + __senpiGuardBytes(system);
     const model = ctx.model && typeof ctx.model === "object" ? ctx.model : null;
-    const window = model !== null && model.contextWindow > 0 ? model.contextWindow
+    // (the window only, where a host gives no ctx.model: senpi's usage figure holds it too)
+    const usage = model === null && typeof ctx.getContextUsage === "function" ? ctx.getContextUsage() : undefined;
+    const window = model !== null ? (model.contextWindow > 0 ? model.contextWindow : null)
         : (usage && usage.contextWindow > 0 ? usage.contextWindow : null);
-    return { ours, senpi, tokens: Math.max(ours, senpi ?? 0), window, model: model !== null ? String(model.id) : "the model" };
+    return { bytes, tokens: Math.ceil(bytes / 4), window, model: model !== null ? String(model.id) : "the model" };
 }
 
 function __senpiGuardShare(measure) {

@@ -148,21 +148,34 @@ function __senpiGuardCommit(figures, message) {
 const __senpiGuardNum = (n) => Math.round(n).toLocaleString("en-US");
 const __senpiGuardMany = (n, word, words = `${word}s`) => `${__senpiGuardNum(n)} ${n === 1 ? word : words}`;
 
-function __senpiGuardKB(bytes) {
-    if (bytes < 1024) {
-        return `${bytes} B`;
+// A size in SI units (1 kB = 1,000 B): whole bytes below 1 kB, then three figures ("9.5 kB",
+// "199 kB", "1.8 MB"), rounded half up in whole numbers (as senpi-guard's ui.size says it).
+const __senpiGuardUnits = ["B", "kB", "MB", "GB", "TB"];
+
+export function __senpiGuardSI(bytes) {
+    const n = Math.max(0, Math.floor(bytes + 0.5));
+    if (n < 1000) {
+        return `${n} B`;
     }
-    if (bytes < 1024 * 1024) {
-        return `${(bytes / 1024).toFixed(bytes < 10 * 1024 ? 1 : 0)} KB`;
+    for (let unit = 1; unit < __senpiGuardUnits.length; unit++) {
+        const step = 1000 ** unit;
+        const tenths = Math.floor((n * 10 + step / 2) / step);
+        if (tenths < 1000) {
+            return `${Math.floor(tenths / 10)}.${tenths % 10} ${__senpiGuardUnits[unit]}`;
+        }
+        const whole = Math.floor((n + step / 2) / step);
+        if (whole < 1000 || unit === __senpiGuardUnits.length - 1) {
+            return `${__senpiGuardNum(whole)} ${__senpiGuardUnits[unit]}`;
+        }
     }
-    return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+    return `${n} B`;
 }
 
 function __senpiGuardStatusText(figures) {
     if (figures.copies === 0) {
         return "senpi-guard: on, no repeats yet";
     }
-    return `senpi-guard: ${__senpiGuardMany(figures.copies, "repeat")}, ${__senpiGuardKB(figures.saved)} not re-sent`;
+    return `senpi-guard: ${__senpiGuardMany(figures.copies, "repeat")}, ${__senpiGuardSI(figures.saved)} not re-sent`;
 }
 
 const __senpiGuardHasUI = (ctx) => ctx !== null && typeof ctx === "object" && ctx.hasUI === true

@@ -5,7 +5,7 @@
 export function spansOf(tags, text, outermostOnly) {
     const spans = [];
     for (const tag of tags) {
-        // what /<tag>[\s\S]*?<\/tag>/g matches, found with indexOf (a lazy regex over 25 KB spans
+        // what /<tag>[\s\S]*?<\/tag>/g matches, found with indexOf (a lazy regex over 25 kB spans
         // is the slowest part of a replay)
         const open = `<${tag}>`;
         const close = `</${tag}>`;

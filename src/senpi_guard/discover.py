@@ -19,6 +19,10 @@ from senpi_guard.errors import FatalError
 
 PACKAGE_NAME = "@code-yeongyu/senpi"
 SCOPED = Path("@code-yeongyu") / "senpi"
+# a package's folder in a pnpm store (pnpm 10+ `store/v<N>/links/…`, older `.pnpm/…` of a global
+# dir): an install only while a project links it, which `pnpm root -g` finds; an update leaves the
+# old version there
+PNPM_STORE = re.compile(r"/store/v\d+/links/|/\.pnpm/")
 BINARY_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
 
 
@@ -279,11 +283,19 @@ def _package_of_cli(cli: Path) -> Path | None:
     return None
 
 
-def from_path_command(name: str) -> tuple[Path | None, Install | None]:
-    """Follow `name` on PATH through symlinks, pnpm shims and bun launchers."""
-    exe = shutil.which(name)
-    if exe is None:
-        return None, None
+def on_path(name: str) -> list[Path]:
+    """Every executable `name` on PATH, in PATH order: not only the first, which the shell runs
+    (an install shadowed by an earlier folder is still installed, and may be patched)."""
+    found = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        exe = shutil.which(name, path=folder) if folder else None
+        if exe is not None and Path(exe) not in found:
+            found.append(Path(exe))
+    return found
+
+
+def from_path_command(exe: Path) -> tuple[Path | None, Install | None]:
+    """Follow one `senpi` (or `pi`) found on PATH through symlinks, pnpm shims and bun launchers."""
     real = Path(os.path.realpath(exe))
     package = _package_of_cli(real)
     if package is not None:
@@ -331,9 +343,10 @@ def _mentions_senpi(path: Path) -> bool:
     return False
 
 
-def discover(max_age: float = 0.0, cache: ProbeCache | None = None) -> Discovery:
+def discover(max_age: float = 0.0, cache: ProbeCache | None = None, recorded: Iterable[Path] = ()) -> Discovery:
     """Every install; `max_age` lets a long-running caller reuse package managers' answers, and
-    `cache` lets short runs share them."""
+    `cache` lets short runs share them; `recorded`: the package dirs senpi-guard's state records
+    (patched once, maybe with --root: still there, still to be reported and reverted)."""
     found = Discovery()
     answers = _probe_all(max_age, cache)
     seen: set[Path] = set()
@@ -351,9 +364,14 @@ def discover(max_age: float = 0.0, cache: ProbeCache | None = None) -> Discovery
         if (path / "package.json").is_file():
             add(describe(path, manager))
     for command in ("senpi", "pi"):
-        package, unsupported = from_path_command(command)
-        found.searched.append(f"`{command}` on PATH")
-        if package is not None:
+        found.searched.append(f"`{command}` in every PATH folder")
+        for exe in on_path(command):
+            package, unsupported = from_path_command(exe)
+            if package is not None:
+                add(describe(package))
+            add(unsupported)
+    for package in recorded:
+        if not PNPM_STORE.search(package.as_posix()):  # (a version pnpm left in its store is no install)
+            found.searched.append(f"{package} (recorded in senpi-guard's state)")
             add(describe(package))
-        add(unsupported)
     return found

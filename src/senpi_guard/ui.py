@@ -86,3 +86,24 @@ def progress(message: str) -> None:
     """Say what a slow step is about to do (stderr; silent with -q)."""
     if not quiet():
         print(paint(message, "dim", sys.stderr), file=sys.stderr, flush=True)
+
+
+SI_UNITS = ("B", "kB", "MB", "GB", "TB")
+
+
+def size(n: float) -> str:
+    """A size in bytes in SI units (1 kB = 1,000 B): whole bytes below 1 kB, then three figures
+    ("9.5 kB", "199 kB", "1.8 MB"), rounded half up in whole numbers. The extension's status line
+    says it the same way (`__senpiGuardSI` in patches/directive-dedupe/extension-view.js)."""
+    n = max(0, int(n + 0.5))
+    if n < 1000:
+        return f"{n} B"
+    for unit in range(1, len(SI_UNITS)):
+        step = 1000**unit
+        tenths = (n * 10 + step // 2) // step
+        if tenths < 1000:
+            return f"{tenths // 10}.{tenths % 10} {SI_UNITS[unit]}"
+        whole = (n + step // 2) // step
+        if whole < 1000 or unit == len(SI_UNITS) - 1:
+            return f"{whole:,} {SI_UNITS[unit]}"
+    raise AssertionError("unreachable")

@@ -55,7 +55,7 @@ def test_nothing_installed_lists_every_place_searched(env, capsys):
     code, _out, err = run_cli(capsys, "status")
     assert code == 1
     assert "no senpi install found" in err and "senpi-guard demo" in err and len(err.splitlines()) == 1
-    for place in ("npm root -g", "$BUN_INSTALL", "`senpi` on PATH"):
+    for place in ("npm root -g", "$BUN_INSTALL", "`senpi` in every PATH folder"):
         assert place in err
 
 

@@ -236,7 +236,7 @@ def big(i: int) -> str:
 
 def expected_tokens(call: dict, probe: dict) -> int:
     """The figure the extension reports: UTF-8 bytes of the messages as sent plus the system prompt, / 4
-    (the larger of that and senpi's own figure, which stays smaller with this provider's usage)."""
+    (senpi's own figure, from before the rewrite, is not it)."""
     ours = math.ceil((text_bytes(call) + probe["system"]) / 4)
     assert probe["usage"]["tokens"] < ours
     return ours

@@ -188,7 +188,7 @@ def test_many_copies_collapse_to_one_copy_and_markers(node_dedupe):
 
 @pytest.mark.parametrize("where", ["start", "middle", "end", "quarter"])
 def test_many_distinct_same_length_spans_stay_linear(node_dedupe, where):
-    """A plugin that stamps a counter into each 25 KB copy makes 1,000 distinct spans of one
+    """A plugin that stamps a counter into each 25 kB copy makes 1,000 distinct spans of one
     length. Keyed by whole text, V8 would compare them all pairwise (~1.6 s); the bound is generous
     for a busy machine and far below that. `quarter` differs outside the sampled slices: the
     worst case for the short key, where whole-text hashes take over."""

@@ -7,6 +7,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from senpi_guard import ui
 from senpi_guard.errors import FatalError
 
 
@@ -61,8 +62,8 @@ def _line(ax, x: Any, values: list[float], config: str, label: str) -> None:
 
 def _bytes_panel(ax, layers: dict[str, Any], summary: dict[str, Any]) -> None:
     x = list(range(len(layers["installed"])))
-    before = [n / 1024 for n in layers["installed"]]
-    after = [n / 1024 for n in layers.get("both", layers["dist"])]
+    before = [n / 1000 for n in layers["installed"]]
+    after = [n / 1000 for n in layers.get("both", layers["dist"])]
     less = [a < b for a, b in zip(after, before, strict=True)]
     more = [a > b for a, b in zip(after, before, strict=True)]
     if any(less):
@@ -88,11 +89,11 @@ def _bytes_panel(ax, layers: dict[str, Any], summary: dict[str, Any]) -> None:
             label="sent more with senpi-guard (directives senpi as installed dropped)",
         )
     for config, label in _layers_to_draw(layers):
-        _line(ax, x, [n / 1024 for n in layers[config]], config, label)
+        _line(ax, x, [n / 1000 for n in layers[config]], config, label)
     window = summary.get("context_window_tokens")
     if window:
         ax.axhline(
-            window * 4 / 1024,
+            window * 4 / 1000,
             color="#555",
             linestyle="--",
             linewidth=1,
@@ -103,7 +104,7 @@ def _bytes_panel(ax, layers: dict[str, Any], summary: dict[str, Any]) -> None:
         ax.axvline(
             over, color="#bc4b51", linestyle=":", linewidth=1, label=f"call {over}: over the window as installed"
         )
-    ax.set_ylabel("prompt bytes sent (KB)")
+    ax.set_ylabel("prompt bytes sent (kB)")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", ncol=2, fontsize=8, frameon=False)
 
@@ -147,11 +148,9 @@ def draw(report: dict[str, Any], out: Path) -> None:
         _money_panel(axes[1][0], series, money)
     axes[-1][0].set_xlabel("assistant call (delta calls send only new messages)")
     head = summary["headline"]
-    mb = abs(head["saved_bytes"]) / (1024 * 1024)
+    amount = ui.size(abs(head["saved_bytes"]))
     change = (
-        f"{mb:,.2f} MB saved"
-        if head["saved_bytes"] >= 0
-        else f"{mb:,.2f} MB more (the directives senpi as installed drops)"
+        f"{amount} saved" if head["saved_bytes"] >= 0 else f"{amount} more (the directives senpi as installed drops)"
     )
     axes[0][0].set_title(
         f"{Path(report['session']).name}: {summary['turns']} calls; over {head['turns']} "

@@ -19,9 +19,7 @@ def _percent(part: int, whole: int) -> str:
 
 
 def _k(n: int | None) -> str:
-    if n is None:
-        return "-"
-    return f"{n / 1024:,.1f}K" if n >= 1024 else str(n)
+    return "-" if n is None else ui.size(n)
 
 
 def _say(text: str) -> None:

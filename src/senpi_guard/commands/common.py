@@ -9,10 +9,11 @@ from typing import Any
 
 from senpi_guard import discover, ui
 from senpi_guard.core.patch import definition
-from senpi_guard.core.patch.classify import SETTLED, State
+from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
 from senpi_guard.io.store import Store
+from senpi_guard.layers import pipeline
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.findings import Outcome
 
@@ -57,7 +58,10 @@ def installs(args, state_dir: Path | None = None) -> list[discover.Install]:
     """The installs named by --root, else every one found. With `state_dir` (read-only commands),
     the package managers' answers come from a cache there at most PROBE_CACHE_AGE old."""
     cache = discover.ProbeCache.load(state_dir / "probes.json", PROBE_CACHE_AGE) if state_dir else None
-    found = discover.explicit(args.root) if args.root else discover.discover(cache=cache)
+    if args.root:
+        found = discover.explicit(args.root)
+    else:  # (and every install the state records: one shadowed on PATH, or patched with --root)
+        found = discover.discover(cache=cache, recorded=Store().recorded_installs())
     if not found.installs:
         raise NoInstallFound(
             "no senpi install found: install @code-yeongyu/senpi, pass --root PKG_DIR, or run "
@@ -115,7 +119,15 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
     }
 
 
+def proven_only(result) -> bool:
+    """verify over a layer that is not installed, whose replay of what apply would write passed:
+    nothing failed but that it is not there (its detail says both, on the state line)."""
+    return not result.ok and result.report is not None and result.report.ok and result.after != "installed"
+
+
 def state_line(o: Outcome) -> str:
+    if proven_only(o):
+        return f"{ui.state_text(o.before)}: {o.detail}"
     verdict = ui.paint("ok", "good") if o.ok else ui.paint("FAILED", "bad")
     if o.would_write:
         return f"{ui.state_text(o.before)}, would write {', '.join(o.would_write)}  ({verdict}, dry run)"
@@ -147,29 +159,36 @@ def print_outcomes(
             print(f"  wrote    {', '.join(o.changed)}")
         if o.backups and ui.verbose():
             print(f"  backup   {', '.join(o.backups)}")
-        if o.detail:
+        if o.detail and not proven_only(o):
             print(f"  {'detail ' if o.ok else ui.paint('error: ', 'bad')}  {o.detail}")
-        step = ui.NEXT_STEPS.get(o.after) if next_steps and o.after not in SETTLED else None
+        step = pipeline.next_step(o) if next_steps else None
         if step:
             print(f"  next     {step}")
         if o.diff:
             print(o.diff if ui.verbose() else diff_summary(o.diff), end="")
     for layer in layers:
         if not (ui.quiet() and layer.ok):
-            _print_layer(layer)
+            _print_layer(layer, next_steps)
 
 
-def _print_layer(layer) -> None:
+def _print_layer(layer, next_steps: bool) -> None:
     print(f"extension  {layer.path}")
-    state = (
-        f"{ui.state_text(layer.before)}"
-        if layer.before == layer.after
-        else f"{ui.state_text(layer.before)} -> {ui.state_text(layer.after)}"
-    )
-    print(f"  state    {state}  ({'ok' if layer.ok else ui.paint('FAILED', 'bad')})")
+    if proven_only(layer):
+        print(f"  state    {ui.state_text(layer.after)}: {layer.detail}")
+    else:
+        state = (
+            f"{ui.state_text(layer.before)}"
+            if layer.before == layer.after
+            else f"{ui.state_text(layer.before)} -> {ui.state_text(layer.after)}"
+        )
+        print(f"  state    {state}  ({'ok' if layer.ok else ui.paint('FAILED', 'bad')})")
     for kept in layer.kept:
         print(f"  kept     {kept}")
-    print(f"  {'detail ' if layer.ok else ui.paint('error: ', 'bad')}  {layer.detail}")
+    if not proven_only(layer):
+        print(f"  {'detail ' if layer.ok else ui.paint('error: ', 'bad')}  {layer.detail}")
+    step = pipeline.next_step(layer) if next_steps else None
+    if step:
+        print(f"  next     {step}")
 
 
 def diff_summary(diff: str) -> str:

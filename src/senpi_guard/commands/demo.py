@@ -100,7 +100,7 @@ def _demo(work: Path) -> int:
     with audit.serializer([installs[0]], patch, config) as server:
         report = audit.audit_session(session_file, server)
     _say(
-        f"6. audit of a sample 30-step session on {installs[0].version} (a 25 KB <ultrawork-mode> in every "
+        f"6. audit of a sample 30-step session on {installs[0].version} (a 25 kB <ultrawork-mode> in every "
         "user message; senpi's continuity record on every call):"
     )
     for line in _audit_lines(report["summary"]):
@@ -122,7 +122,7 @@ def _demo(work: Path) -> int:
 
 def _incidents(patch, installs: list[Install], outcomes) -> None:
     _say(
-        "4. one full re-send of incident-shaped contexts (N identical ~25 KB <ultrawork-mode> blocks + one "
+        "4. one full re-send of incident-shaped contexts (N identical ~25 kB <ultrawork-mode> blocks + one "
         "variant), as each senpi sends it as installed and patched:"
     )
     _say(f"   {'senpi':<12}{'context':<14}{'as installed':>14}{'patched':>11}{'change':>9}{'directives kept':>26}")

@@ -11,7 +11,8 @@ from senpi_guard.commands import common
 from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
-from senpi_guard.layers import extension, extension_plan
+from senpi_guard.layers import extension, extension_plan, pipeline
+from senpi_guard.layers.findings import Outcome
 from senpi_guard.prove import nodes
 
 SUMMARY = "show each install's state, its last verification and the watcher"
@@ -84,22 +85,21 @@ def _extension_row(patch, config, insp, place: extension_plan.Placement) -> dict
     }
 
 
-def _as_wanted(config, dist_state: State, layer: dict[str, Any] | None) -> tuple[bool, str | None]:
-    """Whether the layers the config wants are in place, and what to run when not. Without "dist" in
-    `layers`, dist/ is meant to stay as installed: the extension is what must be there."""
-    if "dist" in config.layers:
-        return dist_state in SETTLED, None if dist_state in SETTLED else ui.NEXT_STEPS.get(dist_state)
-    if dist_state in (State.ERROR, State.UNSUPPORTED):
-        return False, ui.NEXT_STEPS.get(dist_state)
-    if layer is None or layer["state"] == "installed" or "extension" not in config.layers:
-        return True, None
-    return False, 'run `senpi-guard apply` (installs the extension layer; layers leaves out "dist")'
+def _judged(results: list, install, config) -> tuple[bool, str | None, list[str]]:
+    """Whether every layer the config wants is in place for this install, what to run when not, and
+    the extension states that are not: the pipeline's own judgment (layers/pipeline), which verify
+    prints too, from inspection alone."""
+    mine = [r for r in results if pipeline.concerns(r, install)]
+    steps = [step for r in mine if (step := pipeline.next_step(r))]
+    amiss = [f"extension {r.after}" for r in mine if not r.ok and not isinstance(r, Outcome)]
+    return all(r.ok for r in mine), steps[0] if steps else None, amiss
 
 
-def _patch_row(reconciler, install, insp, record, place) -> dict[str, Any]:
-    patch, config = reconciler.patch, reconciler.config
+def _patch_row(dist, results, install, record, place) -> dict[str, Any]:
+    patch, config = dist.patch, dist.reconciler.config
+    insp = dist.inspection(install)
     layer = _extension_row(patch, config, insp, place)
-    as_wanted, step = _as_wanted(config, insp.state, layer)
+    as_wanted, step, amiss = _judged(results, install, config)
     return {
         "patch": patch.name,
         "target": str(insp.primary.path) if insp.primary else None,
@@ -112,6 +112,7 @@ def _patch_row(reconciler, install, insp, record, place) -> dict[str, Any]:
         "detail": insp.detail,
         "as_wanted": as_wanted,
         "next": step,
+        "amiss": amiss,
         "last_verify": _dict(record.get("last_verify")),
         "last_reconcile": _dict(record.get("last_reconcile")),
     }
@@ -127,25 +128,28 @@ def _combined(states: list[State]) -> State:
 
 def collect(args) -> tuple[list[dict[str, Any]], Any]:
     patches, config = common.load()
-    reconcilers = common.reconcilers(patches, config, quick_locate=True)
-    store = reconcilers[0].store
+    flow = pipeline.build(patches, config, quick_locate=True)
+    store = flow.store
     records = store.load_records()
     rows = []
     try:
         found = common.installs(args, store.state_dir)
     except common.NoInstallFound as exc:
         raise common.NoInstallFound(f"{exc}{_extension_alone(patches, config)}") from None
+    results: dict[str, list] = {patch.name: [] for patch in patches}
+    for layer in flow.layers:  # (what verify judges, without its replay)
+        results[layer.patch.name] += layer.inspect(found, pipeline.Run())
     for install in found:
         place = extension_plan.placement(install)
         subs = [
             _patch_row(
-                r,
+                dist,
+                results[name],
                 install,
-                r.inspect(install),
-                store.install_record(install.package_dir, records, patch=r.patch.name),
+                store.install_record(install.package_dir, records, patch=name),
                 place,
             )
-            for r in reconcilers
+            for name, dist in flow.dists.items()
         ]
         first = next((sub for sub in subs if sub["target"]), subs[0])
         rows.append(
@@ -174,6 +178,7 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
         )
         rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs)
         rows[-1]["next"] = next((sub["next"] for sub in subs if not sub["as_wanted"]), None)
+        rows[-1]["amiss"] = [what for sub in subs for what in sub["amiss"]]
     return rows, store
 
 
@@ -207,7 +212,8 @@ def _node(install) -> dict[str, str]:
 
 def _print_row(row: dict[str, Any]) -> None:
     print(f"senpi {row['version']} ({row['manager']})  {row['package_dir']}")
-    print(f"  state     {ui.state_text(row['state'])}")
+    amiss = "".join(f"; {ui.paint(what, 'bad')}" for what in dict.fromkeys(row["amiss"]))
+    print(f"  state     {ui.state_text(row['state'])}{amiss}")
     node = row["node"]
     if node:
         print(

@@ -354,6 +354,15 @@ class Store:
             entry = patches.get(patch, {}) if isinstance(patches, dict) else {}
         return entry if isinstance(entry, dict) else {}
 
+    def recorded_installs(self) -> list[Path]:
+        """The package dirs the records name that still hold a package.json (an install removed
+        since is not one any more)."""
+        return [
+            Path(key)
+            for key in self.load_records().get("installs", {})
+            if isinstance(key, str) and Path(key).is_absolute() and (Path(key) / "package.json").is_file()
+        ]
+
     # ---- agent dirs added by `apply --here` (a project's own .senpi/agent) ------------------
     def agent_dirs(self) -> list[Path]:
         found = self.load_records().get("agent_dirs", [])

@@ -32,7 +32,7 @@ class ExtensionKeeper:
         planned, errors = extension_plan.targets(
             patch, installs, config, self.store, lambda inst: reconciler.inspect(inst).present
         )
-        for line in errors:
+        for _install, line in errors:
             self._note(("error", line), "extension layer: %s", line)
         for target in planned:
             if self.stop.is_set():

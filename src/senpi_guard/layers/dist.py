@@ -440,6 +440,10 @@ class Reconciler:
             return start
         if insp.state == State.CLEAN:
             return replace(start, ok=True, detail="nothing to repair here, so nothing to replay")
+        if insp.state == State.UPSTREAM:  # (as status judges it: as the config wants, nothing of ours there)
+            return replace(
+                start, ok=True, detail=f"left to senpi's own code by config, so nothing to replay{_also(insp.detail)}"
+            )
         began = time.monotonic()
         try:
             report = self.replay(install, self.module_pairs(insp))
@@ -450,15 +454,18 @@ class Reconciler:
         installed = insp.state == State.PATCHED
         if installed:
             self.record_verification(insp, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
-        what = "the installed patch" if installed else "the patch apply would write (not installed)"
+        # (not installed: one line saying so, and what the replay proved of what apply would write)
+        absent = insp.state in (State.UNPATCHED, State.HELD, State.UPSTREAM, State.CLEAN)
+        what = "not installed" if absent else "not as apply writes it"
+        what = "the installed patch" if installed else f"{what}; the patch apply would write"
         if report.ok:
-            detail = f"{what}: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
+            detail = f"{what} passed {report.checks_run} checks (node {report.node_version}{_reused(report)})"
             for name in self.patch.headline:
                 figure = (report.stats.get(name) or {}).get("headline")
                 if figure:
                     detail += f"; {name}: {figure}"
         else:
-            detail = f"{what}: " + "; ".join(str(f) for f in report.failures[:3])
+            detail = f"{what} FAILED its replay: " + "; ".join(str(f) for f in report.failures[:3])
         return replace(
             start,
             ok=report.ok and installed,

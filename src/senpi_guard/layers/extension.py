@@ -57,6 +57,8 @@ class LayerOutcome:
     detail: str
     report: VerifyReport | None = None
     kept: list[str] = field(default_factory=list)
+    installs: list[Install] = field(default_factory=list)  # the installs that use this agent dir
+    step: str = ""  # what to run when it is not as wanted ("" when nothing, or the detail says it)
 
     def as_json(self) -> dict[str, Any]:
         report = self.report
@@ -68,6 +70,7 @@ class LayerOutcome:
             "ok": self.ok,
             "detail": self.detail,
             "kept": self.kept,
+            "next": self.step or None,
             "checks": report.checks_run if report else None,
             "verification": None
             if report is None
@@ -310,15 +313,12 @@ def verify(
         )
     except FatalError as exc:
         return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
-    what = (
-        "the installed extension"
-        if status.state == "installed"
-        else f"the extension apply would write (here: {status.state})"
-    )
+    what = "not installed" if status.state == "absent" else "not as apply writes it"
+    what = "the installed extension" if status.state == "installed" else f"{what}; the extension apply would write"
     detail = (
-        f"{what}: {report.checks_run} checks passed through {_host_text(report)}"
+        f"{what} passed {report.checks_run} checks through {_host_text(report)}"
         if report.ok
-        else f"{what}: " + "; ".join(str(f) for f in report.failures[:3])
+        else f"{what} FAILED its replay: " + "; ".join(str(f) for f in report.failures[:3])
     )
     return LayerOutcome(
         status.path, status.state, status.state, report.ok and status.state == "installed", detail, report

@@ -135,16 +135,16 @@ def targets(
     store: Store,
     present_of: Callable[[Install], set[str]],
     here: bool = False,
-) -> tuple[list[AgentTarget], list[str]]:
+) -> tuple[list[AgentTarget], list[tuple[Install, str]]]:
     """The agent dirs the extension layer serves, each with the installs that use it; and one line for
-    each install whose agent dir cannot be told (the others go on)."""
+    each install whose agent dir cannot be told (the others go on), with that install."""
     found: dict[Path, AgentTarget] = {}
     errors = []
     placements = [placement(i) for i in installs]
     for place in placements:
         if place.error or place.user is None:
-            if not place.install.unsupported:
-                errors.append(place.error)
+            if not place.install.unsupported or "dist" not in config.layers:  # (else the dist layer says it)
+                errors.append((place.install, place.error))
             continue
         dirs = [(place.user.path, place.user.how)]
         if here and place.here is not None and place.here.path != place.user.path:
@@ -161,8 +161,8 @@ def targets(
     return list(found.values()), errors
 
 
-def _errors(lines: list[str]) -> list[extension.LayerOutcome]:
-    return [extension.LayerOutcome(Path("-"), "error", "error", False, line) for line in lines]
+def _errors(lines: list[tuple[Install, str]]) -> list[extension.LayerOutcome]:
+    return [extension.LayerOutcome(Path("-"), "error", "error", False, line, installs=[i]) for i, line in lines]
 
 
 def install_all(
@@ -195,15 +195,69 @@ def install_all(
     return outcomes
 
 
+OURS = ("installed", "stale", "modified")
+STEPS = {
+    "absent": "run `senpi-guard apply` (installs the extension layer)",
+    "stale": "run `senpi-guard apply` (renders the extension anew)",
+    "modified": "run `senpi-guard apply` (keeps your edited copy in the data folder, installs it anew)",
+    "foreign": "rename the file that is not senpi-guard's, then run `senpi-guard apply`",
+}
+
+
+def judged(outcome: extension.LayerOutcome, target: AgentTarget) -> extension.LayerOutcome:
+    """The one judgment of an agent dir's extension, for status and verify alike: as wanted when it
+    is installed (and, for verify, its replay passed), or kept out where the config says it must
+    be; and what to run when it is not."""
+    outcome.installs = list(target.installs)
+    state = outcome.after
+    if target.unsafe:
+        outcome.ok = target.deferred and state not in OURS
+        outcome.detail = target.unsafe
+        out = target.deferred and not outcome.ok
+        outcome.step = "run `senpi-guard apply` (takes the extension out of it)" if out else ""
+    else:
+        outcome.ok = outcome.ok and state == "installed"
+        outcome.step = "" if outcome.ok else STEPS.get(state, "")
+    return outcome
+
+
+def _inspected(patch: Patch, config: Config, target: AgentTarget) -> extension.LayerOutcome:
+    try:
+        status = extension.inspect(patch, config, target.agent_dir)
+    except FatalError as exc:
+        path = extension.target_path(patch, target.agent_dir)
+        return extension.LayerOutcome(path, "error", "error", False, str(exc), installs=list(target.installs))
+    return judged(extension.LayerOutcome(status.path, status.state, status.state, True, status.detail), target)
+
+
+def inspect_all(
+    patch: Patch, config: Config, store: Store, found: list[Install], present_of: Callable[[Install], set[str]]
+) -> list[extension.LayerOutcome]:
+    """status's extension layer: what is in each agent dir the installs use, judged as verify judges
+    it, without a replay (read-only)."""
+    planned, errors = targets(patch, found, config, store, present_of)
+    return _errors(errors) + [_inspected(patch, config, target) for target in planned]
+
+
 def verify_all(
-    patch: Patch, config: Config, store: Store, found: list[Install], allow_foreign_root: bool = False
+    patch: Patch,
+    config: Config,
+    store: Store,
+    found: list[Install],
+    present_of: Callable[[Install], set[str]],
+    allow_foreign_root: bool = False,
 ) -> list[extension.LayerOutcome]:
     """verify's extension layer: a fresh replay of what apply would install in each agent dir, beside
-    the state of the file there (ok: it is installed as rendered and the replay passes)."""
-    planned, errors = targets(patch, found, config, store, lambda _install: set())
+    the state of the file there (ok: it is installed as rendered and the replay passes); where the
+    config keeps it out, judged as status judges it (no replay)."""
+    planned, errors = targets(patch, found, config, store, present_of)
     outcomes = _errors(errors)
     for target in planned:
-        outcomes.append(extension.verify(patch, config, target.installs, store, target.agent_dir, allow_foreign_root))
+        if target.unsafe:
+            outcomes.append(_inspected(patch, config, target))
+            continue
+        outcome = extension.verify(patch, config, target.installs, store, target.agent_dir, allow_foreign_root)
+        outcomes.append(judged(outcome, target))
     return outcomes
 
 

@@ -1,7 +1,8 @@
 """One pipeline for every layer of every patch.
 
 A `Layer` is where one patch lives (senpi's dist/ files, or an extension in each agent dir) and goes
-through the same steps everywhere: inspect what is there, plan the wanted bytes from the base, prove
+through the same steps everywhere: inspect what is there (status: read-only, no replay, judged as
+verify judges it), plan the wanted bytes from the base, prove
 them by replay with node, write them (one writer, io/write), record the result per (target, patch,
 layer), and revert them with a hold. apply, verify and revert build the layers once (`build`) and run
 each step over all of them in write order: a patch's dist layer before its extension (the
@@ -11,11 +12,12 @@ takes them off in the reverse order."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 from senpi_guard import ui
+from senpi_guard.core.patch.classify import SETTLED
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.io.config import Config
@@ -23,7 +25,7 @@ from senpi_guard.io.store import Store
 from senpi_guard.layers import extension_plan
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.extension import LayerOutcome
-from senpi_guard.layers.findings import Outcome
+from senpi_guard.layers.findings import Inspection, Outcome
 
 Result = Outcome | LayerOutcome
 
@@ -44,6 +46,8 @@ class Layer(Protocol):
 
     def apply(self, installs: list[Install], run: Run) -> list[Result]: ...
 
+    def inspect(self, installs: list[Install], run: Run) -> list[Result]: ...
+
     def verify(self, installs: list[Install], run: Run) -> list[Result]: ...
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]: ...
@@ -58,11 +62,26 @@ class DistLayer:
         self.reconciler = reconciler
         self.patch = reconciler.patch
         self.present: dict[Path, set[str]] = {}  # what each install's inspection found, for the extension
+        self.inspections: dict[Path, Inspection] = {}  # (inspect only: a read-only run)
 
     def present_of(self, install: Install) -> set[str]:
         if install.package_dir not in self.present:
-            self.present[install.package_dir] = self.reconciler.inspect(install).present
+            self.present[install.package_dir] = self.inspection(install).present
         return self.present[install.package_dir]
+
+    def inspection(self, install: Install) -> Inspection:
+        """What is there, once per read-only run (status shows it and judges by it)."""
+        if install.package_dir not in self.inspections:
+            self.inspections[install.package_dir] = self.reconciler.inspect(install)
+        return self.inspections[install.package_dir]
+
+    def inspect(self, installs: list[Install], run: Run) -> list[Result]:
+        results: list[Result] = []
+        for install in installs:
+            insp = self.inspection(install)
+            self.present[install.package_dir] = insp.present
+            results.append(replace(Outcome.of(insp), ok=insp.state in SETTLED))
+        return results
 
     def apply(self, installs: list[Install], run: Run) -> list[Result]:
         store = self.reconciler.store
@@ -125,12 +144,33 @@ class AgentDirLayer:
             )
         )
 
+    def inspect(self, installs: list[Install], run: Run) -> list[Result]:
+        return list(extension_plan.inspect_all(self.patch, self.config, self.store, installs, self.dist.present_of))
+
     def verify(self, installs: list[Install], run: Run) -> list[Result]:
         ui.progress(f"{self.patch.name}: replaying the fixture sessions through the extension…")
-        return list(extension_plan.verify_all(self.patch, self.config, self.store, installs, run.allow_foreign_root))
+        return list(
+            extension_plan.verify_all(
+                self.patch, self.config, self.store, installs, self.dist.present_of, run.allow_foreign_root
+            )
+        )
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
         return list(extension_plan.remove_all(self.patch, self.config, self.store, installs))
+
+
+def next_step(result: Result) -> str | None:
+    """What to run when a layer is not as wanted (status and verify say the same), else None."""
+    if result.ok:
+        return None
+    if isinstance(result, Outcome):
+        return ui.NEXT_STEPS.get(result.after) if result.after not in SETTLED else None
+    return result.step or None
+
+
+def concerns(result: Result, install: Install) -> bool:
+    """Whether a result is about this install (an extension's: an agent dir it uses)."""
+    return result.install == install if isinstance(result, Outcome) else install in result.installs
 
 
 @dataclass
@@ -138,6 +178,7 @@ class Pipeline:
     layers: list[Layer]
     store: Store
     results: list[Result] = field(default_factory=list)
+    dists: dict[str, DistLayer] = field(default_factory=dict)  # every patch's, wanted or not (status shows them)
 
     def run(self, step: str, installs: list[Install], run: Run) -> list[Result]:
         order: Iterable[Layer] = reversed(self.layers) if step == "revert" else self.layers
@@ -163,15 +204,18 @@ def build(
     *,
     allow_foreign_root: bool = False,
     all_layers: bool = False,
+    quick_locate: bool = False,
 ) -> Pipeline:
     """Every layer of every patch the config wants (`all_layers`: every one there is, as revert
-    takes off what an earlier config put in place)."""
+    takes off what an earlier config put in place; `quick_locate`: for status, which writes nothing)."""
     store = store or Store()
     layers: list[Layer] = []
+    dists = {}
     for patch in patches:
-        dist = DistLayer(Reconciler(patch, config, store, allow_foreign_root=allow_foreign_root))
+        reconciler = Reconciler(patch, config, store, allow_foreign_root=allow_foreign_root, quick_locate=quick_locate)
+        dist = dists[patch.name] = DistLayer(reconciler)
         if all_layers or "dist" in config.layers:
             layers.append(dist)
         if patch.extension is not None and (all_layers or "extension" in config.layers):
             layers.append(AgentDirLayer(patch, config, store, dist))
-    return Pipeline(layers, store)
+    return Pipeline(layers, store, dists=dists)

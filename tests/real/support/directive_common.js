@@ -1,4 +1,4 @@
-// The directive block the directive plugins stamp (this project's own text, ~25 KB like the real one).
+// The directive block the directive plugins stamp (this project's own text, ~25 kB like the real one).
 const LINES = [];
 for (let i = 0; i < 400; i++) {
     LINES.push(`rule ${String(i).padStart(3, "0")}: work until the task is verified end to end; report evidence.`);
