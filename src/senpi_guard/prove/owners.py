@@ -171,10 +171,8 @@ def nobody() -> tuple[int, int]:
     return entry.pw_uid, entry.pw_gid
 
 
-def run_as(package_dir: Path | None, node: str | None, allow_foreign_root: bool) -> tuple[int, int] | None:
-    """Whom node must run as for a replay of this package: None (as we are) unless we are root."""
-    if os.geteuid() != 0 or allow_foreign_root:
-        return None
+def decide(package_dir: Path | None, node: str | None) -> tuple[tuple[int, int] | None, str | None]:
+    """As root: whom a replay runs as (None: root), and a note when it is root; the refusal raised."""
     found = judge(package_dir, node)
     where = package_dir or node
     if len(found.owners) > 1:
@@ -188,19 +186,27 @@ def run_as(package_dir: Path | None, node: str | None, allow_foreign_root: bool)
         )
     if found.owners:
         uid, (gid, _files) = next(iter(found.owners.items()))
-        return uid, gid
+        return (uid, gid), None
     if found.unreadable is None:
-        return nobody()
+        return nobody(), None
     if found.anyones is not None:
         raise FatalError(
             f"{found.anyones} can be changed by users other than root, and the replay of {where} would "
             f"run it as root ({NOBODY} cannot read {found.unreadable}); make it root's alone "
             f"(chmod go-w {found.anyones}), or let others read the package (chmod -R o+rX), then retry"
         )
-    ui.progress(
-        f"{NOBODY} cannot read {found.unreadable}: the replay of {where} runs as root, over files only root can write"
-    )
-    return None
+    note = f"{NOBODY} cannot read {found.unreadable}: the replay of {where} runs as root (only root can write it)"
+    return None, note
+
+
+def run_as(package_dir: Path | None, node: str | None, allow_foreign_root: bool) -> tuple[int, int] | None:
+    """Whom node must run as for a replay of this package: None (as we are) unless we are root."""
+    if os.geteuid() != 0 or allow_foreign_root:
+        return None
+    owner, note = decide(package_dir, node)
+    if note:
+        ui.progress(note)
+    return owner
 
 
 def node_owner(node: str) -> tuple[int, int] | None:
