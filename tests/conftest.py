@@ -17,7 +17,8 @@ from senpi_guard.cli import main
 from senpi_guard.core.patch import apply as edit
 from senpi_guard.demo import sample
 
-pytest_plugins = ("realsenpi",)  # the real tier's fixtures (tests/realsenpi.py)
+# the real tier's fixtures (tests/realsenpi.py); the hostile tests' user, folders and CI rule
+pytest_plugins = ("realsenpi", "hostile.plugin")
 
 SHAPE_REL = {
     1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",

@@ -33,6 +33,8 @@ ENGINE = {
     "rescan_interval": ("30", 30.0),
     "quiet_period": ("0.2", 0.2),
     "settle_timeout": ("10", 10.0),
+    "check_max_bytes": ("2_000_000", 2e6),
+    "check_max_entries": ("500", 500.0),
     "on_drift": ('"rebuild"', "rebuild"),
     "layers": ('["extension"]', ("extension",)),
 }

@@ -37,7 +37,7 @@ def add_foreign_root(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-foreign-root",
         action="store_true",
-        help="as root, run node over another user's senpi as root (default: as its owner)",
+        help="as root, run node's replays as root, whoever's code it is (default: as its owner, or nobody)",
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -13,7 +14,7 @@ from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
 from senpi_guard.layers import extension, extension_plan, pipeline
 from senpi_guard.layers.findings import Outcome
-from senpi_guard.prove import nodes
+from senpi_guard.prove import nodes, owners
 
 SUMMARY = "show each install's state, its last verification and the watcher"
 EXAMPLE = "senpi-guard status\n  senpi-guard status --json | jq '.installs[].state'"
@@ -176,7 +177,8 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
                 "patches": subs,
             }
         )
-        rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs)
+        rows[-1]["replay_problem"] = _replay_problem(install, rows[-1]["node"])
+        rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs) and not rows[-1]["replay_problem"]
         rows[-1]["next"] = next((sub["next"] for sub in subs if not sub["as_wanted"]), None)
         rows[-1]["amiss"] = [what for sub in subs for what in sub["amiss"]]
     return rows, store
@@ -197,6 +199,17 @@ def _extension_alone(patches, config) -> str:
 def _dict(value: Any) -> dict[str, Any] | None:
     """A record field as written by senpi-guard, or None (a hand-edited state file may hold anything)."""
     return value if isinstance(value, dict) else None
+
+
+def _replay_problem(install, node: dict[str, str]) -> str | None:
+    """As root: why a replay of this install would be refused (whose code it is), else None."""
+    if os.geteuid() != 0 or install.unsupported or "path" not in node:
+        return None
+    try:
+        owners.decide(install.package_dir, node["path"])
+    except FatalError as exc:
+        return str(exc)
+    return None
 
 
 def _node(install) -> dict[str, str]:
@@ -221,6 +234,8 @@ def _print_row(row: dict[str, Any]) -> None:
             if "path" in node
             else f"  node      {ui.paint('error:', 'bad')} {node['error']}"
         )
+    if row["replay_problem"]:
+        print(f"  replay    {ui.paint('error:', 'bad')} {row['replay_problem']}")
     for sub in row["patches"]:
         _print_patch(sub, len(row["patches"]) > 1)
     if row["next"]:

@@ -25,6 +25,8 @@ RANGES = {
     "rescan_interval": (1, 86400),
     "quiet_period": (0.05, 60),
     "settle_timeout": (0.5, 3600),
+    "check_max_bytes": (1e6, 1e13),  # what `check` may unpack of a release
+    "check_max_entries": (1, 1e8),
 }
 ENGINE_KEYS = frozenset({"on_drift", "layers", "patches", *RANGES})
 
@@ -52,6 +54,8 @@ class Config:
     rescan_interval: float = 60.0
     quiet_period: float = 0.5
     settle_timeout: float = 30.0
+    check_max_bytes: float = 1e9  # `check` refuses a release that unpacks to more (1 GB) ...
+    check_max_entries: float = 100_000  # ... or to more entries
     on_drift: str = "report"  # the watcher: "report" a hand-edited patched file, or "rebuild" it
     layers: tuple[str, ...] = LAYERS  # which layers apply installs: the dist patch, the extension
     tables: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # [patches.<name>] -> its settings

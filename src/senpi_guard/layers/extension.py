@@ -202,12 +202,8 @@ def replay(
     known = memo.get(key, reuse)
     if known is not None:
         return known
-    # as root: node and the host's code run as the one user they belong to (refused when several)
-    owner = (
-        owners.run_as(install.package_dir, node.path, allow_foreign_root)
-        if install
-        else (None if allow_foreign_root else owners.node_owner(node.path))
-    )
+    # as root: node and the host's code never run as root over code anyone else could write
+    owner = owners.run_as(install.package_dir if install else None, node.path, allow_foreign_root)
     report = _run_replay(patch, config, rendered, store, host, node, cancel, owner)
     memo.put(key, report)
     return report

@@ -1,0 +1,163 @@
+"""The release `check` looks at: a folder, a tarball or an npm spec, made into a package folder.
+
+As root, nothing of it is unpacked, packed or run as root: a local tarball or folder is unpacked or
+copied as its owner (taken with fstat on the descriptor opened, never from the path again), a
+fetched spec is packed and unpacked as `nobody` with a scratch HOME and npm cache, and the replays
+then run as that user (prove/owners). Root's own tarball is unpacked as `nobody` too."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import secrets
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from senpi_guard import discover, ui
+from senpi_guard.errors import FatalError
+from senpi_guard.io import unpack
+from senpi_guard.prove import owners
+
+GIT_SCHEMES = ("git+", "git:", "github:", "gitlab:", "bitbucket:", "gist:")
+GIT_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeload.github.com", "gist.github.com", "sr.ht")
+NAMED = re.compile(r"((?:@[^@/\s]+/)?[^@/\s]+)@(.*)", re.DOTALL)  # name@what
+SHORTHAND = re.compile(r"[^@/:\s][^/:\s]*/[^/:\s]+")  # owner/repo[#ref]: npm's GitHub shorthand
+SCP_LIKE = re.compile(r"[^/\s:]+\.[^/\s:]+:[^/\s].*")  # host.tld:owner/repo (git's ssh form)
+INSTEAD = "clone it, and pass the folder (or pass a .tgz, or a registry version: @code-yeongyu/senpi@VERSION)"
+
+
+def spec_refusal(spec: str) -> str | None:
+    """Why fetching `spec` could run code or reach git (None: a registry or plain tarball spec)."""
+    named = NAMED.fullmatch(spec)
+    body = named[2] if named else spec
+    if body.startswith("npm:"):  # (an alias: what it names is fetched)
+        return spec_refusal(body[4:])
+    scheme = body.split("://")[0] if "://" in body else ""
+    if body.startswith(GIT_SCHEMES) or scheme.startswith("git") or SCP_LIKE.fullmatch(body):
+        return f"{spec}: a git spec; npm would clone it and may run its `prepare` script to pack it: {INSTEAD}"
+    host = (urlsplit(body).hostname or "") if scheme else ""
+    if any(host == known or host.endswith("." + known) for known in GIT_HOSTS):
+        return f"{spec}: a git spec (a tarball from the git host {host}, which npm may build): {INSTEAD}"
+    if SHORTHAND.fullmatch(body):
+        return f"{spec}: a git spec (npm reads owner/repo as GitHub's): {INSTEAD}"
+    if named and (body.startswith(("file:", "/", "./", "../", "~", "link:")) or Path(body).exists()):
+        return f"{spec}: a local path after the name (npm would pack a folder with its scripts); pass the path itself"
+    return None
+
+
+def _owner(st: os.stat_result) -> tuple[int, int] | None:
+    """Whom root unpacks a local release as: its owner, `nobody` for root's own; None when not root."""
+    if os.geteuid() != 0:
+        return None
+    if st.st_uid == 0:
+        return owners.nobody()
+    try:
+        return st.st_uid, pwd.getpwuid(st.st_uid).pw_gid
+    except KeyError:
+        return st.st_uid, st.st_gid
+
+
+def _place(work: Path, owner: tuple[int, int] | None) -> Path:
+    """A folder of `owner`'s in the scratch: under a name no one else can list, so only that
+    unpack (a child that cannot be traced) and root reach it while it is filled."""
+    work.chmod(0o711)
+    place = work / secrets.token_hex(16)
+    place.mkdir(mode=0o700)
+    if owner is not None:
+        os.chown(place, *owner)
+    return place
+
+
+def _package_in(unpacked: Path, what: str) -> Path:
+    found = [p for p in unpacked.iterdir() if p.is_dir() and not p.is_symlink() and (p / "package.json").is_file()]
+    if len(found) != 1:
+        raise FatalError(f"{what} holds no package/ folder with a package.json; is it an npm tarball?")
+    return found[0]
+
+
+def _from_tarball(fd: int, owner, work: Path, caps: unpack.Caps, what: str) -> Path:
+    place = _place(work, owner)
+    unpack.as_user(owner, lambda: unpack.extract(fd, place / "unpacked", caps, what))
+    return _package_in(place / "unpacked", what)
+
+
+def _npm_env(place: Path) -> dict[str, str]:
+    """npm's environment for a fetch as `nobody`: a scratch HOME and cache (root's are not read)."""
+    dropped = ("npm_config_cache", "npm_config_userconfig")
+    env = {k: v for k, v in discover.quiet_env().items() if k.lower() not in dropped}
+    env.update(HOME=str(place / "home"), npm_config_cache=str(place / "npm-cache"))
+    env["npm_config_userconfig"] = str(place / "home" / ".npmrc")
+    return env
+
+
+def _fetch(spec: str, work: Path, caps: unpack.Caps) -> Path:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise FatalError(
+            f"{spec!r} is neither a file nor a folder here, and fetching it needs npm: install "
+            "Node.js with npm, or pass a .tgz or a package folder"
+        )
+    owner = owners.nobody() if os.geteuid() == 0 else None
+    place = _place(work, owner)
+    ui.progress(f"npm pack --ignore-scripts {spec} (fetches the release; runs none of its scripts)…")
+    done = subprocess.run(
+        [npm, "pack", "--ignore-scripts", "--pack-destination", str(place), spec],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        cwd=place,
+        env=_npm_env(place) if owner else discover.quiet_env(),
+        **owners.popen_kwargs(owner),
+    )
+    tarballs = sorted(place.glob("*.tgz"))
+    if done.returncode != 0 or len(tarballs) != 1:
+        lines = [
+            ln
+            for ln in done.stderr.splitlines()
+            if ln.strip() and "Log files were not written" not in ln and "A complete log" not in ln
+        ]
+        why = next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else "no tarball was made")
+        raise FatalError(
+            f"npm could not fetch {spec!r}: {why}; check the spec (e.g. "
+            "@code-yeongyu/senpi@2026.8.22-2), or pass a .tgz or a package folder"
+        )
+    fd = os.open(tarballs[0], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return _from_tarball(fd, owner, work, caps, spec)
+    finally:
+        os.close(fd)
+
+
+def release_dir(release: str, work: Path, caps: unpack.Caps) -> Path:
+    """The package folder of the release: a folder as it is (as root, another user's copied as
+    them), a tarball unpacked, a spec fetched (a `file:` spec of a folder or tarball is read as that
+    path: npm would run a folder's `prepare`)."""
+    path = Path(release.removeprefix("file:")).expanduser()
+    opened = unpack.open_local(path)
+    if opened is None:
+        if release.startswith(("/", "./", "../", "~", "file:")) or release.endswith((".tgz", ".tar.gz")):
+            raise FatalError(
+                f"{path}: no such file or folder; pass an npm spec (@code-yeongyu/senpi@VERSION), "
+                "a .tgz, or an unpacked package folder"
+            )
+        refusal = spec_refusal(release)
+        if refusal:
+            raise FatalError(refusal)
+        return _fetch(release, work, caps)
+    fd, st = opened
+    try:
+        if not stat.S_ISDIR(st.st_mode):
+            return _from_tarball(fd, _owner(st), work, caps, str(path))
+        owner = _owner(st) if st.st_uid != 0 else None
+        if owner is None:  # (yours, or root's own: read in place)
+            return path
+        place = _place(work, owner)
+        unpack.as_user(owner, lambda: unpack.copy_folder(fd, place / "package", caps, str(path)))
+        return place / "package"
+    finally:
+        os.close(fd)

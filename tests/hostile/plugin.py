@@ -1,0 +1,81 @@
+"""tests/hostile/: root against a second, real, unprivileged user playing the attacker. (A plugin
+that tests/conftest.py loads, not a conftest.py: the test modules import `conftest` by name.)
+
+Every test here needs root; under CI=true as root, a test that skips fails instead (the suite
+cannot pass without running them). The user is made with useradd when missing
+($SENPI_GUARD_HOSTILE_USER, default senpi-guard-hostile); races repeat $SENPI_GUARD_HOSTILE_RUNS
+times the test's own count (default 1)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+HOSTILE_USER = os.environ.get("SENPI_GUARD_HOSTILE_USER", "senpi-guard-hostile")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if Path(item.path).parent == HERE and report.skipped and os.environ.get("CI") == "true" and os.geteuid() == 0:
+        report.outcome = "failed"
+        report.longrepr = f"a hostile (root) test skipped under CI=true as root: {report.longrepr}"
+    return report
+
+
+def _make_user(name: str) -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd") or shutil.which("useradd", path="/usr/sbin:/sbin")
+    if useradd is None:
+        pytest.skip("no useradd on this machine to make the attacker's user")
+    done = subprocess.run(
+        [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:  # (another run may have made it meanwhile: that is fine)
+        return pwd.getpwnam(name)
+    except KeyError:
+        pytest.fail(f"useradd {name} failed: {done.stderr.strip()}")
+
+
+@pytest.fixture(scope="session")
+def attacker() -> pwd.struct_passwd:
+    """The second real user, who owns what the tests let them own and attacks from there."""
+    if os.geteuid() != 0:
+        pytest.skip("the hostile tests run as root, against a second real user")
+    return _make_user(HOSTILE_USER)
+
+
+@pytest.fixture
+def open_dir():
+    """A folder every user can reach (pytest's own temp folders are root's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="senpi-guard-hostile-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def users_dir(open_dir, attacker) -> Path:
+    """A folder the attacker owns, inside the open one."""
+    folder = open_dir / "attacker"
+    folder.mkdir()
+    os.chown(folder, attacker.pw_uid, attacker.pw_gid)
+    return folder
+
+
+def runs(default: int) -> int:
+    """How many times a race is run: the test's count, times $SENPI_GUARD_HOSTILE_RUNS."""
+    return default * max(1, int(os.environ.get("SENPI_GUARD_HOSTILE_RUNS", "1")))

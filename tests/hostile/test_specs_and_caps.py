@@ -1,0 +1,154 @@
+"""`check` refuses every spec whose fetch could reach git or run code, before npm is asked
+(issue 24, point 4), and stops an unpack that would pass its caps while it unpacks (point 5)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+from realsenpi import senpi_guard
+
+from senpi_guard.demo import sample
+
+
+@pytest.fixture
+def logging_npm(attacker, open_dir) -> tuple[Path, dict[str, str]]:
+    """The real npm, behind a shim first on PATH that notes every call."""
+    real = shutil.which("npm")
+    log = open_dir / "npm-calls"
+    log.touch()
+    log.chmod(0o666)
+    shim = open_dir / "bin" / "npm"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    return log, {"PATH": f"{shim.parent}:{os.environ['PATH']}"}
+
+
+@pytest.fixture
+def git_repo(open_dir) -> Path:
+    """A real git repository of a package whose `prepare` script leaves a mark."""
+    repo = open_dir / "repo"
+    repo.mkdir()
+    (repo / "package.json").write_text(
+        json.dumps({"name": "x", "version": "1.0.0", "scripts": {"prepare": f"touch {open_dir}/prepare-ran"}})
+    )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    return repo
+
+
+def test_every_spec_that_could_reach_git_is_refused_before_npm_runs(logging_npm, git_repo, open_dir):
+    log, env = logging_npm
+    url = f"git+file://{git_repo}"
+    specs = [
+        url,
+        f"x@{url}",
+        f"@code-yeongyu/senpi@{url}",
+        f"x@npm:@code-yeongyu/senpi@{url}",
+        "code-yeongyu/senpi",
+        "x@code-yeongyu/senpi#main",
+        "github:code-yeongyu/senpi",
+        "x@gitlab:someone/senpi",
+        "x@git@github.com:code-yeongyu/senpi.git",
+        "git@github.com:code-yeongyu/senpi.git",
+        "x@https://github.com/code-yeongyu/senpi",
+        "https://codeload.github.com/code-yeongyu/senpi/tar.gz/main",
+        f"x@file:{git_repo}",
+        f"x@{git_repo}",
+    ]
+    for spec in specs:
+        done = senpi_guard("check", spec, env=env)
+        errors = [line for line in done.stderr.splitlines() if line.startswith("senpi-guard:")]
+        assert done.returncode == 1 and len(errors) == 1, (spec, done.stderr)
+        assert "a git spec" in errors[0] or "pass the path itself" in errors[0], (spec, errors[0])
+        assert "pass" in errors[0], errors[0]  # (what to do instead)
+        assert log.read_text() == "", f"{spec}: npm was run ({log.read_text()!r})"
+    assert not (open_dir / "prepare-ran").exists()
+    print(f"specs: {len(specs)} refused before npm ran")
+
+
+def _tarball(path: Path, sizes: list[int]) -> Path:
+    """A package tarball whose members hold real bytes (zeros: they pack to almost nothing)."""
+    with tarfile.open(path, "w:gz", compresslevel=1) as archive:
+        data = json.dumps({"name": "@code-yeongyu/senpi", "version": "9.9.9"}).encode()
+        info = tarfile.TarInfo("package/package.json")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+        for index, size in enumerate(sizes):
+            info = tarfile.TarInfo(f"package/dist/blob{index}.bin")
+            info.size, info.mtime = size, int(time.time())
+            archive.addfile(info, io.BytesIO(bytes(size)))
+    return path
+
+
+def _watch_peak(folder: Path, proc: subprocess.Popen) -> int:
+    """The most bytes seen under check's scratch folders while `proc` runs (sampled)."""
+    peak = 0
+    while proc.poll() is None:
+        total = 0
+        for scratch in folder.glob("senpi-guard-check-*"):
+            for path in scratch.rglob("*"):
+                with contextlib.suppress(OSError):
+                    total += path.lstat().st_size
+        peak = max(peak, total)
+        time.sleep(0.02)
+    return peak
+
+
+def test_an_unpack_past_a_cap_is_stopped_while_it_unpacks(attacker, open_dir, tmp_path):
+    """Caps from the config (smaller than the defaults, to test quickly): bytes and entries."""
+    config = tmp_path / "config.toml"
+    config.write_text("check_max_bytes = 30_000_000\ncheck_max_entries = 500\n")
+    big = _tarball(open_dir / "big.tgz", [12_000_000] * 5)  # 60 MB where 30 MB are allowed
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "senpi_guard", "check", str(big)],
+        env={**os.environ, "SENPI_GUARD_CONFIG": str(config)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peak = _watch_peak(Path("/tmp"), proc)
+    _out, err = proc.communicate()
+    errors = [line for line in err.splitlines() if line.startswith("senpi-guard:")]
+    assert proc.returncode == 1 and len(errors) == 1 and "more than 0.03 GB" in errors[0], err
+    assert "check_max_bytes" in errors[0] and peak <= 30_000_000, (peak, errors)
+    many = _tarball(open_dir / "many.tgz", [1] * 800)
+    done = senpi_guard("check", many, env={"SENPI_GUARD_CONFIG": str(config)})
+    assert done.returncode == 1 and "more than 500 entries" in done.stderr, done.stderr
+    print(f"caps: 60 MB refused at a peak of {peak / 1e6:.1f} MB unpacked; 800 entries refused at 500")
+
+
+def test_the_default_cap_is_1_gb(attacker, open_dir):
+    """1.1 GB of real zeros (about 1 MB packed): refused at 1 GB, long before the disk fills."""
+    bomb = _tarball(open_dir / "bomb.tgz", [100_000_000, 1_000_000_000])
+    started = time.monotonic()
+    done = senpi_guard("check", bomb)
+    took = time.monotonic() - started
+    assert done.returncode == 1 and "more than 1 GB" in done.stderr, done.stderr
+    print(f"default cap: a {bomb.stat().st_size / 1e6:.1f} MB tarball of 1.1 GB refused in {took:.1f}s")
+
+
+def test_a_folder_owned_by_a_user_is_copied_as_them_and_checked(attacker, open_dir):
+    """`check DIR` as root over a user's folder: copied as the user (links followed as the user
+    may), never read in place by root; the patches still check."""
+    folder = open_dir / "users-package"
+    sample.write_sample_package(folder, 2, fillers=0)
+    (folder / "dist" / "secret").symlink_to("/etc/shadow")  # (the user cannot read it: not copied)
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, attacker.pw_uid, attacker.pw_gid, follow_symlinks=False)
+    done = senpi_guard("check", folder)
+    assert done.returncode == 1 and "cannot copy" in done.stderr and "shadow" not in done.stdout, done.stderr
+    (folder / "dist" / "secret").unlink()
+    done = senpi_guard("check", folder)
+    assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
