@@ -124,7 +124,9 @@ const fns = {
     delta: await load(job.delta),
 };
 // The extension layer (rendered by senpi-guard), run on the whole context before the call is made.
-const extension = job.extension ? (await import(pathToFileURL(job.extension).href)).__senpiGuardDedupeMessages : null;
+const extensionModule = job.extension ? await import(pathToFileURL(job.extension).href) : null;
+const extension = extensionModule ? extensionModule.__senpiGuardDedupeMessages : null;
+const settingsPrint = typeof extensionModule?.__senpiGuardSettingsPrint === "function" ? extensionModule.__senpiGuardSettingsPrint() : null;
 const withExtension = (messages) => (extension ? extension(messages) ?? messages : messages);
 let session = null;
 if (job.session) {
@@ -155,7 +157,9 @@ function contextOf(request) {
     if (session) {
         const entries = request.ids.map((id) => store.get(id).entry);
         const byId = new Map(entries.map((e) => [e.id, e]));
-        return session.convert(session.build(entries, request.leaf, byId).messages);
+        const messages = session.convert(session.build(entries, request.leaf, byId).messages);
+        // (a branch summary sends only the messages past where the branches meet)
+        return request.after ? messages.slice(session.convert(session.build(entries, request.after, byId).messages).length) : messages;
     }
     return request.ids.map((id) => store.get(id).message);
 }
@@ -322,8 +326,25 @@ function measureContext(messages, request) {
     return reply(sides, { collapsed: {}, directives: distinct.size });
 }
 
+// A compaction's or branch summary's request: the summarised messages' text, once (the whole of it
+// new to a prompt cache), as the `context` handlers returned them; the calls around it keep their
+// own previous-call state.
+function measureSummary(messages, request) {
+    const rewritten = withExtension(messages);
+    const distinct = spansOfContext(messages, request);
+    const sides = {};
+    for (const config of CONFIGS) {
+        sides[config] = sideOfTexts(contextTexts(config === "installed" || config === "dist" ? messages : rewritten), null);
+        sides[config].kept = keptOf(distinct, sides[config].texts, new Map());
+    }
+    return reply(sides, { collapsed: countMarkers(sides.extension.texts), directives: distinct.size });
+}
+
 function measure(request) {
     const messages = contextOf(request);
+    if (request.lane === "summary") {
+        return measureSummary(messages, request);
+    }
     const names = customToolNames(request.tools);
     const sentCount = sentOf(messages).length;
     const result = request.lane === "context" ? measureContext(messages, request)
@@ -338,7 +359,7 @@ function measure(request) {
     return result;
 }
 
-process.stdout.write(TAG + JSON.stringify({ ready: true, node: process.version, exact: session !== null }) + "\n");
+process.stdout.write(TAG + JSON.stringify({ ready: true, node: process.version, exact: session !== null, settingsPrint }) + "\n");
 let out = [];
 for (let next = await lines.next(); !next.done; next = await lines.next()) {
     if (!next.value.trim()) {

@@ -43,16 +43,24 @@ class Entry:
     role: str | None = None
     first_kept: str | None = None
     plain: bool = False  # a user/assistant/toolResult message with content: sent as it is stored
+    custom_type: str | None = None  # (a custom entry's customType)
+    summary_call: bool = False  # a compaction or branch summary senpi made with a provider call
+    from_id: str | None = None  # (a branch summary: the leaf of the branch it summarises)
 
 
 @dataclass
 class Turn:
+    """One provider call an entry implies: an assistant message's call ("turn"), or the summary
+    request behind a compaction ("compaction") or a branch summary ("branch_summary")."""
+
     index: int
     entry_id: str
     path: list[str]  # context entry ids, oldest first (compaction entry first when present)
     chain: list[str]  # every entry from the first one the context needs to the leaf, in file order
     leaf: str | None
     model: str | None
+    kind: str = "turn"
+    after: str | None = None  # (a branch summary) the messages of this entry's context are not sent
 
 
 @dataclass(frozen=True)
@@ -201,6 +209,12 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         found.warn("compaction whose firstKeptEntryId is not a string (keeps nothing before it)", line)
     parent = entry.get("parentId")
     plain = role in ("user", "assistant", "toolResult") and entry["message"].get("content") is not None
+    custom_type = entry.get("customType") if kind == "custom" and isinstance(entry.get("customType"), str) else None
+    # (a summary an extension supplied, fromHook, implies no call of senpi's own; an empty branch
+    # summary is none either)
+    summary_call = kind in ("compaction", "branch_summary") and entry.get("fromHook") is not True
+    summary_call = summary_call and isinstance(entry.get("summary"), str) and bool(entry["summary"])
+    from_id = entry.get("fromId") if kind == "branch_summary" and isinstance(entry.get("fromId"), str) else None
     found.entries[entry["id"]] = Entry(
         entry["id"],
         parent if isinstance(parent, str) else None,
@@ -211,6 +225,9 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         role,
         first_kept if isinstance(first_kept, str) else None,
         plain,
+        custom_type,
+        summary_call,
+        from_id,
     )
     found.order.append(entry["id"])
     return model
@@ -233,17 +250,48 @@ def _parse(raw: bytes) -> Any:
 
 
 def turns(found: SessionIndex) -> Iterator[Turn]:
-    """Every assistant entry, in file order, with the ids of its context."""
+    """Every provider call the entries imply, in file order, with the ids of its context: each
+    assistant entry's, and the summary request of each compaction and branch summary senpi made."""
     number = 0
+    model = None
     for entry_id in found.order:
         entry = found.entries[entry_id]
-        if entry.kind != "message" or entry.role != "assistant":
+        if entry.kind == "message" and entry.role == "assistant":
+            model = found.models.get(entry_id)
+            walked = context_ids(found, entry.parent, entry.line)
+            turn = None if walked is None else Turn(number, entry_id, *walked, entry.parent, model)
+        elif entry.summary_call:
+            turn = _summary_turn(found, entry, number, model)
+        else:
             continue
+        if turn is not None:
+            yield turn
+            number += 1
+
+
+def _summary_turn(found: SessionIndex, entry: Entry, number: int, model: str | None) -> Turn | None:
+    """A compaction's summary request carries the context before it up to its firstKeptEntryId; a
+    branch summary's, the branch it left (from its fromId back to where it meets this entry's own)."""
+    if entry.kind == "compaction":
         walked = context_ids(found, entry.parent, entry.line)
-        if walked is None:
-            continue
-        yield Turn(number, entry_id, walked[0], walked[1], entry.parent, found.models.get(entry_id))
-        number += 1
+        kept = found.entries.get(entry.first_kept or "")
+        if walked is None or kept is None:
+            return None
+        if kept.kind == "compaction" or kept.id not in walked[0]:  # (it keeps nothing: all of it is summarised)
+            return Turn(number, entry.id, walked[0], walked[1], entry.parent, model, "compaction")
+        path = walked[0][: walked[0].index(kept.id)]
+        return Turn(number, entry.id, path, walked[1], kept.parent, model, "compaction")
+    if entry.from_id not in found.entries:
+        return None
+    left = context_ids(found, entry.from_id, entry.line)
+    if left is None:
+        return None
+    common = set(_ancestors(found, entry.parent))
+    meet = next((i for i in _ancestors(found, entry.from_id) if i in common), None)
+    path = [i for i in left[0] if i not in common]
+    if not path:  # (nothing left behind that the file holds: no request to count)
+        return None
+    return Turn(number, entry.id, path, left[1], entry.from_id, model, "branch_summary", meet)
 
 
 def context_ids(found: SessionIndex, start: str | None, line: int = 0) -> tuple[list[str], list[str]] | None:
@@ -286,6 +334,17 @@ def context_ids(found: SessionIndex, start: str | None, line: int = 0) -> tuple[
     walked.reverse()
     chain.reverse()
     return (walked if compaction is None else [compaction.id, *walked]), chain
+
+
+def _ancestors(found: SessionIndex, start: str | None) -> list[str]:
+    """`start` and every entry above it, nearest first (stopping at a missing parent or a cycle)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    while start is not None and start in found.entries and start not in seen:
+        seen.add(start)
+        out.append(start)
+        start = found.entries[start].parent
+    return out
 
 
 def _can_keep(found: SessionIndex, first_kept: str | None) -> bool:
