@@ -102,7 +102,8 @@ def _group(group: dict[str, Any]) -> list[str]:
         lines.append(
             f"  ambiguous: {spread['ambiguous_calls']} calls fit two configurations equally well; as installed "
             f"{usd(spread['installed'][0])}–{usd(spread['installed'][1])}, with both layers "
-            f"{usd(spread['both'][0])}–{usd(spread['both'][1])}, saved {usd(spread['saved'][0])}–{usd(spread['saved'][1])}"
+            f"{usd(spread['both'][0])}–{usd(spread['both'][1])}, "
+            f"saved {usd(spread['saved'][0])}–{usd(spread['saved'][1])}"
         )
     return lines
 

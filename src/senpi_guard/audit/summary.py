@@ -152,7 +152,9 @@ class Summary:
                 "saved_percent": _percent(saved, full["installed"]),
             },
             "every_call": {
-                "over": "full re-sends, delta calls, other providers' calls and summary requests (unknown lanes left out)",
+                "over": (
+                    "full re-sends, delta calls, other providers' calls and summary requests (unknown lanes left out)"
+                ),
                 "turns": sum(self.lanes[lane]["turns"] for lane in counted),
                 "bytes": every,
                 "saved_percent": {
