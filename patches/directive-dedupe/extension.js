@@ -216,11 +216,12 @@ export function __senpiGuardDedupeMessages(messages) {
 // the context): which layers sent it (this extension's patch version and a print of its dedupe
 // settings; the dist layer when the provider is senpi's Claude one) and the text bytes of the
 // messages before and after the rewrite. It is appended from the `context` handler, before the
-// reply exists: the entry becomes the leaf's child and the assistant message's parent, and it sits
-// before the restart-binding marker senpi appends at message_end. (An entry appended on the reply,
-// at message_end or turn_end, lands between that marker and the assistant message or after it,
-// where senpi's binding check admits only a few entry types of its own: every restart would then
-// re-send the whole history.) The setting record_calls = "off" turns it off.
+// reply exists: it becomes the leaf's child (senpi 2026.8.22-2 stores the prompt's user message
+// after it, a tool call's result before it) and sits before the restart-binding marker senpi
+// appends at message_end. (An entry appended on the reply, at message_end or turn_end, lands
+// between that marker and the assistant message or after it, where senpi's binding check admits
+// only a few entry types of its own: every restart would then re-send the whole history.) The
+// setting record_calls = "off" turns it off.
 const __senpiGuardEntryType = "senpi-guard.sent";
 
 // FNV-1a (32 bits) of the settings that decide what the dedupe sends; the audit asks this very file.

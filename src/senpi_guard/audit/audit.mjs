@@ -326,18 +326,14 @@ function measureContext(messages, request) {
     return reply(sides, { collapsed: {}, directives: distinct.size });
 }
 
-// A compaction's or branch summary's request: the summarised messages' text, once (the whole of it
-// new to a prompt cache), as the `context` handlers returned them; the calls around it keep their
-// own previous-call state.
+// A compaction's or branch summary's request: the summarised messages, as the `context` handlers
+// returned them, and senpi's instruction after them (not counted). senpi 2026.8.22-2 sends them as
+// the provider's own context (measured: the request starts with the previous call's messages, so a
+// prompt cache reads that prefix): counted as another provider call's text would be.
 function measureSummary(messages, request) {
-    const rewritten = withExtension(messages);
-    const distinct = spansOfContext(messages, request);
-    const sides = {};
-    for (const config of CONFIGS) {
-        sides[config] = sideOfTexts(contextTexts(config === "installed" || config === "dist" ? messages : rewritten), null);
-        sides[config].kept = keptOf(distinct, sides[config].texts, new Map());
-    }
-    return reply(sides, { collapsed: countMarkers(sides.extension.texts), directives: distinct.size });
+    const result = measureContext(messages, request);
+    result.collapsed = countMarkers(contextTexts(withExtension(messages)));
+    return result;
 }
 
 function measure(request) {

@@ -22,15 +22,24 @@ TIE_TOKENS = 64
 TIE_SHARE = 0.02
 
 
-def sent_entry_of(found: session.SessionIndex, handle: BinaryIO, entry_id: str) -> dict[str, Any] | None:
-    """What senpi-guard's extension recorded about the call behind this entry: its custom entry is
-    the nearest ancestor of that type, reached through custom entries only (senpi's own, such as its
-    restart-binding marker, sit between); None when there is none."""
-    current = found.entries[entry_id].parent
-    while current is not None and (entry := found.entries.get(current)) is not None and entry.kind == "custom":
+def sent_entry_of(found: session.SessionIndex, handle: BinaryIO, turn: session.Turn) -> dict[str, Any] | None:
+    """What senpi-guard's extension recorded about this call: its entry is appended from the
+    `context` handler, before senpi stores the messages of the call (measured on 2026.8.22-2: the
+    entry comes before the prompt's user message, a tool call's entry after its tool result), so it
+    is the nearest of that type walking back from the call's entry to the previous call (an
+    assistant message or a compaction); a summary request's is the one marked `compacting`, a
+    turn's one that is not. None when there is none."""
+    summary = turn.kind != "turn"
+    current = found.entries[turn.entry_id].parent
+    seen: set[str] = set()
+    while current is not None and current not in seen and (entry := found.entries.get(current)) is not None:
+        seen.add(current)
+        if entry.kind == "compaction" or entry.role == "assistant":
+            return None
         if entry.custom_type == SENT_ENTRY:
             data = session.read_entry(handle, entry, found.path).get("data")
-            return data if isinstance(data, dict) and data.get("v") == 1 else None
+            if isinstance(data, dict) and data.get("v") == 1 and bool(data.get("compacting")) == summary:
+                return data
         current = entry.parent
     return None
 

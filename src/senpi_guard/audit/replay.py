@@ -201,7 +201,7 @@ MEASURED_AS = {
     "delta": "the new messages through buildDeltaPromptBlocks",
     "context": "the text of every context message, as the context handlers returned them",
     "summary": "an estimate: the text of the summarised messages, as the context handlers returned them "
-    "(the summary prompt and framing not counted)",
+    "(senpi's instruction after them not counted)",
 }
 CALL_KINDS = {
     "turn": "a turn",
@@ -314,7 +314,7 @@ def _measure_turns(
                 "lane": lane,
                 "usage": session.usage_of({"message": raw_turn} if summary_call else raw_turn),
                 "recorded": money.recorded(raw_turn if summary_call else raw_turn.get("message")),
-                "entry": configuration.sent_entry_of(found, handle, turn.entry_id),
+                "entry": configuration.sent_entry_of(found, handle, turn),
             }
         )
         settle(IN_FLIGHT)

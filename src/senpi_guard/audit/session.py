@@ -210,9 +210,9 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
     parent = entry.get("parentId")
     plain = role in ("user", "assistant", "toolResult") and entry["message"].get("content") is not None
     custom_type = entry.get("customType") if kind == "custom" and isinstance(entry.get("customType"), str) else None
-    # (a summary an extension supplied, fromHook, implies no call of senpi's own; an empty branch
-    # summary is none either)
-    summary_call = kind in ("compaction", "branch_summary") and entry.get("fromHook") is not True
+    # (fromHook says nothing here: senpi 2026.8.22-2's own compaction is a built-in extension and sets
+    # it; an empty summary is no request)
+    summary_call = kind in ("compaction", "branch_summary")
     summary_call = summary_call and isinstance(entry.get("summary"), str) and bool(entry["summary"])
     from_id = entry.get("fromId") if kind == "branch_summary" and isinstance(entry.get("fromId"), str) else None
     found.entries[entry["id"]] = Entry(
@@ -277,9 +277,11 @@ def _summary_turn(found: SessionIndex, entry: Entry, number: int, model: str | N
         kept = found.entries.get(entry.first_kept or "")
         if walked is None or kept is None:
             return None
-        if kept.kind == "compaction" or kept.id not in walked[0]:  # (it keeps nothing: all of it is summarised)
+        if kept.kind == "compaction" or kept.id not in walked[1]:  # (it keeps nothing: all of it is summarised)
             return Turn(number, entry.id, walked[0], walked[1], entry.parent, model, "compaction")
-        path = walked[0][: walked[0].index(kept.id)]
+        # (the kept entry may be one that is not in the context, e.g. a custom entry)
+        before = set(walked[1][: walked[1].index(kept.id)])
+        path = [i for i in walked[0] if i in before]
         return Turn(number, entry.id, path, walked[1], kept.parent, model, "compaction")
     if entry.from_id not in found.entries:
         return None
