@@ -78,7 +78,8 @@ def table(rows: list[dict], calls: list[dict], label: str) -> str:
         tokens = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
         lines.append(
             f"{row['index']:>2} {row['call']:<10} {row['sent_by']['by']}:{row['sent_by']['config']:<9} | "
-            f"{row['bytes']['installed']:>7} {row['bytes']['both']:>7} ${money['installed']:.4f} ${money['both']:.4f} | "
+            f"{row['bytes']['installed']:>7} {row['bytes']['both']:>7} "
+            f"${money['installed']:.4f} ${money['both']:.4f} | "
             f"{call['bytes']:>7} {tokens:>6} ${dollars(call):.4f}"
         )
     return "\n".join(lines)
