@@ -108,8 +108,8 @@ def test_a_compactions_summary_request_is_a_row_and_its_saving_counts(full_senpi
     (tmp_path / "calls.json").write_text(json.dumps({"plain": without, "ext": received}))
     rows, summary, text = audit(full_senpi, guarded.session_file())
     plain_rows, plain_summary, _ = audit(full_senpi, plain.session_file())
-    print("\n" + table(plain_rows, without, "without senpi-guard") + "\n" + table(rows, received, "with the extension"))
     assert len(rows) == len(plain_rows) == 7
+    print("\n" + table(plain_rows, without, "without senpi-guard") + "\n" + table(rows, received, "with the extension"))
     kinds = [r["call"] for r in rows]
     assert kinds == ["turn"] * 4 + ["compaction"] + ["turn"] * 2 and kinds == [r["call"] for r in plain_rows]
     summary_row = rows[4]
@@ -173,22 +173,21 @@ def test_a_guarded_session_counts_the_saving_once(full_senpi, agent, isolated_di
     saved = spent["plain"] - spent["ext"]
     assert saved > 0.3 * spent["plain"]
 
-    # one small entry per call, in the guarded session only
     session = guarded.session_file()
-    lines = [line for line in session.read_text().splitlines() if f'"customType":"{ENTRY}"' in line]
-    assert len(lines) == len(PROMPTS) and not entries(plain.session_file())
-    assert max(len(line.encode()) + 1 for line in lines) <= 300
-
     rows, summary, text = audit(full_senpi, session)
     plain_rows, plain_summary, _ = audit(full_senpi, plain.session_file())
-    print("\n" + table(plain_rows, without, "without senpi-guard") + "\n" + table(rows, received, "with both layers"))
     print({"billed": spent, "audit_ext": summary["money"]["usd"], "audit_plain": plain_summary["money"]["usd"]})
-    assert {(r["sent_by"]["by"], r["sent_by"]["config"]) for r in rows} == {("entry", "extension")}
     money = summary["money"]
     # the record is the extension's: as installed is derived from it, with the extension is it
     assert abs(money["usd"]["installed"] - spent["plain"]) <= 0.02 * spent["plain"], (money["usd"], spent)
     assert abs(money["usd"]["both"] - spent["ext"]) <= 0.02 * spent["ext"], (money["usd"], spent)
     assert abs(money["saved_usd"]["both"] - saved) <= 0.02 * saved, (money["saved_usd"], saved)
+    print("\n" + table(plain_rows, without, "without senpi-guard") + "\n" + table(rows, received, "with both layers"))
+    assert {(r["sent_by"]["by"], r["sent_by"]["config"]) for r in rows} == {("entry", "extension")}
+    # one small entry per call, in the guarded session only
+    lines = [line for line in session.read_text().splitlines() if f'"customType":"{ENTRY}"' in line]
+    assert len(lines) == len(PROMPTS) and not entries(plain.session_file())
+    assert max(len(line.encode()) + 1 for line in lines) <= 300
     assert "which configuration sent each call: 5 from senpi-guard's entry" in " ".join(text.split())
 
     # the same session without the entries (as recorded before them): inferred, and said so
