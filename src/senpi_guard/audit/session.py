@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from senpi_guard.audit.session_io import (  # (the file helpers, re-exported: callers use session.*)
+    header_of,
+    not_a_file as not_a_file,
+    open_session,
+    read_header as read_header,
+    session_files as session_files,
+)
 from senpi_guard.errors import FatalError
 
 CONTEXT_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
@@ -90,75 +95,10 @@ class SessionIndex:
         self.warning_lines.setdefault(what, line)
 
 
-def session_files(agent_dirs: list[Path]) -> list[Path]:
-    """Every session file under the agent dirs' sessions/ folders, oldest first."""
-    found = []
-    for folder in dict.fromkeys(agent_dirs):
-        root = folder / "sessions"
-        for path in root.glob("*/*.jsonl") if root.is_dir() else ():
-            try:
-                st = path.stat()
-            except OSError:  # gone since the listing (or a dangling link): not a session to audit
-                continue
-            if stat.S_ISREG(st.st_mode):
-                found.append((st.st_mtime, path))
-    return [path for _, path in sorted(found, key=lambda pair: pair[0])]
-
-
-def _header(path: Path, first: bytes) -> dict[str, Any]:
-    header = _parse(first)
-    if not isinstance(header, dict) or header.get("type") != "session":
-        raise FatalError(
-            f"{path} is not a senpi session file (its first line is not a "
-            '{"type":"session"} header); pass a file from an agent dir\'s sessions/ folder'
-        )
-    return header
-
-
-def not_a_file(path: Path, mode: int) -> str | None:
-    """Why `path` (of this st_mode) is no session file, or None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return f"{path} is a directory; pass one session .jsonl file from it, or use --latest or --all"
-    what = (
-        "is a named pipe, not a session file"
-        if stat.S_ISFIFO(mode)
-        else "is a character device, not a regular file"
-        if stat.S_ISCHR(mode)
-        else "is a block device, not a regular file"
-        if stat.S_ISBLK(mode)
-        else "is a socket, not a regular file"
-        if stat.S_ISSOCK(mode)
-        else "is not a regular file"
-    )
-    return f"{path} {what}; pass a senpi session .jsonl file, or use --latest"
-
-
-def open_session(path: Path) -> BinaryIO:
-    """The session file, for reading; a FIFO or a device is refused (O_NONBLOCK: opening a FIFO
-    with no writer must not wait for one)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise FatalError(f"cannot open session {path}: {exc.strerror}; check its permissions") from exc
-    problem = not_a_file(path, os.fstat(fd).st_mode)
-    if problem is not None:
-        os.close(fd)
-        raise FatalError(problem)
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
-def read_header(path: Path) -> dict[str, Any]:
-    with open_session(path) as handle:
-        return _header(path, handle.readline(1 << 20))
-
-
 def index(path: Path) -> SessionIndex:
     with open_session(path) as handle:
         first = handle.readline()
-        found = SessionIndex(path, _header(path, first))
+        found = SessionIndex(path, header_of(path, first))
         model = None
         offset = len(first)
         for line, raw in enumerate(iter(handle.readline, b""), start=2):
