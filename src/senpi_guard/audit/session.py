@@ -18,9 +18,15 @@ from typing import Any, BinaryIO
 
 from senpi_guard.audit.session_io import (  # (the file helpers, re-exported: callers use session.*)
     header_of,
-    not_a_file as not_a_file,
     open_session,
+)
+from senpi_guard.audit.session_io import (
+    not_a_file as not_a_file,
+)
+from senpi_guard.audit.session_io import (
     read_header as read_header,
+)
+from senpi_guard.audit.session_io import (
     session_files as session_files,
 )
 from senpi_guard.errors import FatalError
