@@ -211,6 +211,96 @@ export function __senpiGuardDedupeMessages(messages) {
     return out;
 }
 
+// ---- what each call sent, for `senpi-guard audit` ---------------------------------------------
+// One small custom session entry per call (customType below; senpi never puts a custom entry into
+// the context): which layers sent it (this extension's patch version and a print of its dedupe
+// settings; the dist layer when the provider is senpi's Claude one) and the text bytes of the
+// messages before and after the rewrite. It is appended from the `context` handler, before the
+// reply exists: it becomes the leaf's child (senpi 2026.8.22-2 stores the prompt's user message
+// after it, a tool call's result before it) and sits before the restart-binding marker senpi
+// appends at message_end. (An entry appended on the reply, at message_end or turn_end, lands
+// between that marker and the assistant message or after it, where senpi's binding check admits
+// only a few entry types of its own: every restart would then re-send the whole history.) The
+// setting record_calls = "off" turns it off.
+const __senpiGuardEntryType = "senpi-guard.sent";
+
+// FNV-1a (32 bits) of the settings that decide what the dedupe sends; the audit asks this very file.
+export function __senpiGuardSettingsPrint() {
+    const config = __senpiGuardConfig();
+    const text = JSON.stringify([config.tags, config.known ?? null, config.min_bytes ?? null, config.marker]);
+    let hash = 0x811c9dc5;
+    for (let index = 0; index < text.length; index++) {
+        hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193) >>> 0;
+    }
+    return hash.toString(16).padStart(8, "0");
+}
+
+function __senpiGuardTextBytes(messages) {
+    let total = 0;
+    for (const message of Array.isArray(messages) ? messages : []) {
+        const content = message !== null && typeof message === "object" ? message.content : null;
+        if (typeof content === "string") {
+            total += Buffer.byteLength(content, "utf8");
+        }
+        for (const part of Array.isArray(content) ? content : []) {
+            const text = __senpiGuardText(part);
+            total += text === null ? 0 : Buffer.byteLength(text, "utf8");
+        }
+    }
+    return total;
+}
+
+// Whether this senpi's Claude prompt-bridge.js carries senpi-guard's dist edit (read once per
+// process); null when it cannot be told.
+let __senpiGuardDistSeen;
+function __senpiGuardDistLayer() {
+    if (__senpiGuardDistSeen !== undefined) {
+        return __senpiGuardDistSeen;
+    }
+    __senpiGuardDistSeen = null;
+    const get = typeof process.getBuiltinModule === "function" ? (name) => process.getBuiltinModule(name) : () => undefined;
+    const fs = get("node:fs");
+    const path = get("node:path");
+    if (!fs || !path || typeof process.argv[1] !== "string") {
+        return null;
+    }
+    for (let dir = path.dirname(fs.realpathSync(process.argv[1])); ; dir = path.dirname(dir)) {
+        const builtin = path.join(dir, "dist", "core", "extensions", "builtin");
+        for (const folder of ["claude-sdk-oauth", "claude-agent-sdk"]) {
+            const file = path.join(builtin, folder, "prompt-bridge.js");
+            if (fs.existsSync(file)) {
+                __senpiGuardDistSeen = fs.readFileSync(file, "utf8").includes(`// senpi-guard: ${__senpiGuardPatch.name} v`);
+                return __senpiGuardDistSeen;
+            }
+        }
+        if (path.dirname(dir) === dir) {
+            return null;
+        }
+    }
+}
+
+const __senpiGuardClaude = new Set(["claude-sdk-oauth", "claude-agent-sdk"]);
+
+function __senpiGuardRecord(pi, ctx, before, after) {
+    if (__senpiGuardConfig().record_calls === "off" || typeof pi.appendEntry !== "function") {
+        return;
+    }
+    const provider = ctx !== null && typeof ctx === "object" && ctx.model && typeof ctx.model === "object" ? ctx.model.provider : null;
+    let dist = null;
+    try {
+        dist = __senpiGuardClaude.has(provider) ? __senpiGuardDistLayer() : null;
+    }
+    catch {
+        // (unknown)
+    }
+    const compacting = ctx !== null && typeof ctx === "object" && typeof ctx.isCompacting === "function" && ctx.isCompacting() === true;
+    pi.appendEntry(__senpiGuardEntryType, {
+        v: 1, patch: __senpiGuardPatch.version, settings: __senpiGuardSettingsPrint(), dist,
+        messages: Array.isArray(before) ? before.length : 0,
+        in: __senpiGuardTextBytes(before), out: __senpiGuardTextBytes(after), ...(compacting ? { compacting } : {}),
+    });
+}
+
 export default function senpiGuardDirectiveDedupe(pi) {
     // senpi's restart binding, as the dist layer patches it, hashes the stored branch through this
     // very rewrite (so that a restart resumes whenever it would without senpi-guard)
@@ -231,6 +321,12 @@ export default function senpiGuardDirectiveDedupe(pi) {
             return undefined; // fail closed: senpi sends the messages unchanged
         }
         view.call(event && event.messages, ctx); // (never throws; it only reads what the call carries)
+        try {
+            __senpiGuardRecord(pi, ctx, event.messages, messages ?? event.messages);
+        }
+        catch {
+            // (the audit infers this call's configuration instead)
+        }
         return messages === null ? undefined : { messages };
     });
 }

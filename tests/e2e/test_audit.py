@@ -37,7 +37,8 @@ def test_per_turn_report_through_the_installed_senpi(npm_install, tmp_path, caps
     assert str(pkg) in report["serializer"]
     turns = report["turns"]
     assert len(turns) == 24  # two assistant entries per step; the orphan is skipped
-    assert [t["index"] for t in turns] == list(range(24))
+    # (its branch summary names an entry of the very path it is on: nothing left behind, no request)
+    assert [t["index"] for t in turns] == list(range(24)) and {t["call"] for t in turns} == {"turn"}
     lines = [json.loads(line) for line in path.read_text().splitlines()[1:-1] if line.startswith('{"')]
     assistants = [
         e["id"]
@@ -135,7 +136,17 @@ def test_context_rules_compaction_branch_summary_custom_message(npm_install, tmp
     path = tmp_path / "ctx.jsonl"
     path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
     report = audit_json(capsys, path, "--root", pkg)
-    assert [t["entry_id"] for t in report["turns"]] == ["a1", "a2"]
+    # the compaction implies its summary request (what it summarised: the context before u2); the
+    # branch summary names an entry on this very path: nothing left behind, no request
+    assert [(t["entry_id"], t["call"]) for t in report["turns"]] == [
+        ("a1", "turn"),
+        ("k1", "compaction"),
+        ("a2", "turn"),
+    ]
+    summarised = ("first question", "first answer", "extension note")
+    assert report["turns"][1]["bytes"]["installed"] == sum(len(t) for t in summarised)
+    assert report["turns"][1]["money"]["tokens_are"] == "estimated"
+    report["turns"] = [t for t in report["turns"] if t["call"] == "turn"]
 
     def user(text):
         return {"role": "user", "content": [{"type": "text", "text": text}]}
@@ -213,5 +224,6 @@ def test_upstream_keep_last_loses_directives_ours_does_not(npm_install, tmp_path
     assert s["turns_losing_a_directive"]["patched"] == 0
     assert s["turns_losing_a_directive"]["unpatched"] > 0  # the variant (step 7) is dropped later
     # the variant arrives at step 7 (turn 14); from then on keep-last always drops one of the two
-    losing = [t["index"] for t in report["turns"] if t["directives"]["kept_installed"] < t["directives"]["distinct"]]
-    assert losing == list(range(14, len(report["turns"])))
+    turns = [t for t in report["turns"] if t["call"] == "turn"]
+    losing = [i for i, t in enumerate(turns) if t["directives"]["kept_installed"] < t["directives"]["distinct"]]
+    assert losing == list(range(14, len(turns)))

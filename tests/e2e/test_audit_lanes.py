@@ -41,12 +41,14 @@ def test_both_reconstructions_agree_and_lanes_follow_the_records(npm_install, tm
     (a,), (b,) = ours["sessions"], senpis["sessions"]
     assert (a["reconstruction"], b["reconstruction"]) == ("python", "senpi")
     assert a["turns"] == b["turns"] and a["summary"] == b["summary"]
-    turns = a["turns"]
+    assert [t["call"] for t in a["turns"]].count("compaction") == 3  # (a summary request each)
+    assert all(t["sent"] == "summary" for t in a["turns"] if t["call"] == "compaction")
+    turns = [t for t in a["turns"] if t["call"] == "turn"]
     assert len(turns) == 52
     if shape == 1:  # no resident lane: every call re-sent everything, and nothing was recorded
         assert {(t["sent"], t["continuity"]) for t in turns} == {("full", None)}
         return
-    lanes = {t["index"]: (t["continuity"], t["sent"]) for t in turns}
+    lanes = dict(enumerate((t["continuity"], t["sent"]) for t in turns))
     assert lanes[0] == ("bootstrap", "full") and lanes[1] == ("delta", "delta")
     assert lanes[10] == ("fork", "delta") and lanes[18] == ("flatten", "full")
     assert lanes[22] == ("disabled", "full") and lanes[34] == ("flatten", "full")

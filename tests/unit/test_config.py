@@ -70,6 +70,7 @@ def test_table_only_settings_and_sub_tables(tmp_path):
         "min_bytes": 2048,
         "budget.warn_at": 0.5,
         "budget.block_at": 0.9,
+        "record_calls": "on",
         "upstream_dedupe": "replace",
     }
     assert {s.name for s in DEDUPE.settings_schema} == set(DEDUPE.settings(found))  # every setting

@@ -12,6 +12,7 @@ def test_turns_follow_the_parent_chain_and_count_damage(tmp_path):
     path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=4, directive_bytes=300)
     found = session.index(path)
     turns = list(session.turns(found))
+    assert {t.kind for t in turns} == {"turn"}  # (its branch summary leaves nothing behind: no request)
     assert len(turns) == 8  # two assistant messages per step; the orphan is skipped
     assert all(t.model == "claude-opus-4-5" for t in turns)
     assert found.warnings and sum(found.warnings.values()) >= 3

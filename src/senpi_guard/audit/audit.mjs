@@ -124,7 +124,9 @@ const fns = {
     delta: await load(job.delta),
 };
 // The extension layer (rendered by senpi-guard), run on the whole context before the call is made.
-const extension = job.extension ? (await import(pathToFileURL(job.extension).href)).__senpiGuardDedupeMessages : null;
+const extensionModule = job.extension ? await import(pathToFileURL(job.extension).href) : null;
+const extension = extensionModule ? extensionModule.__senpiGuardDedupeMessages : null;
+const settingsPrint = typeof extensionModule?.__senpiGuardSettingsPrint === "function" ? extensionModule.__senpiGuardSettingsPrint() : null;
 const withExtension = (messages) => (extension ? extension(messages) ?? messages : messages);
 let session = null;
 if (job.session) {
@@ -155,7 +157,9 @@ function contextOf(request) {
     if (session) {
         const entries = request.ids.map((id) => store.get(id).entry);
         const byId = new Map(entries.map((e) => [e.id, e]));
-        return session.convert(session.build(entries, request.leaf, byId).messages);
+        const messages = session.convert(session.build(entries, request.leaf, byId).messages);
+        // (a branch summary sends only the messages past where the branches meet)
+        return request.after ? messages.slice(session.convert(session.build(entries, request.after, byId).messages).length) : messages;
     }
     return request.ids.map((id) => store.get(id).message);
 }
@@ -322,8 +326,21 @@ function measureContext(messages, request) {
     return reply(sides, { collapsed: {}, directives: distinct.size });
 }
 
+// A compaction's or branch summary's request: the summarised messages, as the `context` handlers
+// returned them, and senpi's instruction after them (not counted). senpi 2026.8.22-2 sends them as
+// the provider's own context (measured: the request starts with the previous call's messages, so a
+// prompt cache reads that prefix): counted as another provider call's text would be.
+function measureSummary(messages, request) {
+    const result = measureContext(messages, request);
+    result.collapsed = countMarkers(contextTexts(withExtension(messages)));
+    return result;
+}
+
 function measure(request) {
     const messages = contextOf(request);
+    if (request.lane === "summary") {
+        return measureSummary(messages, request);
+    }
     const names = customToolNames(request.tools);
     const sentCount = sentOf(messages).length;
     const result = request.lane === "context" ? measureContext(messages, request)
@@ -338,7 +355,7 @@ function measure(request) {
     return result;
 }
 
-process.stdout.write(TAG + JSON.stringify({ ready: true, node: process.version, exact: session !== null }) + "\n");
+process.stdout.write(TAG + JSON.stringify({ ready: true, node: process.version, exact: session !== null, settingsPrint }) + "\n");
 let out = [];
 for (let next = await lines.next(); !next.done; next = await lines.next()) {
     if (!next.value.trim()) {

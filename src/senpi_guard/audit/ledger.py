@@ -10,7 +10,7 @@ from typing import Any
 from senpi_guard.audit.money import BYTES_PER_TOKEN, CONFIGS, Rates, Tokens
 from senpi_guard.audit.prices import is_subscription
 
-COUNTED = ("full", "delta", "context")  # (as every_call: a call of an unknown lane is left out)
+COUNTED = ("full", "delta", "context", "summary")  # (as every_call: a call of an unknown lane is left out)
 
 
 def _zeros() -> dict[str, Tokens]:
@@ -29,6 +29,26 @@ class Group:
     recorded_cost_calls: int = 0
     tokens: dict[str, Tokens] = field(default_factory=_zeros)
     usd: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CONFIGS, 0.0))
+    # (ambiguous calls priced as each configuration that fits: the least and most of each figure)
+    ambiguous: int = 0
+    low: dict[str, float] = field(default_factory=lambda: dict.fromkeys([*CONFIGS, "saved"], 0.0))
+    high: dict[str, float] = field(default_factory=lambda: dict.fromkeys([*CONFIGS, "saved"], 0.0))
+
+    def add_range(self, call: dict[str, Any]) -> None:
+        options = [call, *call.get("alternatives", ())]
+        self.ambiguous += len(options) > 1
+        for key in (*CONFIGS, "saved"):
+            values = [o["usd"]["installed"] - o["usd"]["both"] if key == "saved" else o["usd"][key] for o in options]
+            self.low[key] += min(values)
+            self.high[key] += max(values)
+
+    def usd_range(self) -> dict[str, Any] | None:
+        if not self.ambiguous or not self.rates or not self.pays_list_price:
+            return None
+        return {
+            "ambiguous_calls": self.ambiguous,
+            **{key: [round(self.low[key], 9), round(self.high[key], 9)] for key in (*CONFIGS, "saved")},
+        }
 
     @property
     def subscription(self) -> bool:
@@ -74,6 +94,7 @@ class Group:
                 else None
             ),
             "recorded_usd": round(self.recorded_usd, 9) if self.recorded_cost_calls else None,
+            "usd_range": self.usd_range(),
         }
 
 
@@ -108,6 +129,8 @@ class Ledger:
             group.tokens[config] += call["tokens"][config]
             if call["usd"]:
                 group.usd[config] += call["usd"][config]
+        if call["usd"]:
+            group.add_range(call)
         self.priced_calls += call["usd"] is not None
 
     def result(self) -> dict[str, Any]:
@@ -122,7 +145,7 @@ class Ledger:
         recorded = sum(g["tokens_recorded_calls"] for g in groups)
         tokens = {config: t.as_json() for config, t in total.items()}
         return {
-            "over": "full re-sends, delta calls and other providers' calls (unknown lanes left out)",
+            "over": "full re-sends, delta calls, other providers' calls and summary requests (unknown lanes left out)",
             "calls": calls,
             "tokens_recorded_calls": recorded,
             "tokens_estimated_calls": calls - recorded,
@@ -132,11 +155,14 @@ class Ledger:
             "usd": usd,
             "usd_calls": sum(g["calls"] for g in paid),
             "saved_usd": {config: round(usd["installed"] - x, 9) for config, x in usd.items()} if usd else None,
+            "usd_range": _range_total([g["usd_range"] for g in paid if g["usd_range"]]),
             "by_model": groups,
             "tokens_are": (
-                "recorded: senpi's usage on the assistant message (input, output, cacheRead, "
-                "cacheWrite, cacheWrite1h), for the configuration senpi's payloadBytes names, else "
-                "for senpi as installed; estimated where nothing usable was recorded: UTF-8 bytes / "
+                "recorded: senpi's usage on the assistant message (or on a compaction or branch summary "
+                "entry: input, output, cacheRead, cacheWrite, cacheWrite1h), for the configuration that "
+                "sent the call (sent_by: senpi-guard's entry for it, senpi's payloadBytes, or inferred "
+                "from the recorded tokens; as installed when nothing says); estimated where nothing "
+                "usable was recorded: UTF-8 bytes / "
                 f"{BYTES_PER_TOKEN} of the counted text (system prompt, tools, images and output not "
                 "counted)"
             ),
@@ -153,3 +179,11 @@ class Ledger:
                 "recorded a cost of 0 has no usd (its list_price_equivalent_usd is what it does not pay)"
             ),
         }
+
+
+def _range_total(ranges: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not ranges:
+        return None
+    keys = [k for k in ranges[0] if k != "ambiguous_calls"]
+    total = {k: [round(sum(r[k][0] for r in ranges), 9), round(sum(r[k][1] for r in ranges), 9)] for k in keys}
+    return {"ambiguous_calls": sum(r["ambiguous_calls"] for r in ranges), **total}

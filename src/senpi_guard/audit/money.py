@@ -173,10 +173,13 @@ def _positions(row: dict[str, Any], config: str) -> tuple[int, int]:
     return total - fresh, fresh
 
 
-def of_call(row: dict[str, Any], usage: Recorded | None, rates: Rates | None) -> dict[str, Any]:
+def of_call(
+    row: dict[str, Any], usage: Recorded | None, rates: Rates | None, base_config: str | None = None
+) -> dict[str, Any]:
     """One call's tokens (and dollars, when the model has a price) in every configuration. The
-    record belongs to the configuration senpi's payloadBytes names, else to senpi as installed."""
-    base_config = next(iter(row.get("recorded_matches") or ()), "installed")
+    record belongs to `base_config` (audit/configuration.py decides it); without one, to the
+    configuration senpi's payloadBytes names, else to senpi as installed."""
+    base_config = base_config or next(iter(row.get("recorded_matches") or ()), "installed")
     base_cached, base_fresh = _positions(row, base_config)
     if usage is not None:
         base, source = usage.tokens, "recorded"

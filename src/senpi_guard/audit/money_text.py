@@ -97,6 +97,14 @@ def _group(group: dict[str, Any]) -> list[str]:
         f"layers, {usd(saved['dist'])} with the dist patch, {usd(saved['extension'])} with the extension "
         f"(an estimate; {_price(group['price'])}, from {group['price']['source']}){recorded}"
     )
+    spread = group.get("usd_range")
+    if spread:
+        lines.append(
+            f"  ambiguous: {spread['ambiguous_calls']} calls fit two configurations equally well; as installed "
+            f"{usd(spread['installed'][0])}–{usd(spread['installed'][1])}, with both layers "
+            f"{usd(spread['both'][0])}–{usd(spread['both'][1])}, "
+            f"saved {usd(spread['saved'][0])}–{usd(spread['saved'][1])}"
+        )
     return lines
 
 

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from senpi_guard.audit import money, session
+from senpi_guard.audit import configuration, money, session
 from senpi_guard.audit.prices import PriceBook
 from senpi_guard.audit.server import NodeServer
 from senpi_guard.audit.summary import Summary
@@ -49,6 +49,7 @@ class Serializer:
     reconstruction: str  # "senpi" (its own buildSessionContext + convertToLlm) or "python"
     resident_lane: bool  # the install has a delta lane (2026.7.31-2 and later)
     package_dir: Path | None = None  # (where senpi's model registry, its list prices, is found)
+    settings_print: str | None = None  # (the audit's extension's dedupe settings, as its entries print them)
 
     def send(self, request: dict[str, Any]) -> None:
         self.send_raw(json.dumps(request).encode())
@@ -158,6 +159,7 @@ def serializer(
             "senpi" if ready.get("exact") else "python",
             "buildDeltaPromptBlocks" in functions,
             chosen.package_dir if own else None,
+            ready.get("settingsPrint"),
         )
 
 
@@ -198,6 +200,13 @@ MEASURED_AS = {
     "unknown": "as a full re-send, for want of a record",
     "delta": "the new messages through buildDeltaPromptBlocks",
     "context": "the text of every context message, as the context handlers returned them",
+    "summary": "an estimate: the text of the summarised messages, as the context handlers returned them "
+    "(senpi's instruction after them not counted)",
+}
+CALL_KINDS = {
+    "turn": "a turn",
+    "compaction": "a compaction's summary request",
+    "branch_summary": "a branch summary's request",
 }
 
 
@@ -219,15 +228,25 @@ def audit_session(
     found = session.index(path)
     summary = Summary(server.resident_lane)
     prices = PriceBook(server.package_dir, models_json(path))
+    judge = configuration.Judge(server.settings_print)
     server.send({"op": "reset"})
     try:
         with session.open_session(path) as handle:
             _measure_turns(
-                found, handle, server, summary, lambda meta, result: _finish(meta, result, summary, prices, on_turn)
+                found,
+                handle,
+                server,
+                summary,
+                lambda meta, result: _finish(meta, result, summary, prices, judge, on_turn),
             )
     except Exception:
         _resync(server)
         raise
+    if judge.other_settings:
+        found.warnings[
+            "calls the extension sent with dedupe settings other than the audit's (their layer figures "
+            "are the audit's settings')"
+        ] += judge.other_settings
     return {
         "session": str(path),
         "serializer": server.label,
@@ -265,6 +284,7 @@ def _measure_turns(
         while len(pending) > limit:
             finish(pending.pop(0), server.reply())
 
+    provider = None  # (a summary request goes to the provider of the call before it)
     for turn in session.turns(found):
         ids = turn.chain if server.reconstruction == "senpi" else turn.path
         for entry_id in ids:
@@ -272,13 +292,16 @@ def _measure_turns(
                 _put(found, handle, server, entry_id, silent)
         sent = set(ids)
         raw_turn = session.read_entry(handle, found.entries[turn.entry_id], found.path)
-        call = session.call_of(raw_turn)
-        lane = lane_of(call, server.resident_lane)
+        summary_call = turn.kind != "turn"
+        call = session.Call(None, None, None, None, provider) if summary_call else session.call_of(raw_turn)
+        provider = call.provider
+        lane = "summary" if summary_call else lane_of(call, server.resident_lane)
         server.send(
             {
                 "op": "measure",
                 "ids": [i for i in ids if i not in silent],
                 "leaf": turn.leaf,
+                "after": turn.after,
                 "lane": lane,
                 "delta": call.delta_messages,
                 "tools": tools,
@@ -289,8 +312,9 @@ def _measure_turns(
                 "turn": turn,
                 "call": call,
                 "lane": lane,
-                "usage": session.usage_of(raw_turn),
-                "recorded": money.recorded(raw_turn.get("message")),
+                "usage": session.usage_of({"message": raw_turn} if summary_call else raw_turn),
+                "recorded": money.recorded(raw_turn if summary_call else raw_turn.get("message")),
+                "entry": configuration.sent_entry_of(found, handle, turn),
             }
         )
         settle(IN_FLIGHT)
@@ -330,6 +354,7 @@ def _finish(
     result: dict[str, Any],
     summary: Summary,
     prices: PriceBook,
+    judge: configuration.Judge,
     on_turn: Callable[[dict[str, Any]], None] | None,
 ) -> None:
     turn, call = meta["turn"], meta["call"]
@@ -338,9 +363,12 @@ def _finish(
         return
     sizes, cache = result["bytes"], result["cacheWrite"]
     lane = meta["lane"]
+    matches = [c for c in CONFIGS if call.payload_bytes is not None and sizes[c] == call.payload_bytes]
     row = {
         "index": turn.index,
         "entry_id": turn.entry_id,
+        "call": turn.kind,
+        "call_is": CALL_KINDS[turn.kind],
         "provider": call.provider,
         "continuity": call.continuity,
         "sent": lane,
@@ -351,7 +379,8 @@ def _finish(
         "patched_bytes": sizes["dist"],
         "recorded_payload_bytes": call.payload_bytes,
         "recorded_as": recorded_as(call.payload_bytes, sizes),
-        "recorded_matches": [c for c in CONFIGS if call.payload_bytes is not None and sizes[c] == call.payload_bytes],
+        "recorded_matches": matches,
+        "extension_entry": meta["entry"],
         "collapsed": result["collapsed"],
         "est_tokens_unpatched": sizes["installed"] // 4,
         "est_tokens_patched": sizes["dist"] // 4,
@@ -362,8 +391,12 @@ def _finish(
             **({f"kept_{c}": result["kept"][c] for c in CONFIGS} if lane != "delta" else {}),
         },
     }
+    verdict = judge.judge(row, meta["entry"], meta["recorded"], matches)
+    row["sent_by"] = verdict.as_json()
     rates, no_price = prices.lookup(call.provider, turn.model)
-    priced = money.of_call(row, meta["recorded"], rates)
+    priced = money.of_call(row, meta["recorded"], rates, verdict.config)
+    if verdict.candidates:  # (ambiguous: priced as each configuration that fits, for the range)
+        priced["alternatives"] = [money.of_call(row, meta["recorded"], rates, c) for c in verdict.candidates]
     row["money"] = money.as_json(priced)
     summary.add(row, priced, rates, None if rates else no_price)
     if on_turn is not None:

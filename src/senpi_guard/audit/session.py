@@ -9,15 +9,26 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from senpi_guard.audit.session_io import (  # (the file helpers, re-exported: callers use session.*)
+    header_of,
+    open_session,
+)
+from senpi_guard.audit.session_io import (
+    not_a_file as not_a_file,
+)
+from senpi_guard.audit.session_io import (
+    read_header as read_header,
+)
+from senpi_guard.audit.session_io import (
+    session_files as session_files,
+)
 from senpi_guard.errors import FatalError
 
 CONTEXT_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
@@ -43,16 +54,24 @@ class Entry:
     role: str | None = None
     first_kept: str | None = None
     plain: bool = False  # a user/assistant/toolResult message with content: sent as it is stored
+    custom_type: str | None = None  # (a custom entry's customType)
+    summary_call: bool = False  # a compaction or branch summary senpi made with a provider call
+    from_id: str | None = None  # (a branch summary: the leaf of the branch it summarises)
 
 
 @dataclass
 class Turn:
+    """One provider call an entry implies: an assistant message's call ("turn"), or the summary
+    request behind a compaction ("compaction") or a branch summary ("branch_summary")."""
+
     index: int
     entry_id: str
     path: list[str]  # context entry ids, oldest first (compaction entry first when present)
     chain: list[str]  # every entry from the first one the context needs to the leaf, in file order
     leaf: str | None
     model: str | None
+    kind: str = "turn"
+    after: str | None = None  # (a branch summary) the messages of this entry's context are not sent
 
 
 @dataclass(frozen=True)
@@ -82,75 +101,10 @@ class SessionIndex:
         self.warning_lines.setdefault(what, line)
 
 
-def session_files(agent_dirs: list[Path]) -> list[Path]:
-    """Every session file under the agent dirs' sessions/ folders, oldest first."""
-    found = []
-    for folder in dict.fromkeys(agent_dirs):
-        root = folder / "sessions"
-        for path in root.glob("*/*.jsonl") if root.is_dir() else ():
-            try:
-                st = path.stat()
-            except OSError:  # gone since the listing (or a dangling link): not a session to audit
-                continue
-            if stat.S_ISREG(st.st_mode):
-                found.append((st.st_mtime, path))
-    return [path for _, path in sorted(found, key=lambda pair: pair[0])]
-
-
-def _header(path: Path, first: bytes) -> dict[str, Any]:
-    header = _parse(first)
-    if not isinstance(header, dict) or header.get("type") != "session":
-        raise FatalError(
-            f"{path} is not a senpi session file (its first line is not a "
-            '{"type":"session"} header); pass a file from an agent dir\'s sessions/ folder'
-        )
-    return header
-
-
-def not_a_file(path: Path, mode: int) -> str | None:
-    """Why `path` (of this st_mode) is no session file, or None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return f"{path} is a directory; pass one session .jsonl file from it, or use --latest or --all"
-    what = (
-        "is a named pipe, not a session file"
-        if stat.S_ISFIFO(mode)
-        else "is a character device, not a regular file"
-        if stat.S_ISCHR(mode)
-        else "is a block device, not a regular file"
-        if stat.S_ISBLK(mode)
-        else "is a socket, not a regular file"
-        if stat.S_ISSOCK(mode)
-        else "is not a regular file"
-    )
-    return f"{path} {what}; pass a senpi session .jsonl file, or use --latest"
-
-
-def open_session(path: Path) -> BinaryIO:
-    """The session file, for reading; a FIFO or a device is refused (O_NONBLOCK: opening a FIFO
-    with no writer must not wait for one)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise FatalError(f"cannot open session {path}: {exc.strerror}; check its permissions") from exc
-    problem = not_a_file(path, os.fstat(fd).st_mode)
-    if problem is not None:
-        os.close(fd)
-        raise FatalError(problem)
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
-def read_header(path: Path) -> dict[str, Any]:
-    with open_session(path) as handle:
-        return _header(path, handle.readline(1 << 20))
-
-
 def index(path: Path) -> SessionIndex:
     with open_session(path) as handle:
         first = handle.readline()
-        found = SessionIndex(path, _header(path, first))
+        found = SessionIndex(path, header_of(path, first))
         model = None
         offset = len(first)
         for line, raw in enumerate(iter(handle.readline, b""), start=2):
@@ -201,6 +155,12 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         found.warn("compaction whose firstKeptEntryId is not a string (keeps nothing before it)", line)
     parent = entry.get("parentId")
     plain = role in ("user", "assistant", "toolResult") and entry["message"].get("content") is not None
+    custom_type = entry.get("customType") if kind == "custom" and isinstance(entry.get("customType"), str) else None
+    # (fromHook says nothing here: senpi 2026.8.22-2's own compaction is a built-in extension and sets
+    # it; an empty summary is no request)
+    summary_call = kind in ("compaction", "branch_summary")
+    summary_call = summary_call and isinstance(entry.get("summary"), str) and bool(entry["summary"])
+    from_id = entry.get("fromId") if kind == "branch_summary" and isinstance(entry.get("fromId"), str) else None
     found.entries[entry["id"]] = Entry(
         entry["id"],
         parent if isinstance(parent, str) else None,
@@ -211,6 +171,9 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         role,
         first_kept if isinstance(first_kept, str) else None,
         plain,
+        custom_type,
+        summary_call,
+        from_id,
     )
     found.order.append(entry["id"])
     return model
@@ -233,17 +196,50 @@ def _parse(raw: bytes) -> Any:
 
 
 def turns(found: SessionIndex) -> Iterator[Turn]:
-    """Every assistant entry, in file order, with the ids of its context."""
+    """Every provider call the entries imply, in file order, with the ids of its context: each
+    assistant entry's, and the summary request of each compaction and branch summary senpi made."""
     number = 0
+    model = None
     for entry_id in found.order:
         entry = found.entries[entry_id]
-        if entry.kind != "message" or entry.role != "assistant":
+        if entry.kind == "message" and entry.role == "assistant":
+            model = found.models.get(entry_id)
+            walked = context_ids(found, entry.parent, entry.line)
+            turn = None if walked is None else Turn(number, entry_id, *walked, entry.parent, model)
+        elif entry.summary_call:
+            turn = _summary_turn(found, entry, number, model)
+        else:
             continue
+        if turn is not None:
+            yield turn
+            number += 1
+
+
+def _summary_turn(found: SessionIndex, entry: Entry, number: int, model: str | None) -> Turn | None:
+    """A compaction's summary request carries the context before it up to its firstKeptEntryId; a
+    branch summary's, the branch it left (from its fromId back to where it meets this entry's own)."""
+    if entry.kind == "compaction":
         walked = context_ids(found, entry.parent, entry.line)
-        if walked is None:
-            continue
-        yield Turn(number, entry_id, walked[0], walked[1], entry.parent, found.models.get(entry_id))
-        number += 1
+        kept = found.entries.get(entry.first_kept or "")
+        if walked is None or kept is None:
+            return None
+        if kept.kind == "compaction" or kept.id not in walked[1]:  # (it keeps nothing: all of it is summarised)
+            return Turn(number, entry.id, walked[0], walked[1], entry.parent, model, "compaction")
+        # (the kept entry may be one that is not in the context, e.g. a custom entry)
+        before = set(walked[1][: walked[1].index(kept.id)])
+        path = [i for i in walked[0] if i in before]
+        return Turn(number, entry.id, path, walked[1], kept.parent, model, "compaction")
+    if entry.from_id not in found.entries:
+        return None
+    left = context_ids(found, entry.from_id, entry.line)
+    if left is None:
+        return None
+    common = set(_ancestors(found, entry.parent))
+    meet = next((i for i in _ancestors(found, entry.from_id) if i in common), None)
+    path = [i for i in left[0] if i not in common]
+    if not path:  # (nothing left behind that the file holds: no request to count)
+        return None
+    return Turn(number, entry.id, path, left[1], entry.from_id, model, "branch_summary", meet)
 
 
 def context_ids(found: SessionIndex, start: str | None, line: int = 0) -> tuple[list[str], list[str]] | None:
@@ -286,6 +282,17 @@ def context_ids(found: SessionIndex, start: str | None, line: int = 0) -> tuple[
     walked.reverse()
     chain.reverse()
     return (walked if compaction is None else [compaction.id, *walked]), chain
+
+
+def _ancestors(found: SessionIndex, start: str | None) -> list[str]:
+    """`start` and every entry above it, nearest first (stopping at a missing parent or a cycle)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    while start is not None and start in found.entries and start not in seen:
+        seen.add(start)
+        out.append(start)
+        start = found.entries[start].parent
+    return out
 
 
 def _can_keep(found: SessionIndex, first_kept: str | None) -> bool:

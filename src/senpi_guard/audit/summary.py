@@ -10,7 +10,7 @@ from senpi_guard.audit import session
 from senpi_guard.audit.ledger import Ledger
 from senpi_guard.audit.money import Rates
 
-LANES = ("full", "delta", "unknown", "context")
+LANES = ("full", "delta", "unknown", "context", "summary")
 CONFIGS = ("installed", "dist", "extension", "both")
 LISTED = 20  # mismatches and skipped turns listed by index; all are counted
 
@@ -44,6 +44,8 @@ class Summary:
         self.losing = dict.fromkeys(CONFIGS, 0)
         self.most_lost = dict.fromkeys(CONFIGS, 0)
         self.ledger = Ledger()
+        self.calls: dict[str, int] = {}  # turn, compaction, branch_summary
+        self.sent_by: dict[str, int] = {}  # entry, payloadBytes, inferred, ambiguous, none
 
     @property
     def unpatched_series(self) -> array[int]:
@@ -75,7 +77,9 @@ class Summary:
             self.series[config].append(row["bytes"][config])
         provider = row["provider"] or "not recorded"
         self.providers[provider] = self.providers.get(provider, 0) + 1
-        if row["sent"] != "context":
+        self.calls[row["call"]] = self.calls.get(row["call"], 0) + 1
+        self.sent_by[row["sent_by"]["by"]] = self.sent_by.get(row["sent_by"]["by"], 0) + 1
+        if row["sent"] not in ("context", "summary"):
             kind = row["continuity"] or "not recorded"
             self.continuity[kind] = self.continuity.get(kind, 0) + 1
         if row["cache_write"] is not None and row["sent"] in ("full", "context"):
@@ -130,10 +134,12 @@ class Summary:
             }
             for lane, totals in self.lanes.items()
         }
-        counted = ("full", "delta", "context")
+        counted = ("full", "delta", "context", "summary")
         every = {config: sum(self.lanes[lane]["bytes"][config] for lane in counted) for config in CONFIGS}
         return {
             "turns": len(self.series["installed"]),
+            "calls": self.calls,
+            "sent_by": self.sent_by,
             "providers": self.providers,
             "sent": sent,
             "continuity": self.continuity,
@@ -146,7 +152,9 @@ class Summary:
                 "saved_percent": _percent(saved, full["installed"]),
             },
             "every_call": {
-                "over": "full re-sends, delta calls and other providers' calls (unknown lanes left out)",
+                "over": (
+                    "full re-sends, delta calls, other providers' calls and summary requests (unknown lanes left out)"
+                ),
                 "turns": sum(self.lanes[lane]["turns"] for lane in counted),
                 "bytes": every,
                 "saved_percent": {

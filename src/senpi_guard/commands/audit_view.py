@@ -40,15 +40,18 @@ def print_header(path: Path, server) -> None:
     _say(
         "columns: prompt bytes each call sent as installed, with the dist layer, the extension, both; "
         "new,inst/new,both: of those, bytes not in the provider's cache; recorded: senpi's own "
-        "payloadBytes and which column it matches"
+        "payloadBytes and which column it matches; by: which configuration sent the call (entry: "
+        "senpi-guard's record of it, =: senpi's payloadBytes, ~: inferred from its tokens, ?: ambiguous)"
     )
     print(
-        f"{'call':>5} {'entry':<9}{'sent':<14}{'installed':>9}{'dist':>8}{'ext':>8}{'both':>8}"
-        f"{'new,inst':>9}{'new,both':>9}{'recorded':>9}  collapsed"
+        f"{'call':>5} {'entry':<9}{'kind':<8}{'sent':<14}{'installed':>9}{'dist':>8}{'ext':>8}{'both':>8}"
+        f"{'new,inst':>9}{'new,both':>9}{'recorded':>9} {'by':<6} collapsed"
     )
 
 
 RECORDED = {"installed": "=inst", "dist": "=dist", "extension": "=ext", "both": "=both", "unknown": "=?"}
+BY = {"installed": "inst", "dist": "dist", "extension": "ext", "both": "both"}
+KINDS = {"turn": "turn", "compaction": "compact", "branch_summary": "branch"}
 
 
 def print_row(row: dict[str, Any]) -> None:
@@ -61,15 +64,32 @@ def print_row(row: dict[str, Any]) -> None:
     lane = row["sent"] if kind in (None, row["sent"]) else f"{row['sent']}:{kind}"
     if row["sent"] == "context":
         lane = f"ctx:{row['provider']}"
+    by = row["sent_by"]
+    mark = {"entry": "", "payloadBytes": "=", "inferred": "~", "ambiguous": "?", "none": "-"}[by["by"]]
+    who = "-" if by["by"] == "none" else f"{mark}{BY.get(by['config'], by['config'])}"
     collapsed = ", ".join(f"{tag}×{n}" for tag, n in row["collapsed"].items())
     line = (
-        f"{row['index']:>5} {row['entry_id'][:8]:<9}{lane[:13]:<14}{_k(sizes['installed']):>9}"
+        f"{row['index']:>5} {row['entry_id'][:8]:<9}{KINDS[row['call']]:<8}{lane[:13]:<14}{_k(sizes['installed']):>9}"
         f"{_k(sizes['dist']):>8}{_k(sizes['extension']):>8}{_k(sizes['both']):>8}"
-        f"{_k(cache.get('installed')):>9}{_k(cache.get('both')):>9}{check:>9}  {collapsed}"
+        f"{_k(cache.get('installed')):>9}{_k(cache.get('both')):>9}{check:>9} {who:<6} {collapsed}"
     )
     if len(line) > WIDTH and not ui.verbose():
         line = line[: WIDTH - 1] + "…"
     print(line.rstrip())
+
+
+SENT_BY = {
+    "entry": "from senpi-guard's entry for the call (exact)",
+    "payloadBytes": "from senpi's own payloadBytes",
+    "inferred": "inferred from the recorded tokens",
+    "ambiguous": "ambiguous (two configurations fit its tokens equally well: the saving is a range)",
+    "none": "as installed (nothing recorded says otherwise; every configuration sends the same, or no usage)",
+}
+
+
+def _calls(calls: dict[str, int]) -> str:
+    names = {"compaction": "compaction", "branch_summary": "branch summary"}
+    return ", ".join(f"{n} {names[kind]}" for kind, n in sorted(calls.items()) if kind in names)
 
 
 def _change(before: int, after: int) -> str:
@@ -82,11 +102,23 @@ def _lanes(s: dict[str, Any]) -> None:
     sent = s["sent"]
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(s["continuity"].items()))
     providers = ", ".join(f"{name} {n}" for name, n in sorted(s["providers"].items()))
+    summaries = sent["summary"]["turns"]
     _say(
         f"calls: {s['turns']} ({providers}): {sent['full']['turns']} full re-sends, {sent['delta']['turns']} "
         f"delta, {sent['unknown']['turns']} unknown"
         + (f" ({kinds})" if kinds else "")
         + (f", {sent['context']['turns']} by other providers" if sent["context"]["turns"] else "")
+        + (
+            f", {summaries} summary request{'s' * (summaries != 1)} ({_calls(s['calls'])}; bytes estimated: "
+            "the summarised messages' text)"
+            if summaries
+            else ""
+        )
+    )
+    by = s["sent_by"]
+    _say(
+        "which configuration sent each call: "
+        + ", ".join(f"{n} {SENT_BY[how]}" for how, n in sorted(by.items()) if how in SENT_BY)
     )
     head = s["headline"]
     if head["turns"]:

@@ -212,7 +212,11 @@ class Patch:
         header names the patch, its version, the config digest and the sha256 of what follows."""
         if self.extension is None:
             raise FatalError(f"patch {self.name} has no extension layer")
-        body = f"{self.render_payload(config, extension=True).rstrip()}\n{self.extension.source.rstrip()}\n"
+        own = json.dumps({"name": self.name, "version": self.version}, separators=(",", ":"))
+        body = (
+            f"{self.render_payload(config, extension=True).rstrip()}\n"
+            f"const __senpiGuardPatch = {own};\n{self.extension.source.rstrip()}\n"
+        )
         digest = hashlib.sha256(body.encode()).hexdigest()
         return (
             f"// senpi-guard: {self.name} v{self.version} layer=extension "

@@ -1,0 +1,44 @@
+"""Which configuration sent a call (audit/configuration.py): the extension's entry, senpi's
+payloadBytes, or an inference from the recorded tokens; ambiguous when two fit equally well."""
+
+from __future__ import annotations
+
+from senpi_guard.audit.configuration import Judge
+from senpi_guard.audit.money import Recorded, Tokens
+
+
+def row(installed: int, extension: int, lane: str = "context") -> dict:
+    return {
+        "bytes": {"installed": installed, "dist": installed, "extension": extension, "both": extension},
+        "sent": lane,
+    }
+
+
+def usage(prompt_tokens: float) -> Recorded:
+    return Recorded(Tokens(input=2, cache_write=prompt_tokens - 2), None)
+
+
+def test_the_entry_decides_then_payload_bytes_then_the_tokens():
+    judge = Judge("abcd1234")
+    entry = {"v": 1, "settings": "abcd1234", "dist": None}
+    assert judge.judge(row(100_000, 30_000), entry, usage(9_000), []).config == "extension"
+    assert judge.judge(row(100_000, 30_000, "full"), {**entry, "dist": True}, None, []).config == "both"
+    assert judge.judge(row(100_000, 30_000, "full"), None, None, ["dist"]).by == "payloadBytes"
+    assert judge.other_settings == 0
+    judge.judge(row(1, 1), {**entry, "settings": "other"}, None, [])
+    assert judge.other_settings == 1
+
+
+def test_inferred_against_the_sessions_own_overhead_and_ambiguous_without_one():
+    judge = Judge(None)
+    # no baseline yet: 30,000 tokens hold either configuration's text (with more or less overhead)
+    first = judge.judge(row(100_000, 40_000), None, usage(30_000), [])
+    assert (first.by, first.candidates) == ("ambiguous", ("installed", "extension"))
+    # a call every configuration sends alike sets the overhead (system prompt, tools): 1,000 tokens
+    assert judge.judge(row(20_000, 20_000), None, usage(6_000), []).by == "none"
+    extension = judge.judge(row(100_000, 40_000), None, usage(11_000), [])
+    installed = judge.judge(row(100_000, 40_000), None, usage(26_000), [])
+    assert (extension.by, extension.config) == ("inferred", "extension")
+    assert (installed.by, installed.config) == ("inferred", "installed")
+    # nothing recorded: as installed
+    assert judge.judge(row(100_000, 40_000), None, None, []).by == "none"
