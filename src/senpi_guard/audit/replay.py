@@ -130,6 +130,7 @@ def serializer(
         if pairs is None:
             label = f"a SAMPLE senpi 2026.8.1 of senpi-guard's own, not yours ({why}; --sample)"
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="senpi-guard-audit-")))
+            folder.chmod(0o755)  # (as root, the replay runs as nobody, who must read the sample)
             sample.write_sample_package(folder / "pkg", 2, fillers=0)
             chosen, own = describe(folder / "pkg", "sample"), False
             pairs = _pairs(reconciler, chosen)

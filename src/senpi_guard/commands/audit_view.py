@@ -39,17 +39,19 @@ def print_header(path: Path, server) -> None:
     _say(f"serialised by {server.label}; contexts rebuilt with {how}")
     _say(
         "columns: prompt bytes each call sent as installed, with the dist layer, the extension, both; "
-        "new,inst/new,both: of those, bytes not in the provider's cache; recorded: senpi's own "
-        "payloadBytes and which column it matches; by: which configuration sent the call (entry: "
-        "senpi-guard's record of it, =: senpi's payloadBytes, ~: inferred from its tokens, ?: ambiguous)"
+        "new,inst/new,both: of those, bytes not in the provider's cache; by: which configuration sent the "
+        "call (plain: senpi-guard's entry for it, =: senpi's own payloadBytes match it, ~: inferred from "
+        "its tokens, ?: ambiguous, !: senpi's payloadBytes match no configuration); "
+        "sent: the lane, or compact/branch for the summary request a compaction or branch summary implies"
     )
     print(
-        f"{'call':>5} {'entry':<9}{'kind':<8}{'sent':<14}{'installed':>9}{'dist':>8}{'ext':>8}{'both':>8}"
-        f"{'new,inst':>9}{'new,both':>9}{'recorded':>9} {'by':<6} collapsed"
+        f"{'call':>5} {'entry':<9}{'sent':<14}{'installed':>9}{'dist':>8}{'ext':>8}{'both':>8}"
+        f"{'new,inst':>9}{'new,both':>9} {'by':<7} collapsed"
     )
 
 
-RECORDED = {"installed": "=inst", "dist": "=dist", "extension": "=ext", "both": "=both", "unknown": "=?"}
+# what senpi's payloadBytes can match ("unknown": several configurations give those bytes)
+MATCHED = frozenset({"installed", "dist", "extension", "both", "unknown"})
 BY = {"installed": "inst", "dist": "dist", "extension": "ext", "both": "both"}
 KINDS = {"turn": "turn", "compaction": "compact", "branch_summary": "branch"}
 
@@ -58,20 +60,21 @@ def print_row(row: dict[str, Any]) -> None:
     if ui.quiet():
         return
     sizes, cache = row["bytes"], row["cache_write"] or {}
-    recorded = row["recorded_payload_bytes"]
-    check = "-" if recorded is None else RECORDED.get(row["recorded_as"], _k(recorded) + "!")
+    mismatch = row["recorded_payload_bytes"] is not None and row["recorded_as"] not in MATCHED
     kind = KIND.get(row["continuity"], "?") if row["continuity"] else None
     lane = row["sent"] if kind in (None, row["sent"]) else f"{row['sent']}:{kind}"
     if row["sent"] == "context":
         lane = f"ctx:{row['provider']}"
+    if row["call"] != "turn":  # (a summary request: its kind says more than its lane)
+        lane = KINDS[row["call"]]
     by = row["sent_by"]
     mark = {"entry": "", "payloadBytes": "=", "inferred": "~", "ambiguous": "?", "none": "-"}[by["by"]]
-    who = "-" if by["by"] == "none" else f"{mark}{BY.get(by['config'], by['config'])}"
+    who = ("-" if by["by"] == "none" else f"{mark}{BY.get(by['config'], by['config'])}") + ("!" if mismatch else "")
     collapsed = ", ".join(f"{tag}×{n}" for tag, n in row["collapsed"].items())
     line = (
-        f"{row['index']:>5} {row['entry_id'][:8]:<9}{KINDS[row['call']]:<8}{lane[:13]:<14}{_k(sizes['installed']):>9}"
+        f"{row['index']:>5} {row['entry_id'][:8]:<9}{lane[:13]:<14}{_k(sizes['installed']):>9}"
         f"{_k(sizes['dist']):>8}{_k(sizes['extension']):>8}{_k(sizes['both']):>8}"
-        f"{_k(cache.get('installed')):>9}{_k(cache.get('both')):>9}{check:>9} {who:<6} {collapsed}"
+        f"{_k(cache.get('installed')):>9}{_k(cache.get('both')):>9} {who:<7} {collapsed}"
     )
     if len(line) > WIDTH and not ui.verbose():
         line = line[: WIDTH - 1] + "…"

@@ -36,6 +36,7 @@ DEMO_PATCH = "directive-dedupe"
 
 def run(args) -> int:
     work = Path(tempfile.mkdtemp(prefix="senpi-guard-demo-"))
+    work.chmod(0o755)  # (as root, replays run as nobody, who must read the sample installs)
     saved = {
         k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "SENPI_CODING_AGENT_DIR")
     }
