@@ -1,0 +1,4 @@
+const __testAffinityConfig = /*senpi-guard:config*/{}/*senpi-guard:config-end*/;
+function __testAffinityKey(key) {
+    return key;
+}
