@@ -1,10 +1,10 @@
 """Per-file composition on the real builds: two and three test-only patches (tests/patches/, loaded
-through $SENPI_GUARD_EXTRA_PATCHES) on one file of senpi's, claude-sdk-oauth/affinity.js, beside the
-shipped patches. apply composes the file from its original under one header, verify proves every
-patch on the composed file, a second apply writes nothing, `revert --patch` rebuilds the file without
-one patch, and `revert` gives back the original bytes exactly. Also: an install patched by the last
-released senpi-guard (one header per patch) re-composes on the next apply, and the watcher
-re-composes after `npm install -g` from 2026.8.1 to 2026.8.9."""
+through $SENPI_GUARD_EXTRA_PATCHES) on claude-sdk-oauth/prompt-bridge.js, which the shipped
+directive-dedupe patches too. apply composes the file from its original under one header, verify
+proves every patch on the composed file, a second apply writes nothing, `revert --patch` rebuilds
+the file without one patch, and `revert` gives back the original bytes exactly. Also: an install
+patched by the last released senpi-guard (one header per patch) re-composes on the next apply, and
+the watcher re-composes after `npm install -g` from 2026.8.1 to 2026.8.9."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from senpi_guard.core.patch import apply as edit
 pytestmark = pytest.mark.real
 
 TEST_PATCHES = REPO / "tests" / "patches"
-AFFINITY = "dist/core/extensions/builtin/claude-sdk-oauth/affinity.js"
-FUNCTIONS = {"affinity-key": "__testAffinityKey", "affinity-order": "__testAffinityOrder",
-             "affinity-select": "__testAffinitySelect"}  # fmt: skip
+BRIDGE = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
+FUNCTIONS = {"prompt-text": "__testPromptText", "prompt-stream": "__testPromptStream",
+             "prompt-blocks": "__testPromptBlocks"}  # fmt: skip
 # The release before per-file composition (one header per patch): what users have installed.
 LAST_RELEASE = os.environ.get("SENPI_GUARD_LAST_RELEASE", "7d38fa0")
 
@@ -41,6 +41,14 @@ def run(*args, env: dict[str, str]) -> dict:
     return {"rc": result.returncode, **json.loads(result.stdout), "stderr": result.stderr}
 
 
+def failed(report: dict) -> list:
+    return [
+        (r.get("patch"), r.get("state"), r.get("detail")) for r in report.get("installs", []) if not r.get("ok")
+    ] + [(r.get("path"), r.get("state"), r.get("detail")) for r in report.get("extensions", []) if not r.get("ok")] or [
+        report.get("stderr", "")[-2000:]
+    ]
+
+
 def dist_results(report: dict) -> dict[str, dict]:
     return {r["patch"]: r for r in report.get("installs", report.get("results", [])) if r.get("patch")}
 
@@ -52,22 +60,23 @@ def carried(data: bytes) -> tuple[str, ...]:
 
 def check_composed(target: Path, names: tuple[str, ...], original: bytes) -> None:
     data = target.read_bytes()
-    assert carried(data) == names
+    assert carried(data) == ("directive-dedupe", *names)
     assert (
         data.count(b"// senpi-guard: patched by") == 1 and b"original-sha256=" + edit.sha256(original).encode() in data
     )
     for name, function in FUNCTIONS.items():
         assert (f"function {function}(".encode() in data) == (name in names), name
+    assert b"function __senpiGuardDedupe(" in data
     subprocess.run(["node", "--check", str(target)], check=True, capture_output=True)
 
 
 def walk(pkg: Path, names: tuple[str, ...]) -> None:
     """apply, verify, a second apply, revert of each patch alone, revert of all: on one install."""
-    target = pkg / AFFINITY
+    target = pkg / BRIDGE
     original = target.read_bytes()
     env = extra(*names)
     applied = run("apply", "--root", pkg, env=env)
-    assert applied["rc"] == 0, applied
+    assert applied["rc"] == 0, failed(applied)
     check_composed(target, names, original)
     verified = run("verify", "--root", pkg, env=env)
     results = dist_results(verified)
@@ -90,7 +99,7 @@ def walk(pkg: Path, names: tuple[str, ...]) -> None:
     assert target.read_bytes() == original
 
 
-@pytest.mark.parametrize("names", [("affinity-key", "affinity-order"), tuple(FUNCTIONS)], ids=["two", "three"])
+@pytest.mark.parametrize("names", [("prompt-text", "prompt-stream"), tuple(FUNCTIONS)], ids=["two", "three"])
 def test_patches_on_one_file_compose_on_a_dist_only_build(dist_only, names):
     walk(dist_only("2026.8.1"), names)
 
@@ -109,8 +118,12 @@ def test_the_watcher_recomposes_after_an_update(dist_only, real_builds, tmp_path
     watcher = watch("--root", pkg)
     wait_for(lambda: "watching" in watcher.text(), what="watcher start")
     npm_update(real_builds / DIST_ONLY["2026.8.9"], prefix)
-    target = pkg / AFFINITY
-    wait_for(lambda: carried(target.read_bytes()) == names, timeout=120, what="2026.8.9's affinity.js composed")
+    target = pkg / BRIDGE
+    wait_for(
+        lambda: carried(target.read_bytes()) == ("directive-dedupe", *names),
+        timeout=120,
+        what="2026.8.9's prompt-bridge.js composed",
+    )
     wait_for(
         lambda: all(f"patch={n}" in watcher.text() for n in names) and "version=2026.8.9" in watcher.text(),
         timeout=120,
@@ -120,7 +133,7 @@ def test_the_watcher_recomposes_after_an_update(dist_only, real_builds, tmp_path
     assert verified["rc"] == 0, verified
     assert "ok=False" not in watcher.text(), watcher.text()
     with tarfile.open(real_builds / DIST_ONLY["2026.8.9"]) as archive:
-        fresh = archive.extractfile(f"package/{AFFINITY}").read()
+        fresh = archive.extractfile(f"package/{BRIDGE}").read()
     assert edit.read_file_header(target.read_bytes()).original_sha256 == edit.sha256(fresh)
 
 
@@ -146,23 +159,23 @@ def old_senpi_guard(root: Path, *args) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("names", [("affinity-key",), ("affinity-key", "affinity-order")], ids=["one", "two"])
+@pytest.mark.parametrize("names", [("prompt-text",), ("prompt-text", "prompt-stream")], ids=["one", "two"])
 def test_an_install_patched_by_the_last_release_recomposes_and_reverts_byte_exact(dist_only, last_release, names):
     pkg = dist_only("2026.8.1")
-    target, bridge = pkg / AFFINITY, pkg / "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
-    originals = {target: target.read_bytes(), bridge: bridge.read_bytes()}
+    target = pkg / BRIDGE
+    originals = {target: target.read_bytes()}
     # the old code: patches only the shipped ones and the test patches named (it loads all in its patches/)
     for name in set(FUNCTIONS) - set(names):
         subprocess.run(["rm", "-rf", str(last_release / "patches" / name)], check=True)
     old = old_senpi_guard(last_release, "apply", "--root", pkg)
     assert old.returncode == 0, old.stdout + old.stderr
-    assert target.read_bytes().count(b"// senpi-guard: affinity-key v1 role=") == 1  # today's format
-    assert b"// senpi-guard: directive-dedupe v" in bridge.read_bytes()
+    old_format = target.read_bytes()
+    assert old_format.count(b"// senpi-guard: prompt-text v1 role=") == 1  # one header per patch
+    assert old_format.count(b"// senpi-guard: directive-dedupe v") == 1
     env = extra(*names)
     applied = run("apply", "--root", pkg, env=env)
     assert applied["rc"] == 0, applied
     check_composed(target, names, originals[target])
-    assert carried(bridge.read_bytes()) == ("directive-dedupe",)
     verified = run("verify", "--root", pkg, env=env)
     assert verified["rc"] == 0, verified
     again = run("apply", "--root", pkg, env=env)
