@@ -104,7 +104,7 @@ def test_tag_config_change_repatches_from_original(npm_install, capsys, isolated
     patched = target.read_bytes()
     assert b'"tags":["ultrawork-mode","my-directive"]' in patched
     assert edit.read_header(patched).original_sha256 == edit.sha256(original)
-    assert patched.count(b"// senpi-guard: directive-dedupe") == 1
+    assert patched.count(b"// senpi-guard: patched by directive-dedupe") == 1
 
 
 def test_dry_run_prints_windowed_diff_and_writes_nothing(npm_install, capsys):
@@ -235,8 +235,8 @@ def test_older_payload_version_is_stale_and_repatched(npm_install, capsys):
     current = target.read_bytes()
     version = edit.read_header(current).version
     older = current.replace(
-        f"// senpi-guard: directive-dedupe v{version} ".encode(),
-        f"// senpi-guard: directive-dedupe v{version - 1} ".encode(),
+        f"// senpi-guard: patched by directive-dedupe v{version} ".encode(),
+        f"// senpi-guard: patched by directive-dedupe v{version - 1} ".encode(),
     )
     target.write_bytes(older)
     assert status_json(capsys, pkg)[1]["state"] == "stale"

@@ -111,7 +111,7 @@ def test_a_watcher_and_a_hand_apply_never_collide(npm_install, tarballs, tmp_pat
         what="the watcher to finish what it started",
     )
     data = target.read_bytes()
-    assert data.count(b"// senpi-guard: directive-dedupe v") == 1
+    assert data.count(b"// senpi-guard: patched by directive-dedupe v") == 1
     assert not list(target.parent.glob(".*.senpi-guard"))
     node_check(target)
     assert "FAILED" not in watcher.text()

@@ -87,7 +87,7 @@ def check_the_repair(pkg: Path, version: str, node: str, monkeypatch) -> dict:
     assert row["state"] == "patched" and row["verification"]["ok"], row
     repaired = options.read_bytes()
     assert hooks_values(repaired) == [b"HOST_TOOL_DENIAL_HOOKS"]  # senpi's own, and only it
-    code = repaired[: repaired.index(b"// senpi-guard: hand-fix-hooks")]
+    code = repaired[: repaired.index(b"// senpi-guard: patched by hand-fix-hooks")]
     assert code.count(b"\n") == fixed[: fixed.index(b"//# sourceMappingURL")].count(b"\n")  # line numbers kept
     subprocess.run([node, "--check", str(options)], check=True, capture_output=True)
     outcome = Reconciler(definition.load("hand-fix-hooks"), Config(), reuse_stored_replays=False).verify(

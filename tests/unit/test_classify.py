@@ -30,7 +30,7 @@ def test_every_state_of_a_file():
     assert state_of(BASE) == State.UNPATCHED
     assert state_of(patched) == State.PATCHED
     assert state_of(patched, Config().with_patch("directive-dedupe", tags=["ultrawork-mode"])) == State.STALE
-    older = patched.replace(f"v{PATCH.version} role=".encode(), b"v1 role=")
+    older = patched.replace(f"v{PATCH.version} (role=".encode(), b"v1 (role=")
     assert state_of(older) == State.STALE
     # a hand edit inside our payload: the original is still recoverable, the edit is not ours
     assert state_of(patched.replace(b"const kept = new Map();", b"const kept = new Map(); ")) == State.DRIFTED

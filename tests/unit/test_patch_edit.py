@@ -15,10 +15,7 @@ CONFIG = Config()
 
 
 def patch_bytes(base: bytes, role: str = "prompt") -> bytes:
-    target = PATCH.target(role)
-    (d,) = jssyntax.find_definitions(jssyntax.parse(base), target.function)
-    header = edit.Header(PATCH.name, PATCH.version, role, edit.sha256(base), "0" * 16)
-    return edit.apply_edit(base, d.returns, target.wrap, d.params, PATCH.render_payload(CONFIG), header)
+    return edit.render(PATCH, CONFIG, PATCH.target(role), base, "x.js")
 
 
 @pytest.mark.parametrize("shape", [1, 2])
@@ -82,7 +79,7 @@ def test_upstream_entry_guard_sits_on_the_first_line_and_comes_off():
         b"{" + opening + b"if (__senpiGuardSkip(blocks)) return "
         b"__senpiGuardUpstream(__senpiGuardSkipped, blocks);" + closing
     )
-    code = patched[: patched.index(b"// senpi-guard: directive-dedupe")]
+    code = patched[: patched.index(b"// senpi-guard: patched by")]
     assert code.count(b"\n") == base[: base.rindex(b"//# sourceMappingURL")].count(b"\n")  # lines kept
     assert reverse.remove_edit(patched, PATCH.callees) == base
     with pytest.raises(edit.EditError):  # a change outside the guard: the sha256 does not match

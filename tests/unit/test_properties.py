@@ -63,7 +63,7 @@ def test_the_hand_added_hooks_goes_and_comes_back(before):
     assert len(hooks_pairs(base)) == 2 and hooks_pairs(base)[1 if before else 0] == b"HOST_TOOL_DENIAL_HOOKS"
     assert hooks_pairs(patched) == [b"HOST_TOOL_DENIAL_HOOKS"]
     assert b'matcher: "Bash"' not in patched.split(b"// senpi-guard:")[0]  # (the nested hooks went with it)
-    code = patched[: patched.index(b"// senpi-guard: hand-fix-hooks")]
+    code = patched[: patched.index(b"// senpi-guard: patched by")]
     assert code.count(b"\n") == base[: base.index(b"//# sourceMappingURL")].count(b"\n")  # every line keeps its number
     assert reverse.remove_edit(patched, HOOKS.callees, HOOKS.name) == base
     recovered = reverse.recover(patched, HOOKS)
@@ -85,27 +85,34 @@ def test_two_hooks_of_which_none_is_senpis_own_are_refused():
         properties.duplicates(twice, TARGET.function, "hooks", "HOST_TOOL_DENIAL_HOOKS", "options.js")
 
 
-def test_two_patches_on_one_file_each_carry_their_own_header_and_come_off_in_reverse_order():
+def test_two_patches_on_one_file_are_composed_under_one_header_and_come_off_together():
     import dataclasses
 
     other_target = dataclasses.replace(
         TARGET, role="settings", property_name="settings", keep="{ autoCompactEnabled: true }"
     )
-    other = dataclasses.replace(HOOKS, name="other-repair", targets=(other_target,))
+    other = dataclasses.replace(HOOKS, name="other-repair", order=HOOKS.order + 1, targets=(other_target,))
     base = hand_fixed().replace(
         b"        settings: { autoCompactEnabled: true },\n",
         b"        settings: { autoCompactEnabled: true },\n        settings: {},\n",
     )
-    first = apply.render(HOOKS, Config(), TARGET, base, "options.js")
-    both = apply.render(other, Config(), other_target, first, "options.js")
-    assert apply.read_header(both, HOOKS.name).name == HOOKS.name
-    assert apply.read_header(both, other.name).name == other.name
+    both, results = apply.compose(
+        base, [apply.Step(HOOKS, TARGET, Config()), apply.Step(other, other_target, Config())], "options.js"
+    )
+    assert results == {HOOKS.name: "applied", other.name: "applied"}
+    header = apply.read_file_header(both)
+    assert header.names == (HOOKS.name, other.name) and header.original_sha256 == apply.sha256(base)
+    assert both.count(b"// senpi-guard: patched by") == 1
     assert len(hooks_pairs(both)) == 1 and b"settings: {}" not in both.split(b"// senpi-guard:")[0]
-    # the last one on comes off first, then the other: the original bytes, exactly
-    assert reverse.remove_edit(reverse.remove_edit(both, (), other.name), (), HOOKS.name) == base
-    # taking the first one off while the second is on would not give its original: refused, not guessed
-    with pytest.raises(ValueError, match="original bytes"):
+    # every patch comes off, the last one first: the original bytes, exactly
+    assert reverse.recover(both, HOOKS, {other.name: other}).base == base
+    # one alone cannot be taken off a file another shares: refused, not guessed
+    with pytest.raises(ValueError, match="also carries"):
         reverse.remove_edit(both, (), HOOKS.name)
+    # without the other, it is the same file as the first one alone makes
+    alone, _ = apply.compose(base, [apply.Step(HOOKS, TARGET, Config())], "options.js")
+    assert alone == apply.render(HOOKS, Config(), TARGET, base, "options.js")
+    assert reverse.recover(alone, HOOKS).base == base
 
 
 def test_deep_nesting_in_the_options_is_walked_without_recursion():

@@ -17,6 +17,7 @@ from senpi_guard.io import store as store_mod
 from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
+from senpi_guard.layers import house as house_mod
 from senpi_guard.layers import where
 from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, install_spec, overall_detail, overall_state
 from senpi_guard.prove import mirror, nodes, owners, verify
@@ -42,8 +43,11 @@ class Reconciler:
         allow_foreign_root: bool = False,
         quick_locate: bool = False,
         reuse_stored_replays: bool = True,
+        house: house_mod.House | None = None,
     ) -> None:
         self.patch = patch
+        # every patch that may share a file with this one (each file is composed through all of them)
+        self.house = house.with_patch(patch) if house is not None else house_mod.House.around(patch)
         # quick_locate (status only: it writes nothing): accept targets found exactly once in the
         # known shapes' folders without walking the rest of dist/ for a second definition
         self.quick_locate = quick_locate
@@ -125,12 +129,15 @@ class Reconciler:
 
     def _target_file(self, install: Install, target: Target, path: Path) -> TargetFile:
         snapshot = write.read(path, install.package_dir)
-        recovered = reverse.recover(snapshot.data, self.patch)
-        wanted = (
-            None if recovered.base is None else apply.render(self.patch, self.config, target, recovered.base, str(path))
-        )
+        recovered = reverse.recover(snapshot.data, self.patch, self.house.by_name)
+        wanted = None if recovered.base is None else self.compose(install, path, recovered.base)
         classified = classify(
-            snapshot.data, recovered, wanted, self.patch.version, self.patch.config_digest(self.config)
+            snapshot.data,
+            recovered,
+            wanted,
+            self.patch.version,
+            self.patch.config_digest(self.config),
+            self.patch.name,
         )
         if classified.state == State.UNPATCHED and recovered.base is not None:
             classified = classified._replace(detail=apply.finding(target, recovered.base, str(path)))
@@ -143,6 +150,14 @@ class Reconciler:
             classified = classified._replace(detail=f"{classified.detail}; {reshape.cost('dist', what)}", reshapes=what)
         return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified, wanted)
 
+    def compose(self, install: Install, path: Path, base: bytes, without: tuple[str, ...] = ()) -> bytes:
+        """The file wanted at `path`: its original through every patch that touches it, in order."""
+        return house_mod.compose(self, install, path, base, without)
+
+    def _without_me(self, install: Install, tf: TargetFile) -> bytes:
+        """The file rebuilt from its original without this patch (the original, when it was alone)."""
+        return self.compose(install, tf.path, self.base_of(install, tf), without=(self.patch.name,))
+
     def base_of(self, install: Install, tf: TargetFile) -> bytes:
         """The unpatched bytes of a target: recovered from the file, else from a backup."""
         c = tf.classified
@@ -151,7 +166,7 @@ class Reconciler:
         if c.state == State.DRIFTED and c.header is not None:
             backup = self._fitting_backup(install, tf)
             if backup is not None:
-                return reverse.recover(backup.data, self.patch).base
+                return reverse.recover(backup.data, self.patch, self.house.by_name).base
         label = f"senpi {install.version} at {install.package_dir}: {tf.rel}"
         if c.state == State.HAND_PATCHED:
             raise FatalError(
@@ -171,7 +186,7 @@ class Reconciler:
         backup = self.store.find_backup(install.package_dir, install.version, tf.rel, header.original_sha256)
         if backup is None:
             return None
-        base = reverse.recover(backup.data, self.patch).base
+        base = reverse.recover(backup.data, self.patch, self.house.by_name).base
         if (
             base is None
             or apply.sha256(base) != header.original_sha256
@@ -192,11 +207,7 @@ class Reconciler:
             if roles is not None and tf.target.role not in roles:
                 continue
             base = self.base_of(insp.install, tf)
-            candidate = (
-                tf.wanted
-                if tf.wanted is not None
-                else apply.render(self.patch, self.config, tf.target, base, str(tf.path))
-            )
+            candidate = tf.wanted if tf.wanted is not None else self.compose(insp.install, tf.path, base)
             pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
         return pairs
 
@@ -339,6 +350,8 @@ class Reconciler:
                 f"verification failed, nothing was changed: {first} "
                 f"({len(report.failures)} failed of {report.checks_run} checks)"
             )
+        # every other patch on a file about to be written is proven on the composed bytes too
+        house_mod.prove_others(self, install, (wanted[tf.target.role] for tf in to_write))
         if dry_run:
             from senpi_guard.diffview import window_diff
 
@@ -354,7 +367,7 @@ class Reconciler:
         changed, backups, final = [], [], start.final_shas
         for tf in sorted(to_write, key=lambda t: self.patch.write_rank(t.target.role)):
             try:
-                if tf.classified.state not in (State.PATCHED, State.STALE, State.DRIFTED):
+                if tf.classified.header is None:  # (a file without our header is the original, or hand-fixed)
                     backups.append(
                         str(
                             self.store.save_backup(
@@ -405,14 +418,16 @@ class Reconciler:
                 f"{self.patch.hand_fix_function}, which would run before senpi's own code; nothing "
                 f"was changed: reinstall senpi to remove it, or change {self.patch.defer.setting}",
             )
-        ours = [tf for tf in insp.files if tf.classified.header is not None]
+        ours = [tf for tf in insp.files if tf.classified.header and tf.classified.header.entry(self.patch.name)]
         if ours and keep_reshapes:
             return replace(
                 start,
                 ok=True,
                 detail=f"left as it is: {rule} {DEFER_COST}; run `senpi-guard apply` to make that change",
             )
-        plans = [(tf, self.base_of(insp.install, tf)) for tf in ours]
+        plans = [(tf, self._without_me(insp.install, tf)) for tf in ours]
+        if not dry_run:  # (other patches left on a file are proven on what remains)
+            house_mod.prove_others(self, insp.install, (data for _, data in plans))
         for tf, base in plans if not dry_run else []:
             self._write(tf.snapshot, base)
         rels = [tf.rel for tf in ours]
@@ -474,11 +489,11 @@ class Reconciler:
             millis=int((time.monotonic() - began) * 1000),
         )
 
-    def revert(self, install: Install, *, from_edit: bool = False) -> Outcome:
+    def revert(self, install: Install, *, from_edit: bool = False, alone: bool = False) -> Outcome:
         """Give the install its original bytes and hold it there (see dist_revert)."""
         from senpi_guard.layers import dist_revert
 
-        return dist_revert.revert(self, install, from_edit=from_edit)
+        return dist_revert.revert(self, install, from_edit=from_edit, alone=alone)
 
 
 def _reshape_cost(insp: Inspection) -> str:

@@ -10,19 +10,23 @@ from senpi_guard.core.patch import apply
 from senpi_guard.core.patch.classify import State
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
+from senpi_guard.layers import house
 from senpi_guard.layers.dist import Reconciler, unexpected
 from senpi_guard.layers.findings import Inspection, Outcome, install_spec
 
 
-def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False) -> Outcome:
+def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False, alone: bool = False) -> Outcome:
     """Give the install its original bytes and hold it there: the watcher leaves a held
-    install alone until `apply` lifts the hold."""
+    install alone until `apply` lifts the hold. `alone` (`revert --patch`): only this patch comes
+    off; a file other patches share is rebuilt from its original without it."""
     insp = reconciler.inspect(install)
     start = Outcome.of(insp)
     if insp.state in (State.UNSUPPORTED, State.ERROR):
         return start
     try:
         plans, how, backups = _revert_plans(reconciler, insp, from_edit)
+        if alone:
+            plans, how = _rebuild_without(reconciler, insp, plans, how)
     except (FatalError, OSError) as exc:
         return replace(start, detail=str(exc))
     except Exception as exc:  # a bug: this install's error, the others go on
@@ -42,6 +46,25 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False)
         final_shas=final,
         detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert",
     )
+
+
+def _rebuild_without(reconciler: Reconciler, insp: Inspection, plans: list, how: list[str]) -> tuple[list, list[str]]:
+    """Each file this patch is on, rebuilt from its original without it (proven for the patches
+    left on it); a file it is not on is left as it is."""
+    name = reconciler.patch.name
+    kept, said = [], []
+    for (tf, original), line in zip(plans, how, strict=True):
+        if tf.classified.header.entry(name) is None:
+            continue
+        rebuilt = reconciler.compose(insp.install, tf.path, reconciler.base_of(insp.install, tf), without=(name,))
+        if rebuilt == original:
+            kept.append((tf, original))
+            said.append(line)
+            continue
+        others = house.prove_others(reconciler, insp.install, [rebuilt])
+        kept.append((tf, rebuilt))
+        said.append(f"{tf.path.name}: rebuilt from the original without {name} ({', '.join(others)} stay on it)")
+    return kept, said
 
 
 def _revert_plans(reconciler: Reconciler, insp: Inspection, from_edit: bool) -> tuple[list, list[str], list[str]]:

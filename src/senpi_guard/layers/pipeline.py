@@ -26,6 +26,7 @@ from senpi_guard.layers import extension_plan
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.findings import Inspection, Outcome
+from senpi_guard.layers.house import House
 
 Result = Outcome | LayerOutcome
 
@@ -37,6 +38,7 @@ class Run:
     dry_run: bool = False
     here: bool = False  # apply: also the agent dir senpi uses from the current folder
     from_edit: bool = False  # revert: ignore backups
+    alone: bool = False  # revert --patch: only the patches asked for come off (shared files are rebuilt)
     allow_foreign_root: bool = False
 
 
@@ -104,7 +106,12 @@ class DistLayer:
     def verify(self, installs: list[Install], run: Run) -> list[Result]:
         r = self.reconciler  # a fresh proof (not one trusted from an earlier run), unless two installs are identical
         fresh = Reconciler(
-            self.patch, r.config, r.store, allow_foreign_root=r.allow_foreign_root, reuse_stored_replays=False
+            self.patch,
+            r.config,
+            r.store,
+            allow_foreign_root=r.allow_foreign_root,
+            reuse_stored_replays=False,
+            house=r.house,
         )
         results: list[Result] = []
         for install in installs:
@@ -115,7 +122,7 @@ class DistLayer:
         return results
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
-        return [self.reconciler.revert(install, from_edit=run.from_edit) for install in installs]
+        return [self.reconciler.revert(install, from_edit=run.from_edit, alone=run.alone) for install in installs]
 
 
 class AgentDirLayer:
@@ -205,14 +212,21 @@ def build(
     allow_foreign_root: bool = False,
     all_layers: bool = False,
     quick_locate: bool = False,
+    only: tuple[str, ...] = (),
 ) -> Pipeline:
     """Every layer of every patch the config wants (`all_layers`: every one there is, as revert
-    takes off what an earlier config put in place; `quick_locate`: for status, which writes nothing)."""
+    takes off what an earlier config put in place; `quick_locate`: for status, which writes nothing;
+    `only`: the layers of these patches alone, every patch still composing the files they share)."""
     store = store or Store()
     layers: list[Layer] = []
     dists = {}
+    house = House(patches)
     for patch in patches:
-        reconciler = Reconciler(patch, config, store, allow_foreign_root=allow_foreign_root, quick_locate=quick_locate)
+        if only and patch.name not in only:
+            continue
+        reconciler = Reconciler(
+            patch, config, store, allow_foreign_root=allow_foreign_root, quick_locate=quick_locate, house=house
+        )
         dist = dists[patch.name] = DistLayer(reconciler)
         if all_layers or "dist" in config.layers:
             layers.append(dist)

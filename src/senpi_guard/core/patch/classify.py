@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import NamedTuple
 
-from senpi_guard.core.patch.apply import Header
+from senpi_guard.core.patch.apply import FileHeader, read_file_header
 from senpi_guard.core.patch.reverse import Recovered
 
 
@@ -30,14 +30,22 @@ SETTLED = frozenset({State.PATCHED, State.UPSTREAM, State.CLEAN})
 class Classified(NamedTuple):
     state: State
     base: bytes | None  # the unpatched bytes, when they can be recovered
-    header: Header | None
+    header: FileHeader | None  # every patch on the file
     detail: str
     reshapes: str = ""  # (stale) how the config changes what sent messages look like, in words
 
 
-def classify(data: bytes, found: Recovered, wanted: bytes | None, patch_version: int, config_digest: str) -> Classified:
-    """`found` is what reverse.recover made of `data`; `wanted` is what apply renders from
-    `found.base` with the current patch and settings (None when there is no base)."""
+def classify(
+    data: bytes,
+    found: Recovered,
+    wanted: bytes | None,
+    patch_version: int,
+    config_digest: str,
+    patch_name: str | None = None,
+) -> Classified:
+    """The state of one target file for patch `patch_name`. `found` is what reverse.recover made of
+    `data`; `wanted` is the file composed from `found.base` by every patch that touches it with the
+    current settings (None when there is no base). (`patch_name` None: the file's first patch.)"""
     if found.kind == "hand":
         return Classified(State.HAND_PATCHED, found.base, None, found.note)
     if found.kind == "plain":
@@ -45,13 +53,32 @@ def classify(data: bytes, found: Recovered, wanted: bytes | None, patch_version:
     header = found.header
     if found.base is None:
         return Classified(State.DRIFTED, None, header, f"carries a senpi-guard header but {found.note}")
+    mine = header.entry(patch_name) if patch_name else header.entries[0]
+    patch_name = patch_name or mine.name
     if wanted == data:
-        return Classified(State.PATCHED, found.base, header, "")
-    if header.version != patch_version or header.config_sha256 != config_digest:
+        return Classified(State.PATCHED if mine else State.CLEAN, found.base, header, "")
+    if mine is None:
+        return Classified(
+            State.UNPATCHED, found.base, header, f"patched by {', '.join(header.names)}; apply adds {patch_name}"
+        )
+    if mine.version != patch_version or mine.config_sha256 != config_digest:
         return Classified(
             State.STALE,
             found.base,
             header,
-            f"patched by {header.name} v{header.version} with other settings; apply re-patches it from the original",
+            f"patched by {mine.name} v{mine.version} with other settings; apply re-patches it from the original",
+        )
+    if header.legacy:
+        return Classified(
+            State.STALE, found.base, header, "patched in an earlier senpi-guard's format; apply re-composes it"
+        )
+    composed = read_file_header(wanted) if wanted is not None else None
+    if composed is None or composed.names != header.names or composed.entries != header.entries:
+        now = ", ".join(composed.names) if composed else "none"
+        return Classified(
+            State.STALE,
+            found.base,
+            header,
+            f"patched by {', '.join(header.names)}; the patches wanted on it are {now}: apply rebuilds it",
         )
     return Classified(State.DRIFTED, found.base, header, "the senpi-guard edit was changed by hand")

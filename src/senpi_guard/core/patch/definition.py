@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.core.patch import settings as settings_mod
+from senpi_guard.core.patch.extra import EXTRA_PATCHES, extra_patch_folders
 from senpi_guard.core.patch.fixtures import load_fixtures
 from senpi_guard.core.patch.settings import Setting
 from senpi_guard.errors import FatalError
@@ -349,8 +350,13 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
     )
 
 
-def load(name: str) -> Patch:
-    root = patches_root() / name
+def _patch_folder(name: str) -> Path:
+    extra = extra_patch_folders()
+    return extra[name] if name in extra else patches_root() / name
+
+
+def load(name: str, root: Path | None = None) -> Patch:
+    root = root or _patch_folder(name)
     try:
         patch = _parse(tomllib.loads((root / "patch.toml").read_text("utf-8")), root)
     except (OSError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as exc:
@@ -365,10 +371,16 @@ def load(name: str) -> Patch:
 
 
 def load_all() -> list[Patch]:
-    """Every patch under patches/, in the order they are applied."""
+    """Every patch under patches/ and in $SENPI_GUARD_EXTRA_PATCHES, in the order they are applied."""
     root = patches_root()
-    names = sorted(p.name for p in root.iterdir() if (p / "patch.toml").is_file())
-    return sorted((load(name) for name in names), key=lambda patch: (patch.order, patch.name))
+    folders = {p.name: p for p in sorted(root.iterdir()) if (p / "patch.toml").is_file()}
+    for name, folder in extra_patch_folders().items():
+        if name in folders:
+            raise FatalError(
+                f"${EXTRA_PATCHES}: {folder} is named like senpi-guard's own patch {name}; rename its folder"
+            )
+        folders[name] = folder
+    return sorted((load(name, folder) for name, folder in folders.items()), key=lambda patch: (patch.order, patch.name))
 
 
 def check_config(patches: list[Patch], config: Config) -> None:

@@ -3,50 +3,98 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from senpi_guard.core import jssyntax
 from senpi_guard.core.patch import properties
 from senpi_guard.core.patch.apply import (
+    FILE_HEADER_RE,
     HEADER_RE,
     SEQUENCE_TAG,
     EditError,
-    Header,
+    FileHeader,
+    begin_line,
     end_line,
     entry_marks,
     header_re,
-    read_header,
+    read_file_header,
     sha256,
 )
 from senpi_guard.core.patch.definition import Patch
 
 
 class Recovered(NamedTuple):
-    """What a target file is made of: whose edit it carries and the unpatched bytes under it."""
+    """What a target file is made of: whose edits it carries and the original bytes under them."""
 
     kind: str  # "plain", "ours" or "hand"
     base: bytes | None  # None when the unpatched bytes cannot be recovered
-    header: Header | None
+    header: FileHeader | None
     note: str  # why `base` is None; for a hand fix that can be removed, what apply will do
 
 
-def recover(data: bytes, patch: Patch) -> Recovered:
-    header = read_header(data, patch.name)
+def recover(data: bytes, patch: Patch, house: Mapping[str, Patch] | None = None) -> Recovered:
+    """`house`: every patch that may be on the file, by name (`patch` alone when None): their edits
+    all come off, and the result must be the original the header names."""
+    patches = dict(house or {}) | {patch.name: patch}
+    header = read_file_header(data)
     if header is not None:
         try:
-            return Recovered("ours", remove_edit(data, patch.callees, patch.name), header, "")
-        except ValueError as exc:  # EditError, or a syntax error once the payload is cut
+            return Recovered("ours", remove_all(data, header, patches), header, "")
+        except ValueError as exc:  # EditError, or a syntax error once a payload is cut
             return Recovered("ours", None, header, str(exc))
-    if patch.hand_fix_function and _declares(data, patch.hand_fix_function):
+    for fixer in (p for p in patches.values() if p.hand_fix_function and _declares(data, p.hand_fix_function)):
         try:
-            base = remove_hand_fix(data, patch.hand_fix_function)
+            base = remove_hand_fix(data, fixer.hand_fix_function)
             return Recovered(
-                "hand", base, None, f"carries the hand-applied {patch.hand_fix_function}; apply replaces it"
+                "hand", base, None, f"carries the hand-applied {fixer.hand_fix_function}; apply replaces it"
             )
         except ValueError as exc:  # EditError, JsSyntaxError
             return Recovered("hand", None, None, str(exc))
     return Recovered("plain", data, None, "")
+
+
+def remove_all(data: bytes, header: FileHeader, patches: Mapping[str, Patch]) -> bytes:
+    """The original bytes under every patch the header names (either format)."""
+    unknown = [name for name in header.names if name not in patches]
+    if unknown:
+        raise EditError(f"it is patched by {', '.join(unknown)}, which this senpi-guard does not have")
+    if header.legacy:  # one header per patch, each naming the bytes it saw: the last one on comes off first
+        for name in reversed(header.names):
+            data = _remove_legacy(data, patches[name].callees, name)
+        return data
+    return _remove_composed(data, header, lambda name: patches[name].callees)
+
+
+def _remove_composed(data: bytes, header: FileHeader, callees_of: Callable[[str], Sequence[str]]) -> bytes:
+    match = FILE_HEADER_RE.search(data)
+    line_end = data.find(b"\n", match.end())
+    data = data[: match.start()] + (b"" if line_end == -1 else data[line_end + 1 :])
+    for name in reversed(header.names):
+        data = _remove_one(data, name, callees_of(name))
+    if sha256(data) != header.original_sha256:
+        raise EditError(
+            "removing the senpi-guard edits does not give back the original bytes "
+            f"(sha256 {header.original_sha256[:12]}…)"
+        )
+    return data
+
+
+def _remove_one(data: bytes, name: str, callees: Sequence[str]) -> bytes:
+    """Undo one patch's apply_edit over a buffer that may carry earlier patches (no sha to check)."""
+    begin = re.compile(rb"^" + re.escape(begin_line(name).encode()) + rb"\r?\n", re.MULTILINE).search(data)
+    if begin is None:
+        raise EditError(f"the payload of {name} has no begin line")
+    end_re = re.compile(rb"^" + re.escape(end_line(name).encode()) + rb"\r?(\n|$)", re.MULTILINE)
+    end = end_re.search(data, begin.start())
+    if end is None:
+        raise EditError(f"the payload of {name} has no end line")
+    start = begin.start()
+    if not end.group(1):  # the region ended a file without a final newline: one was put before it
+        start -= 2 if data[:start].endswith(b"\r\n") else 1 if data[:start].endswith(b"\n") else 0
+    cut = properties.restore(data[:start] + data[end.end() :], data[begin.start() : end.end()])
+    cut = _strip_entries(cut, name, legacy=False)
+    return _unwrap_calls(cut, callees) if callees else cut
 
 
 def _declares(data: bytes, function: str) -> bool:
@@ -60,12 +108,24 @@ def _declares(data: bytes, function: str) -> bool:
 
 
 def remove_edit(patched: bytes, wrap_callees: Sequence[str], name: str | None = None) -> bytes:
-    """Undo apply_edit (of patch `name`, when given: only its region, entries and restores); the
-    result's sha256 must equal the header's original-sha256."""
-    header = read_header(patched, name)
+    """The original under a file only patch `name` (or the one patch on it) edited: today's format,
+    or the old one (of patch `name`: its region, entries and restores, to the bytes it saw)."""
+    header = read_file_header(patched)
     if header is None:
         raise EditError("no senpi-guard header line")
-    start = header_re(name).search(patched).start()
+    if not header.legacy:
+        others = [n for n in header.names if name is not None and n != name]
+        if others:
+            raise EditError(f"the file also carries {', '.join(others)}: take them off together")
+        return _remove_composed(patched, header, lambda _: wrap_callees)
+    return _remove_legacy(patched, wrap_callees, name)
+
+
+def _remove_legacy(patched: bytes, wrap_callees: Sequence[str], name: str | None = None) -> bytes:
+    header = next((h for h in read_file_header(patched).entries if name is None or h.name == name), None)
+    if header is None:
+        raise EditError(f"no senpi-guard header line of {name}")
+    start = header_re(header.name).search(patched).start()
     end_re = re.compile(rb"^" + re.escape(end_line(header.name).encode()) + rb"\r?(\n|$)", re.MULTILINE)
     end = end_re.search(patched, start)
     if end is None:
