@@ -197,7 +197,22 @@ function __senpiGuardShowStatus(ctx, figures) {
 }
 
 // ---- the install's state, read at command time only ----------------------------------------------
-const __senpiGuardHeader = /^\/\/ senpi-guard: ([\w.-]+) v(\d+) (?:role|layer)=([\w-]+)(?: [\w-]+=[\w.:/-]+)*$/gm;
+// A dist file's header names every patch on it: `// senpi-guard: patched by A v1 (role=r config-sha256=…),
+// B v2 (…) original-sha256=…`; files patched by senpi-guard before composition carry one line per patch,
+// `// senpi-guard: A v1 role=r original-sha256=… config-sha256=…`, until the next apply.
+const __senpiGuardFileHeader = /^\/\/ senpi-guard: patched by (.+) original-sha256=[0-9a-f]{64}\r?$/m;
+const __senpiGuardHeaderEntry = /([\w.-]+) v(\d+) \(role=([\w-]+) config-sha256=[0-9a-f]{16}\)/g;
+const __senpiGuardOldHeader = /^\/\/ senpi-guard: ([\w.-]+) v(\d+) role=([\w-]+) original-sha256=[0-9a-f]{64} config-sha256=[0-9a-f]{16}\r?$/gm;
+
+// The patches a dist file's text carries, in either header format: [{name, version, role}].
+export function __senpiGuardDistPatches(text) {
+    if (!text.includes("// senpi-guard: ")) {
+        return [];
+    }
+    const composed = __senpiGuardFileHeader.exec(text);
+    const matches = composed !== null ? composed[1].matchAll(__senpiGuardHeaderEntry) : text.matchAll(__senpiGuardOldHeader);
+    return [...matches].map((m) => ({ name: m[1], version: Number(m[2]), role: m[3] }));
+}
 
 function __senpiGuardModules() {
     const get = typeof process.getBuiltinModule === "function" ? (name) => process.getBuiltinModule(name) : () => undefined;
@@ -234,8 +249,8 @@ function __senpiGuardDistEdits({ fs, path }, dir) {
         }
         for (const name of fs.readdirSync(path.join(builtin, folder.name))) {
             const text = name.endsWith(".js") ? fs.readFileSync(path.join(builtin, folder.name, name), "utf8") : "";
-            for (const match of text.includes("// senpi-guard: ") ? text.matchAll(__senpiGuardHeader) : []) {
-                found.push(`${folder.name}/${name}: ${match[1]} v${match[2]} (${match[3]})`);
+            for (const edit of __senpiGuardDistPatches(text)) {
+                found.push(`${folder.name}/${name}: ${edit.name} v${edit.version} (${edit.role})`);
             }
         }
     }

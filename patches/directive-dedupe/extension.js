@@ -269,7 +269,8 @@ function __senpiGuardDistLayer() {
         for (const folder of ["claude-sdk-oauth", "claude-agent-sdk"]) {
             const file = path.join(builtin, folder, "prompt-bridge.js");
             if (fs.existsSync(file)) {
-                __senpiGuardDistSeen = fs.readFileSync(file, "utf8").includes(`// senpi-guard: ${__senpiGuardPatch.name} v`);
+                __senpiGuardDistSeen = __senpiGuardDistPatches(fs.readFileSync(file, "utf8"))
+                    .some((edit) => edit.name === __senpiGuardPatch.name);
                 return __senpiGuardDistSeen;
             }
         }
