@@ -18,8 +18,6 @@ from pathlib import Path
 
 from senpi_guard.errors import FatalError
 
-MB = 1024 * 1024
-
 
 @dataclass(frozen=True)
 class Caps:
@@ -95,7 +93,7 @@ def copy_folder(fd: int, dest: Path, caps: Caps, what: str) -> None:
         raise FatalError(f"cannot copy {what}: {exc}; fix that file's permissions") from exc
 
 
-def as_user(owner: tuple[int, int] | None, work: Callable[[], None]) -> None:
+def as_user(owner: tuple[int, int] | None, work: Callable[[], None], what: str = "unpacking") -> None:
     """`work()` run as `owner` in a forked child (None: here, as we are). Its FatalError comes back
     as this process's; any other failure as one line with its last frame."""
     if owner is None:
@@ -118,7 +116,7 @@ def as_user(owner: tuple[int, int] | None, work: Callable[[], None]) -> None:
         except BaseException as exc:  # (the child must always _exit)
             frame = traceback.extract_tb(exc.__traceback__)[-1:]
             where = f" at {frame[0].filename}:{frame[0].lineno}" if frame else ""
-            os.write(write_end, f"unpacking failed as uid {owner[0]}: {exc!r}{where}".encode())
+            os.write(write_end, f"{what} failed as uid {owner[0]}: {exc!r}{where}".encode())
             code = 2
         finally:
             os._exit(code)
@@ -127,7 +125,7 @@ def as_user(owner: tuple[int, int] | None, work: Callable[[], None]) -> None:
         message = pipe.read().decode("utf-8", "replace")
     _pid, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise FatalError(message or f"the unpack as uid {owner[0]} ended with status {status}")
+        raise FatalError(message or f"{what} as uid {owner[0]} ended with status {status}")
 
 
 def open_local(path: Path) -> tuple[int, os.stat_result] | None:
