@@ -77,7 +77,12 @@ def _attack(tmp: Path, victim_dir: Path, victim_file: Path, landed: Path):
                 done.add(name)
                 swap = swap_files if "-ext-" in name else swap_pkg
                 hit: list[bool] = []
-                spin(time.monotonic() + 30, lambda swap=swap, name=name: hit.append(swap(tmp / name)) or hit[-1])
+
+                def step(swap=swap, folder=tmp / name, hit=hit) -> bool:
+                    hit.append(swap(folder))
+                    return hit[-1]
+
+                spin(time.monotonic() + 30, step)
                 if hit and hit[-1]:
                     with open(landed, "a") as log:
                         log.write(("ext" if "-ext-" in name else "dist") + "\n")
