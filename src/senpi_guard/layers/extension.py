@@ -201,6 +201,8 @@ def replay(
         return known
     # as root: node and the host's code never run as root over code anyone else could write
     owner = owners.run_as(install.package_dir if install else None, node.path, allow_foreign_root)
+    if install is not None:
+        mirror.check_pinned(install.package_dir)  # (the folder check opened, still there)
     report = _run_replay(patch, config, rendered, store, host, node, cancel, owner)
     memo.put(key, report)
     return report

@@ -28,6 +28,22 @@ JS = resources.files("senpi_guard.prove").joinpath("js")
 PROTOCOL = "protocol.mjs"  # what every harness imports: its half of verify.run_script's protocol
 ORIGINAL_SUFFIX = ".senpi-guard-original.js"
 PREFIX = "senpi-guard-verify-"
+PINNED: dict[Path, tuple[int, int]] = {}  # package folder -> (st_dev, st_ino) as it was opened
+
+
+def pin(package_dir: Path, st: os.stat_result) -> None:
+    """Remember the folder a release was opened as: a mirror of it re-checks that before node runs."""
+    PINNED[Path(package_dir)] = (st.st_dev, st.st_ino)
+
+
+def check_pinned(package_dir: Path) -> None:
+    wanted = PINNED.get(Path(package_dir))
+    try:
+        here = os.stat(package_dir)
+    except OSError as exc:
+        raise FatalError(f"{package_dir} is gone ({exc.strerror}) since it was opened; retry") from exc
+    if wanted is not None and (here.st_dev, here.st_ino) != wanted:
+        raise FatalError(f"{package_dir} is not the folder that was opened any more; retry")
 
 
 @dataclass(frozen=True)
@@ -166,6 +182,7 @@ def mirror(
         _fill(folder, real_package, modules, rels)
 
     with owned_folder(base, "", owner, fill) as folder:
+        check_pinned(package_dir)  # (just before node runs in it)
         placed = {}
         for module in modules:
             candidate = folder / "pkg" / rels[module.real_path]
