@@ -66,6 +66,11 @@ def test_every_spec_that_could_reach_git_is_refused_before_npm_runs(logging_npm,
         "https://codeload.github.com/code-yeongyu/senpi/tar.gz/main",
         f"x@file:{git_repo}",
         f"x@{git_repo}",
+        f"GIT+FILE://{git_repo}",  # (schemes and hosts in any case: npm and git read them so)
+        f"x@GIT+FILE://{git_repo}",
+        f"Git+file://{git_repo}",
+        "GITHUB:foo/bar",
+        "x@GitHub:foo/bar",
     ]
     for spec in specs:
         done = senpi_guard("check", spec, env=env)

@@ -34,17 +34,18 @@ def spec_refusal(spec: str) -> str | None:
     """Why fetching `spec` could run code or reach git (None: a registry or plain tarball spec)."""
     named = NAMED.fullmatch(spec)
     body = named[2] if named else spec
-    if body.startswith("npm:"):  # (an alias: what it names is fetched)
+    low = body.lower()  # (npm and git read schemes and hosts in any case)
+    if low.startswith("npm:"):  # (an alias: what it names is fetched)
         return spec_refusal(body[4:])
-    scheme = body.split("://")[0] if "://" in body else ""
-    if body.startswith(GIT_SCHEMES) or scheme.startswith("git") or SCP_LIKE.fullmatch(body):
+    scheme = low.split("://")[0] if "://" in low else ""
+    if low.startswith(GIT_SCHEMES) or scheme.startswith("git") or SCP_LIKE.fullmatch(body):
         return f"{spec}: a git spec; npm would clone it and may run its `prepare` script to pack it: {INSTEAD}"
-    host = (urlsplit(body).hostname or "") if scheme else ""
+    host = (urlsplit(low).hostname or "") if scheme else ""
     if any(host == known or host.endswith("." + known) for known in GIT_HOSTS):
         return f"{spec}: a git spec (a tarball from the git host {host}, which npm may build): {INSTEAD}"
     if SHORTHAND.fullmatch(body):
         return f"{spec}: a git spec (npm reads owner/repo as GitHub's): {INSTEAD}"
-    if named and (body.startswith(("file:", "/", "./", "../", "~", "link:")) or Path(body).exists()):
+    if named and (low.startswith(("file:", "/", "./", "../", "~", "link:")) or Path(body).exists()):
         return f"{spec}: a local path after the name (npm would pack a folder with its scripts); pass the path itself"
     return None
 
