@@ -162,8 +162,13 @@ def as_user(owner: tuple[int, int] | None, work: Callable[[], None], what: str =
         finally:
             os._exit(code)
     os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        message = pipe.read().decode("utf-8", "replace")
+    try:
+        with os.fdopen(read_end, "rb") as pipe:
+            message = pipe.read().decode("utf-8", "replace")
+    except BaseException:  # (^C, SIGTERM: the child must not go on writing while its folder is removed)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise
     _pid, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise FatalError(message or f"{what} as uid {owner[0]} ended with status {status}")

@@ -28,6 +28,7 @@ JS = resources.files("senpi_guard.prove").joinpath("js")
 PROTOCOL = "protocol.mjs"  # what every harness imports: its half of verify.run_script's protocol
 ORIGINAL_SUFFIX = ".senpi-guard-original.js"
 PREFIX = "senpi-guard-verify-"
+CHECK_PREFIX = "senpi-guard-check-"  # check's scratch: `<CHECK_PREFIX><pid>-<random>`
 PINNED: dict[Path, tuple[int, int]] = {}  # package folder -> (st_dev, st_ino) as it was opened
 
 
@@ -73,14 +74,16 @@ def harness_bytes(name: str) -> bytes:
 
 
 def sweep(work_dir: Path) -> None:
-    """Remove the mirrors of runs whose process is gone (killed ones included)."""
+    """Remove the mirrors (and check's scratch folders) of runs whose process is gone (killed ones
+    included)."""
     for base in (work_dir, Path(tempfile.gettempdir())):
         try:
             entries = list(base.iterdir()) if base.is_dir() else []
         except OSError:
             continue
         for entry in entries:
-            if entry.name.startswith(PREFIX) and not _alive(entry.name[len(PREFIX) :].split("-")[0]):
+            prefix = next((p for p in (PREFIX, CHECK_PREFIX) if entry.name.startswith(p)), None)
+            if prefix and not _alive(entry.name[len(prefix) :].split("-")[0]):
                 shutil.rmtree(entry, ignore_errors=True)
 
 
