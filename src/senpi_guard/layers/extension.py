@@ -286,6 +286,7 @@ def verify(
 ) -> LayerOutcome:
     """A fresh replay of what apply writes here, beside the state of the file there (ok: it is
     there as apply writes it, and the replay passes)."""
+    status = None
     try:
         status = inspect(patch, config, agent_dir)
         report = replay(
@@ -298,8 +299,9 @@ def verify(
             reuse=False,
             cancel=cancel,
         )
-    except FatalError as exc:
-        return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
+    except FatalError as exc:  # (the state is what inspection found; the replay's refusal is the detail)
+        state = status.state if status is not None else "error"
+        return LayerOutcome(target_path(patch, agent_dir), state, state, False, str(exc))
     what = "not installed" if status.state == "absent" else "not as apply writes it"
     what = "the installed extension" if status.state == "installed" else f"{what}; the extension apply would write"
     detail = (
