@@ -1,5 +1,5 @@
 """senpi-guard's command line: parse, dispatch through an explicit table, and turn errors into one
-clean line and an exit code (1 an error the user can act on, 2 usage, 3 unexpected, 130 ^C)."""
+clean line and an exit code (1 an error the user can act on, 2 usage, 3 unexpected, 130 ^C, 143 SIGTERM)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import importlib
 import json
 import os
 import re
+import signal
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -187,7 +189,25 @@ def _fail(args, message: str) -> None:
         print(json.dumps({JSON_KEY.get(args.command, "installs"): [], "error": message.removeprefix("error: ")}))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is (as ^C is), so every cleanup on the way runs."""
+
+
+def _terminate(_signum, _frame) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)  # (`watch` sets its own)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     parser = build_parser(_chosen(argv))
     args = argparse.Namespace(command=None)
@@ -212,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     except FatalError as exc:
         _fail(args, f"error: {exc}")
         return 1
+    except Terminated:
+        print("senpi-guard: terminated (SIGTERM); stopped, its temporary files removed", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("senpi-guard: interrupted", file=sys.stderr)
         return 130

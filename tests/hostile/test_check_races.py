@@ -85,9 +85,11 @@ def _victim_tarball(out: Path, files: int) -> Path:
 
 
 def test_no_folder_of_the_unpacked_tree_can_redirect_roots_hands(attacker, users_dir, tmp_path):
-    """The user waits for check's scratch folder, then swaps `package/victim` for a link to a folder
-    of root's holding files of the same names, as soon as it can. None of root's files may change
-    owner."""
+    """The user waits for check's scratch folder, then tries to reach the unpacked tree in it
+    (`<scratch>/<random>/unpacked/package/victim`) to swap `victim` for a link to a folder of
+    root's. The scratch lists to no one, so the attempt must be seen to fail there (not pass
+    unnoticed); none of root's files may change owner. (The replay folders, which the user does
+    own, are attacked with a real release in test_replay_folders.py, where the swap lands.)"""
     files = 3000
     roots_dir = tmp_path / "roots-files"
     roots_dir.mkdir()
@@ -96,8 +98,11 @@ def test_no_folder_of_the_unpacked_tree_can_redirect_roots_hands(attacker, users
     tarball = _victim_tarball(users_dir / "victim.tgz", files)
     os.chown(tarball, attacker.pw_uid, attacker.pw_gid)
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    outcome = users_dir / "outcome"
     tally = []
-    for attempt in range(runs(5)):
+    for attempt in range(runs(3)):
+        outcome.write_text("")
+        os.chown(outcome, attacker.pw_uid, attacker.pw_gid)
 
         def attack(ready, link=users_dir / f"link{attempt}") -> None:
             watcher = Inotify()
@@ -107,25 +112,37 @@ def test_no_folder_of_the_unpacked_tree_can_redirect_roots_hands(attacker, users
                 names = [n for n in watcher.events() if n.startswith("senpi-guard-check-")]
                 if names:
                     break
-            victim = tmp / names[0] / "unpacked" / "package" / "victim"
             link.symlink_to(roots_dir)
+            result: list[str] = []
 
             def swap() -> bool:
                 try:
-                    exchange(link, victim)
+                    places = os.listdir(tmp / names[0])
+                except PermissionError:
+                    result.append("scratch unlisted")
+                    return True
                 except OSError:
                     return False
-                return True
+                for place in places:
+                    try:
+                        exchange(link, tmp / names[0] / place / "unpacked" / "package" / "victim")
+                    except OSError:
+                        continue
+                    result.append("swapped")
+                    return True
+                return False
 
             spin(time.monotonic() + 60, swap)
+            outcome.write_text(result[-1] if result else "nothing reached")
 
         with Attacker(attacker, attack):
             done = senpi_guard("check", tarball)
         given = [p for p in roots_dir.iterdir() if p.stat().st_uid != 0]
         refused = done.returncode == 1 and "not a @code-yeongyu/senpi package" in done.stderr
-        tally.append((len(given), refused, done.stderr.strip()[-60:]))
+        tally.append((len(given), refused, outcome.read_text()))
         for path in given:
             os.chown(path, 0, 0)
-    print(f"chown race: {len(tally)} attempts, (root's files given away, refused as not senpi, stderr): {tally}")
+    print(f"unpack-tree race: {len(tally)} attempts, (root's files given away, refused as not senpi, attack): {tally}")
     assert all(given == 0 for given, _, _ in tally), tally
     assert all(refused for _, refused, _ in tally), tally
+    assert all(what in ("scratch unlisted", "swapped") for _, _, what in tally), f"the attack never ran: {tally}"

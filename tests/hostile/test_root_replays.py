@@ -134,3 +134,20 @@ def test_an_npm_linked_neighbour_and_5000_globals_neither_refuse_nor_slow_apply(
     assert bare.returncode == 0 and busy.returncode == 0, busy.stderr
     assert "links out" not in busy.stderr
     assert busy_time < bare_time * 1.5 + 1.0, (bare_time, busy_time)
+
+
+def test_after_a_replay_refusal_status_and_verify_name_the_refusals_fix(attacker, tarball, tmp_path):
+    """A 077 install with a package.json anyone may write: status and verify both exit 1 and their
+    next step is the refusal's own fix (apply would be refused the same way), the extension's state
+    being what inspection found in both."""
+    pkg = _install(tarball, tmp_path / "private-prefix")
+    manifest = pkg / "package.json"
+    manifest.chmod(0o666)
+    outputs = {command: senpi_guard(command, "--root", pkg) for command in ("status", "verify")}
+    for command, done in outputs.items():
+        text = done.stdout + done.stderr
+        nexts = [line.strip() for line in text.splitlines() if line.strip().startswith("next")]
+        print(f"{command}: exit {done.returncode}, next lines: {nexts}")
+        assert done.returncode == 1, text
+        assert nexts and all(f"chmod go-w {manifest}" in line for line in nexts), (command, text)
+        assert "state    error" not in text and "state     error" not in text, (command, text)

@@ -66,6 +66,11 @@ def test_every_spec_that_could_reach_git_is_refused_before_npm_runs(logging_npm,
         "https://codeload.github.com/code-yeongyu/senpi/tar.gz/main",
         f"x@file:{git_repo}",
         f"x@{git_repo}",
+        f"GIT+FILE://{git_repo}",  # (schemes and hosts in any case: npm and git read them so)
+        f"x@GIT+FILE://{git_repo}",
+        f"Git+file://{git_repo}",
+        "GITHUB:foo/bar",
+        "x@GitHub:foo/bar",
     ]
     for spec in specs:
         done = senpi_guard("check", spec, env=env)
@@ -140,15 +145,58 @@ def test_the_default_cap_is_1_gb(attacker, open_dir):
 
 
 def test_a_folder_owned_by_a_user_is_copied_as_them_and_checked(attacker, open_dir):
-    """`check DIR` as root over a user's folder: copied as the user (links followed as the user
-    may), never read in place by root; the patches still check."""
+    """`check DIR` as root over a user's folder: copied as the user, never read in place by root (a
+    link out of it refused); the patches still check."""
     folder = open_dir / "users-package"
     sample.write_sample_package(folder, 2, fillers=0)
     (folder / "dist" / "secret").symlink_to("/etc/shadow")  # (the user cannot read it: not copied)
     for path in [folder, *folder.rglob("*")]:
         os.chown(path, attacker.pw_uid, attacker.pw_gid, follow_symlinks=False)
     done = senpi_guard("check", folder)
-    assert done.returncode == 1 and "cannot copy" in done.stderr and "shadow" not in done.stdout, done.stderr
+    assert done.returncode == 1 and "a link out of the folder" in done.stderr, done.stderr
+    assert "root:" not in done.stdout
     (folder / "dist" / "secret").unlink()
     done = senpi_guard("check", folder)
     assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
+
+
+def _scratches() -> set[Path]:
+    return set(Path("/tmp").glob("senpi-guard-check-*"))
+
+
+@pytest.mark.parametrize("endless", ["link to /dev/zero", "fifo"])
+def test_a_users_folder_with_an_endless_file_is_refused_within_the_cap(attacker, open_dir, tmp_path, endless):
+    """The user's folder holds a link to /dev/zero (or a FIFO): the copy must not follow it past the
+    cap (it used to copy forever, filling the disk), and the scratch must not stay behind."""
+    config = tmp_path / "config.toml"
+    config.write_text("check_max_bytes = 30_000_000\n")
+    folder = open_dir / "users-package"
+    sample.write_sample_package(folder, 2, fillers=0)
+    if endless == "fifo":
+        os.mkfifo(folder / "dist" / "endless")
+    else:
+        (folder / "dist" / "endless").symlink_to("/dev/zero")
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, attacker.pw_uid, attacker.pw_gid, follow_symlinks=False)
+    before = _scratches()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "senpi_guard", "check", str(folder)],
+        env={**os.environ, "SENPI_GUARD_CONFIG": str(config)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peak, deadline = 0, time.monotonic() + 60
+    while proc.poll() is None and peak < 200_000_000 and time.monotonic() < deadline:
+        peak = max(peak, sum(p.lstat().st_size for s in _scratches() - before for p in s.rglob("*") if p.exists()))
+        time.sleep(0.02)
+    if proc.poll() is None:
+        proc.kill()
+    _out, err = proc.communicate()
+    left = _scratches() - before
+    for scratch in left:
+        shutil.rmtree(scratch, ignore_errors=True)
+    errors = [line for line in err.splitlines() if line.startswith("senpi-guard:")]
+    print(f"{endless}: exit {proc.returncode}, peak {peak / 1e6:.1f} MB copied, scratch left: {len(left)}")
+    assert proc.returncode == 1 and len(errors) == 1 and "endless" in errors[0], (peak, err[-500:])
+    assert peak <= 30_000_000 and not left, (peak, left)

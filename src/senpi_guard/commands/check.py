@@ -7,6 +7,7 @@ unpacked or run as root (commands/release.py)."""
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from senpi_guard.io.store import Store
 from senpi_guard.io.unpack import Caps
 from senpi_guard.layers import extension
 from senpi_guard.layers.dist import Reconciler
+from senpi_guard.prove import mirror
 
 SUMMARY = "pre-flight a senpi release (npm spec, tarball or folder): would every patch apply? installs nothing"
 EXAMPLE = (
@@ -91,7 +93,8 @@ def _line(version: str, row: dict[str, Any]) -> str:
 
 def run(args) -> int:
     patches, config = common.load()
-    with tempfile.TemporaryDirectory(prefix="senpi-guard-check-") as scratch:
+    # (named with the pid: mirror.sweep removes what a killed check left)
+    with tempfile.TemporaryDirectory(prefix=f"{mirror.CHECK_PREFIX}{os.getpid()}-") as scratch:
         caps = Caps(int(config.check_max_bytes), int(config.check_max_entries))
         package_dir = release.release_dir(args.release, Path(scratch), caps)
         install = discover.describe(package_dir, "check")

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from senpi_guard import discover, ui
 from senpi_guard.errors import FatalError
 from senpi_guard.io import unpack
-from senpi_guard.prove import owners
+from senpi_guard.prove import mirror, owners
 
 GIT_SCHEMES = ("git+", "git:", "github:", "gitlab:", "bitbucket:", "gist:")
 GIT_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeload.github.com", "gist.github.com", "sr.ht")
@@ -34,17 +34,18 @@ def spec_refusal(spec: str) -> str | None:
     """Why fetching `spec` could run code or reach git (None: a registry or plain tarball spec)."""
     named = NAMED.fullmatch(spec)
     body = named[2] if named else spec
-    if body.startswith("npm:"):  # (an alias: what it names is fetched)
+    low = body.lower()  # (npm and git read schemes and hosts in any case)
+    if low.startswith("npm:"):  # (an alias: what it names is fetched)
         return spec_refusal(body[4:])
-    scheme = body.split("://")[0] if "://" in body else ""
-    if body.startswith(GIT_SCHEMES) or scheme.startswith("git") or SCP_LIKE.fullmatch(body):
+    scheme = low.split("://")[0] if "://" in low else ""
+    if low.startswith(GIT_SCHEMES) or scheme.startswith("git") or SCP_LIKE.fullmatch(body):
         return f"{spec}: a git spec; npm would clone it and may run its `prepare` script to pack it: {INSTEAD}"
-    host = (urlsplit(body).hostname or "") if scheme else ""
+    host = (urlsplit(low).hostname or "") if scheme else ""
     if any(host == known or host.endswith("." + known) for known in GIT_HOSTS):
         return f"{spec}: a git spec (a tarball from the git host {host}, which npm may build): {INSTEAD}"
     if SHORTHAND.fullmatch(body):
         return f"{spec}: a git spec (npm reads owner/repo as GitHub's): {INSTEAD}"
-    if named and (body.startswith(("file:", "/", "./", "../", "~", "link:")) or Path(body).exists()):
+    if named and (low.startswith(("file:", "/", "./", "../", "~", "link:")) or Path(body).exists()):
         return f"{spec}: a local path after the name (npm would pack a folder with its scripts); pass the path itself"
     return None
 
@@ -133,6 +134,24 @@ def _fetch(spec: str, work: Path, caps: unpack.Caps) -> Path:
         os.close(fd)
 
 
+def _roots_own(fd: int, st: os.stat_result, path: Path) -> Path:
+    """The real path of root's folder open as `fd` (from the descriptor, never the name again),
+    refused unless only root can change any folder on it: every later step looks it up by that
+    path, so no one else may be able to put something else there. Pinned for mirror's re-check."""
+    real = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    for folder in (*reversed(real.parents), real):
+        here = os.lstat(folder)
+        if here.st_uid != 0 or (here.st_mode & 0o022 and not here.st_mode & stat.S_ISVTX):
+            raise FatalError(
+                f"{path} is root's folder {real}, but {folder} can be changed by uid {here.st_uid} or "
+                "others: senpi-guard will not replay code in it as root; move it where only root can "
+                "write (chmod go-w), or pass its .tgz (npm pack)"
+            )
+    mirror.pin(real, st)
+    mirror.check_pinned(real)
+    return real
+
+
 def release_dir(release: str, work: Path, caps: unpack.Caps) -> Path:
     """The package folder of the release: a folder as it is (as root, another user's copied as
     them), a tarball unpacked, a spec fetched (a `file:` spec of a folder or tarball is read as that
@@ -154,7 +173,9 @@ def release_dir(release: str, work: Path, caps: unpack.Caps) -> Path:
         if not stat.S_ISDIR(st.st_mode):
             return _from_tarball(fd, _owner(st), work, caps, str(path))
         owner = _owner(st) if st.st_uid != 0 else None
-        if owner is None:  # (yours, or root's own: read in place)
+        if owner is None and os.geteuid() == 0:  # (root's own: read in place, by the path it really is)
+            return _roots_own(fd, st, path)
+        if owner is None:  # (yours)
             return path
         place = _place(work, owner)
         unpack.as_user(owner, lambda: unpack.copy_folder(fd, place / "package", caps, str(path)))

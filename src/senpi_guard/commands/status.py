@@ -179,7 +179,9 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
         )
         rows[-1]["replay_problem"] = _replay_problem(install, rows[-1]["node"])
         rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs) and not rows[-1]["replay_problem"]
-        rows[-1]["next"] = next((sub["next"] for sub in subs if not sub["as_wanted"]), None)
+        rows[-1]["next"] = pipeline.refusal_step(rows[-1]["replay_problem"]) or next(
+            (sub["next"] for sub in subs if not sub["as_wanted"]), None
+        )
         rows[-1]["amiss"] = [what for sub in subs for what in sub["amiss"]]
     return rows, store
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip  # noqa: F401  (imported before a fork: the child may not be able to read the stdlib)
 import os
-import shutil
 import stat
 import tarfile
 import traceback
@@ -17,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-
-MB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -37,8 +34,12 @@ class Budget:
         self.caps, self.what, self.bytes, self.entries = caps, what, 0, 0
 
     def take(self, size: int) -> None:
-        self.bytes += max(size, 0)
         self.entries += 1
+        self.charge(size)
+
+    def charge(self, size: int) -> None:
+        """Bytes more, for the entry already taken."""
+        self.bytes += max(size, 0)
         if self.bytes > self.caps.max_bytes or self.entries > self.caps.max_entries:
             over = (
                 f"more than {self.caps.max_entries:,} entries"
@@ -74,28 +75,66 @@ def extract(fd: int, dest: Path, caps: Caps, what: str) -> None:
         ) from exc
 
 
+CHUNK = 1_000_000  # bytes read and charged at a time while copying a file
+
+
 def copy_folder(fd: int, dest: Path, caps: Caps, what: str) -> None:
-    """The folder open as `fd`, copied to `dest` with links followed (as the user doing it), capped."""
+    """The folder open as `fd` copied to `dest` (as the user doing it), capped as it is read: only
+    folders, regular files (opened without following links, checked after the open, charged per
+    chunk) and links that stay inside it; anything else is refused in one line."""
     budget = Budget(caps, what)
-    os.fchdir(fd)
-
-    def copy(src: str, dst: str) -> None:
-        budget.take(os.stat(src).st_size)
-        shutil.copy2(src, dst)
-
-    def count(_folder: str, names: list[str]) -> list[str]:
-        budget.take(0)
-        return []
-
     try:
-        shutil.copytree(".", dest, copy_function=copy, ignore=count, ignore_dangling_symlinks=True)
-    except shutil.Error as exc:
-        raise FatalError(f"cannot copy {what}: {exc.args[0][0][2]}; fix that file's permissions") from exc
+        _copy_tree(os.dup(fd), dest, Path("."), budget, what)
     except OSError as exc:
-        raise FatalError(f"cannot copy {what}: {exc}; fix that file's permissions") from exc
+        raise FatalError(f"cannot copy {what}: {exc}; fix that file's permissions, or pass a .tgz") from exc
 
 
-def as_user(owner: tuple[int, int] | None, work: Callable[[], None]) -> None:
+def _copy_tree(dir_fd: int, dest: Path, rel: Path, budget: Budget, what: str) -> None:
+    """(Takes `dir_fd` over: it is closed here.)"""
+    try:
+        dest.mkdir(mode=0o755)
+        for entry in list(os.scandir(dir_fd)):
+            budget.take(0)
+            here, st = rel / entry.name, entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+                _copy_tree(os.open(entry.name, flags, dir_fd=dir_fd), dest / entry.name, here, budget, what)
+            elif stat.S_ISLNK(st.st_mode):
+                target = os.readlink(entry.name, dir_fd=dir_fd)
+                inside = os.path.normpath(rel / target)
+                if os.path.isabs(target) or inside == ".." or inside.startswith("../"):
+                    raise FatalError(
+                        f"{what}/{here} is a link out of the folder (to {target}); senpi-guard copies only "
+                        "what is inside it: pass the folder it points into, or a .tgz (npm pack)"
+                    )
+                os.symlink(target, dest / entry.name)
+            else:
+                _copy_file(dir_fd, entry.name, dest / entry.name, budget, f"{what}/{here}")
+    finally:
+        os.close(dir_fd)
+
+
+def _copy_file(dir_fd: int, name: str, dest: Path, budget: Budget, shown: str) -> None:
+    src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        st = os.fstat(src)
+        if not stat.S_ISREG(st.st_mode):
+            raise FatalError(
+                f"{shown} is not a regular file (a device, FIFO or socket); a package holds none: "
+                "remove it, or pass a .tgz (npm pack)"
+            )
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, st.st_mode & 0o777)
+        with os.fdopen(out, "wb") as sink:
+            while chunk := os.read(src, CHUNK):
+                budget.charge(len(chunk))
+                sink.write(chunk)
+            sink.flush()
+            os.utime(sink.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))
+    finally:
+        os.close(src)
+
+
+def as_user(owner: tuple[int, int] | None, work: Callable[[], None], what: str = "unpacking") -> None:
     """`work()` run as `owner` in a forked child (None: here, as we are). Its FatalError comes back
     as this process's; any other failure as one line with its last frame."""
     if owner is None:
@@ -118,16 +157,21 @@ def as_user(owner: tuple[int, int] | None, work: Callable[[], None]) -> None:
         except BaseException as exc:  # (the child must always _exit)
             frame = traceback.extract_tb(exc.__traceback__)[-1:]
             where = f" at {frame[0].filename}:{frame[0].lineno}" if frame else ""
-            os.write(write_end, f"unpacking failed as uid {owner[0]}: {exc!r}{where}".encode())
+            os.write(write_end, f"{what} failed as uid {owner[0]}: {exc!r}{where}".encode())
             code = 2
         finally:
             os._exit(code)
     os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        message = pipe.read().decode("utf-8", "replace")
+    try:
+        with os.fdopen(read_end, "rb") as pipe:
+            message = pipe.read().decode("utf-8", "replace")
+    except BaseException:  # (^C, SIGTERM: the child must not go on writing while its folder is removed)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise
     _pid, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise FatalError(message or f"the unpack as uid {owner[0]} ended with status {status}")
+        raise FatalError(message or f"{what} as uid {owner[0]} ended with status {status}")
 
 
 def open_local(path: Path) -> tuple[int, os.stat_result] | None:

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import secrets
-import shutil
 import tempfile
 import threading
 import time
@@ -204,6 +201,8 @@ def replay(
         return known
     # as root: node and the host's code never run as root over code anyone else could write
     owner = owners.run_as(install.package_dir if install else None, node.path, allow_foreign_root)
+    if install is not None:
+        mirror.check_pinned(install.package_dir)  # (the folder check opened, still there)
     report = _run_replay(patch, config, rendered, store, host, node, cancel, owner)
     memo.put(key, report)
     return report
@@ -223,23 +222,17 @@ def _run_replay(
     private_dirs(work)
     mirror.sweep(work)  # (what a killed run left)
     base = Path(tempfile.gettempdir()) if owner else work  # (a folder that user can reach)
-    folder = base / f"{mirror.PREFIX}{os.getpid()}-ext-{secrets.token_hex(4)}"
-    folder.mkdir(mode=0o700)
-    try:
-        extension = folder / patch.extension.file_name
-        extension.write_text(rendered, "utf-8")
-        checks = folder / "extension-checks.mjs"
-        shutil.copyfile(patch.extension.checks, checks)
-        for script in patch.scripts():  # (the extension's checks import the span scan)
-            if script.name != checks.name:
-                shutil.copyfile(script, folder / script.name)
-        harness = mirror.place_harness(HARNESS, folder)
-        if owner is not None:
-            for path in [folder, *folder.iterdir()]:
-                os.chown(path, *owner)
+    files = {
+        **{script.name: script.read_bytes() for script in patch.scripts()},  # (the checks import the span scan)
+        "extension-checks.mjs": Path(patch.extension.checks).read_bytes(),
+        **mirror.harness_files(HARNESS),
+        patch.extension.file_name: rendered.encode("utf-8"),
+    }
+    # made and filled by the owner itself (nothing chowned; root follows no path inside it)
+    with mirror.owned_folder(base, "-ext", owner, lambda folder: mirror.write_files(folder, files)) as folder:
         job = {
-            "extension": str(extension),
-            "checks": str(checks),
+            "extension": str(folder / patch.extension.file_name),
+            "checks": str(folder / "extension-checks.mjs"),
             "host": host,
             "cwd": str(folder),
             **patch.job_settings(config),
@@ -247,16 +240,14 @@ def _run_replay(
         }
         report = verify_mod.run_script(
             node.path,
-            harness,
+            folder / HARNESS,
             job,
             config.verify_timeout,
             cancel,
-            folder,
+            work,
             "the extension's replay",
             owners.popen_kwargs(owner),
         )
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     failures = [Failure(r["fixture"], r["check"], r["detail"]) for r in report["results"] if not r["ok"]]
     return VerifyReport(
         not failures and bool(report["results"]),
@@ -295,6 +286,7 @@ def verify(
 ) -> LayerOutcome:
     """A fresh replay of what apply writes here, beside the state of the file there (ok: it is
     there as apply writes it, and the replay passes)."""
+    status = None
     try:
         status = inspect(patch, config, agent_dir)
         report = replay(
@@ -307,8 +299,9 @@ def verify(
             reuse=False,
             cancel=cancel,
         )
-    except FatalError as exc:
-        return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
+    except FatalError as exc:  # (the state is what inspection found; the replay's refusal is the detail)
+        state = status.state if status is not None else "error"
+        return LayerOutcome(target_path(patch, agent_dir), state, state, False, str(exc))
     what = "not installed" if status.state == "absent" else "not as apply writes it"
     what = "the installed extension" if status.state == "installed" else f"{what}; the extension apply would write"
     detail = (

@@ -11,6 +11,7 @@ takes them off in the reverse order."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -166,10 +167,22 @@ class AgentDirLayer:
         return list(extension_plan.remove_all(self.patch, self.config, self.store, installs))
 
 
+REFUSAL_FIX = re.compile(r"\((chmod go-w [^)]+)\)")
+
+
+def refusal_step(message: str | None) -> str | None:
+    """The fix a replay refusal names (`chmod go-w …`), as the next step: apply alone would only
+    be refused the same way."""
+    found = REFUSAL_FIX.search(message or "")
+    return f"{found[1]}, then senpi-guard apply" if found else None
+
+
 def next_step(result: Result) -> str | None:
     """What to run when a layer is not as wanted (status and verify say the same), else None."""
     if result.ok:
         return None
+    if fix := refusal_step(getattr(result, "detail", None)):
+        return fix
     if isinstance(result, Outcome):
         return ui.NEXT_STEPS.get(result.after) if result.after not in SETTLED else None
     return result.step or None

@@ -3,17 +3,17 @@ the folders on the way to each target, which are real and hold the candidate and
 
 Mirrors live under senpi-guard's state dir (`verify/<pid>-<random>`), and a run sweeps those of
 processes that are gone, so a killed run leaves nothing behind for long. When root replays
-another user's package, node runs as that user (its code never runs as root), in a mirror made
-in the system temp dir and owned by that user."""
+another user's package, node runs as that user (its code never runs as root), in a mirror that
+user's own child process makes in the system temp dir and fills from bytes root read before: root
+chowns nothing and follows no path inside it (owned_folder, shared with the extension's replay)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -21,12 +21,30 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io.unpack import as_user
 from senpi_guard.io.write import private_dirs
 
 JS = resources.files("senpi_guard.prove").joinpath("js")
 PROTOCOL = "protocol.mjs"  # what every harness imports: its half of verify.run_script's protocol
 ORIGINAL_SUFFIX = ".senpi-guard-original.js"
 PREFIX = "senpi-guard-verify-"
+CHECK_PREFIX = "senpi-guard-check-"  # check's scratch: `<CHECK_PREFIX><pid>-<random>`
+PINNED: dict[Path, tuple[int, int]] = {}  # package folder -> (st_dev, st_ino) as it was opened
+
+
+def pin(package_dir: Path, st: os.stat_result) -> None:
+    """Remember the folder a release was opened as: a mirror of it re-checks that before node runs."""
+    PINNED[Path(package_dir)] = (st.st_dev, st.st_ino)
+
+
+def check_pinned(package_dir: Path) -> None:
+    wanted = PINNED.get(Path(package_dir))
+    try:
+        here = os.stat(package_dir)
+    except OSError as exc:
+        raise FatalError(f"{package_dir} is gone ({exc.strerror}) since it was opened; retry") from exc
+    if wanted is not None and (here.st_dev, here.st_ino) != wanted:
+        raise FatalError(f"{package_dir} is not the folder that was opened any more; retry")
 
 
 @dataclass(frozen=True)
@@ -37,6 +55,7 @@ class Mirror:
     placed: dict[Path, tuple[Path, Path]] = field(default_factory=dict)  # real -> (original, candidate)
     owner: tuple[int, int] | None = None
     extras: dict[str, Path] = field(default_factory=dict)  # more files beside the harness, by name
+    scratch: Path | None = None  # root's own folder for what root writes (the job file), never the mirror
 
     def in_package(self, package_dir: Path, path: Path) -> Path:
         """Where a file of the install appears in the mirror (a link, unless it was placed)."""
@@ -49,27 +68,22 @@ class Mirror:
         return {"user": self.owner[0], "group": self.owner[1], "extra_groups": []}
 
 
-def place_harness(name: str, folder: Path) -> Path:
-    """A harness of prove/js copied into `folder` with the protocol module it imports; its path."""
-    for file in (name, PROTOCOL):
-        shutil.copyfile(Path(str(JS.joinpath(file))), folder / file)
-    return folder / name
-
-
 def harness_bytes(name: str) -> bytes:
     """What a harness's replay depends on: its own bytes and the protocol's (for replay keys)."""
     return JS.joinpath(name).read_bytes() + JS.joinpath(PROTOCOL).read_bytes()
 
 
 def sweep(work_dir: Path) -> None:
-    """Remove the mirrors of runs whose process is gone (killed ones included)."""
+    """Remove the mirrors (and check's scratch folders) of runs whose process is gone (killed ones
+    included)."""
     for base in (work_dir, Path(tempfile.gettempdir())):
         try:
             entries = list(base.iterdir()) if base.is_dir() else []
         except OSError:
             continue
         for entry in entries:
-            if entry.name.startswith(PREFIX) and not _alive(entry.name[len(PREFIX) :].split("-")[0]):
+            prefix = next((p for p in (PREFIX, CHECK_PREFIX) if entry.name.startswith(p)), None)
+            if prefix and not _alive(entry.name[len(prefix) :].split("-")[0]):
                 shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -97,6 +111,56 @@ def _link_tree(root: Path, package_dir: Path, real_dirs: set[Path]) -> None:
 
 
 @contextmanager
+def owned_folder(base: Path, tag: str, owner: tuple[int, int] | None, fill: Callable[[Path], None]) -> Iterator[Path]:
+    """A folder `base/<PREFIX><pid><tag>-<random>` made, filled by `fill(folder)` and at the end
+    removed by `owner` itself (a child dropped to them, as io/unpack.as_user): nothing in it is
+    chowned, and root never follows a path inside it. `fill` gets only bytes read beforehand."""
+    folder = base / f"{PREFIX}{os.getpid()}{tag}-{secrets.token_hex(4)}"
+
+    def make() -> None:
+        try:
+            folder.mkdir(mode=0o700)
+            fill(folder)
+        except OSError as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise FatalError(
+                f"cannot make a verification folder in {base}: {exc.strerror}; free space "
+                "or fix that folder's permissions, then retry"
+            ) from exc
+
+    make_private(base)
+    as_user(owner, make, "making the replay folder")
+    try:
+        yield folder
+    finally:
+        as_user(owner, lambda: shutil.rmtree(folder, ignore_errors=True), "removing the replay folder")
+
+
+def make_private(folder: Path) -> None:
+    try:
+        private_dirs(folder)
+    except OSError as exc:
+        raise FatalError(f"cannot make {folder}: {exc.strerror}; fix that folder's permissions, then retry") from exc
+
+
+def script_bytes(checks: Path) -> dict[str, bytes]:
+    """The checks and the scripts beside them they may import, by name (read by the caller, who can)."""
+    found = {script.name: script.read_bytes() for script in checks.parent.glob("*.mjs")}
+    found[checks.name] = checks.read_bytes()
+    return found
+
+
+def harness_files(name: str) -> dict[str, bytes]:
+    """A harness of prove/js with the protocol module it imports, by name."""
+    return {file: JS.joinpath(file).read_bytes() for file in (name, PROTOCOL)}
+
+
+def write_files(folder: Path, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+
+
+@contextmanager
 def mirror(
     package_dir: Path,
     modules: list,
@@ -106,59 +170,41 @@ def mirror(
     extras: dict[str, bytes] | None = None,
 ) -> Iterator[Mirror]:
     """`modules` are verify.ModulePair (their real_path lies lexically under package_dir); yields
-    the Mirror with every module placed, and `extras` (name -> bytes) written beside the harness."""
+    the Mirror with every module placed, and `extras` (name -> bytes) written beside the harness.
+    As root for someone else, the owner makes and fills it (owned_folder)."""
     base = Path(tempfile.gettempdir()) if owner else work_dir
-    try:
-        private_dirs(base)
-        folder = base / f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
-        folder.mkdir(mode=0o700)
-    except OSError as exc:
-        raise FatalError(
-            f"cannot make a verification folder in {base}: {exc.strerror}; free space "
-            "or fix that folder's permissions, then retry"
-        ) from exc
-    try:
-        yield _fill(folder, package_dir, modules, checks, owner, extras or {})
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _fill(
-    folder: Path,
-    package_dir: Path,
-    modules: list,
-    checks: Path,
-    owner: tuple[int, int] | None,
-    extras: dict[str, bytes],
-) -> Mirror:
-    root = folder / "pkg"
-    real_dirs: set[Path] = set()
+    make_private(work_dir)  # (root's own: the job file goes there)
+    files = {**harness_files("harness.mjs"), **script_bytes(checks), "checks.mjs": checks.read_bytes()}
+    files.update(extras or {})
+    real_package = Path(os.path.realpath(package_dir))
     # lexical paths: a folder swapped for a link since the read must not move the mirror elsewhere
     rels = {module.real_path: Path(module.real_path).relative_to(package_dir) for module in modules}
+
+    def fill(folder: Path) -> None:
+        write_files(folder, files)
+        _fill(folder, real_package, modules, rels)
+
+    with owned_folder(base, "", owner, fill) as folder:
+        check_pinned(package_dir)  # (just before node runs in it)
+        placed = {}
+        for module in modules:
+            candidate = folder / "pkg" / rels[module.real_path]
+            placed[module.real_path] = (candidate.with_name(candidate.stem + ORIGINAL_SUFFIX), candidate)
+        written = {name: folder / name for name in extras or {}}
+        yield Mirror(folder, folder / "harness.mjs", folder / "checks.mjs", placed, owner, written, work_dir)
+
+
+def _fill(folder: Path, real_package: Path, modules: list, rels: dict) -> None:
+    """(In the owner's child.) The link tree of the package, with each module's candidate and
+    original written in place of its link."""
+    root = folder / "pkg"
+    real_dirs: set[Path] = set()
     for rel in rels.values():
         real_dirs.update(Path(*rel.parts[:depth]) if depth else Path(".") for depth in range(len(rel.parts)))
-    _link_tree(root, package_dir.resolve(), real_dirs)
-    harness = place_harness("harness.mjs", folder)
-    checks_copy = folder / "checks.mjs"
-    shutil.copyfile(checks, checks_copy)
-    for script in checks.parent.glob("*.mjs"):  # (what the checks import from their own folder)
-        if script.name != checks.name:
-            shutil.copyfile(script, folder / script.name)
-    written = {}
-    for name, data in extras.items():
-        written[name] = folder / name
-        written[name].write_bytes(data)
-    placed = {}
+    _link_tree(root, real_package, real_dirs)
     for module in modules:
         candidate = root / rels[module.real_path]
         if candidate.is_symlink():
             candidate.unlink()
         candidate.write_bytes(module.candidate if module.candidate is not None else module.original)
-        original = candidate.with_name(candidate.stem + ORIGINAL_SUFFIX)
-        original.write_bytes(module.original)
-        placed[module.real_path] = (original, candidate)
-    if owner is not None:
-        for path in [folder, *folder.rglob("*")]:
-            with contextlib.suppress(OSError):
-                os.chown(path, *owner, follow_symlinks=False)
-    return Mirror(folder, harness, checks_copy, placed, owner, written)
+        candidate.with_name(candidate.stem + ORIGINAL_SUFFIX).write_bytes(module.original)

@@ -192,7 +192,7 @@ def run_harness(
         job,
         timeout,
         cancel,
-        place.root,
+        place.scratch or place.root,
         "the verification harness",
         place.popen_kwargs(),
         fixtures,
