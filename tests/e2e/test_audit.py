@@ -118,11 +118,25 @@ def test_context_rules_compaction_branch_summary_custom_message(npm_install, tmp
             "tokensBefore": 10,
         },
         {
+            "type": "message",
+            "id": "u3",
+            "parentId": "k1",
+            "timestamp": stamp,
+            "message": {"role": "user", "content": "third question"},
+        },
+        {
+            "type": "message",
+            "id": "a3",
+            "parentId": "u3",
+            "timestamp": stamp,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "third answer"}]},
+        },
+        {  # back at k1 (senpi stores the place navigated to as both parentId and fromId)
             "type": "branch_summary",
             "id": "b1",
             "parentId": "k1",
             "timestamp": stamp,
-            "fromId": "u2",
+            "fromId": "k1",
             "summary": "an abandoned branch",
         },
         {
@@ -137,16 +151,23 @@ def test_context_rules_compaction_branch_summary_custom_message(npm_install, tmp
     path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
     report = audit_json(capsys, path, "--root", pkg)
     # the compaction implies its summary request (what it summarised: the context before u2); the
-    # branch summary names an entry on this very path: nothing left behind, no request
+    # branch summary, the request that summarised the branch left behind (u3, a3)
     assert [(t["entry_id"], t["call"]) for t in report["turns"]] == [
         ("a1", "turn"),
         ("k1", "compaction"),
+        ("a3", "turn"),
+        ("b1", "branch_summary"),
         ("a2", "turn"),
     ]
     summarised = ("first question", "first answer", "extension note")
     assert report["turns"][1]["bytes"]["installed"] == sum(len(t) for t in summarised)
     assert report["turns"][1]["money"]["tokens_are"] == "estimated"
-    report["turns"] = [t for t in report["turns"] if t["call"] == "turn"]
+    branch = report["turns"][3]
+    # (this sample senpi has no generateBranchSummary: senpi's serialisation shape, and its frame, estimated)
+    serialised = len("[User]: third question\n\n[Assistant]: third answer")
+    assert branch["bytes"] == dict.fromkeys(("installed", "dist", "extension", "both"), serialised + 722)
+    assert branch["measured_as"].startswith("an estimate") and branch["money"]["tokens_are"] == "estimated"
+    report["turns"] = [t for t in report["turns"] if t["entry_id"] in ("a1", "a2")]
 
     def user(text):
         return {"role": "user", "content": [{"type": "text", "text": text}]}

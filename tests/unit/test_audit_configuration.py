@@ -42,3 +42,13 @@ def test_inferred_against_the_sessions_own_overhead_and_ambiguous_without_one():
     assert (installed.by, installed.config) == ("inferred", "installed")
     # nothing recorded: as installed
     assert judge.judge(row(100_000, 40_000), None, None, []).by == "none"
+
+
+def test_a_delta_is_judged_by_its_fresh_tokens_without_a_baseline():
+    # (measured on 2026.8.22-2 with the stand-in claude: the delta's new messages are 28,443 B as
+    # installed, 76 B with the extension; the resident history is a cache read)
+    judge = Judge(None)
+    extension = judge.judge(row(28_443, 76, "delta"), None, Recorded(Tokens(3, 5, 7_159, 19), None), [])
+    installed = judge.judge(row(28_443, 76, "delta"), None, Recorded(Tokens(3, 5, 7_159, 7_115), None), [])
+    assert (extension.by, extension.config) == ("inferred", "extension")
+    assert (installed.by, installed.config) == ("inferred", "installed")

@@ -127,11 +127,19 @@ const fns = {
 const extensionModule = job.extension ? await import(pathToFileURL(job.extension).href) : null;
 const extension = extensionModule ? extensionModule.__senpiGuardDedupeMessages : null;
 const settingsPrint = typeof extensionModule?.__senpiGuardSettingsPrint === "function" ? extensionModule.__senpiGuardSettingsPrint() : null;
-const withExtension = (messages) => (extension ? extension(messages) ?? messages : messages);
+let rewrite = { messages: null, rewritten: null }; // (the last call's rewrite: each measure asks twice)
+function withExtension(messages) {
+    if (rewrite.messages !== messages) {
+        rewrite = { messages, rewritten: extension ? extension(messages) ?? messages : messages };
+    }
+    return rewrite.rewritten;
+}
+const textBytes = (messages) => contextTexts(messages).reduce((n, t) => n + bytes(t), 0);
 let session = null;
 if (job.session) {
     try {
         session = { build: await load(job.session.context), convert: await load(job.session.convert) };
+        session.branch = await load(job.branch).catch(() => null);
     }
     catch (error) {
         session = null;
@@ -159,7 +167,7 @@ function contextOf(request) {
         const byId = new Map(entries.map((e) => [e.id, e]));
         const messages = session.convert(session.build(entries, request.leaf, byId).messages);
         // (a branch summary sends only the messages past where the branches meet)
-        return request.after ? messages.slice(session.convert(session.build(entries, request.after, byId).messages).length) : messages;
+        return messages;
     }
     return request.ids.map((id) => store.get(id).message);
 }
@@ -336,15 +344,74 @@ function measureSummary(messages, request) {
     return result;
 }
 
-function measure(request) {
+// A branch summary's request: senpi serialises the branch it left into one user message and sends
+// it without running any `context` handler, so every configuration sends the same bytes. Measured
+// by senpi's own generateBranchSummary, stopped at the provider call it makes; without senpi's
+// session code, estimated from the message texts (and said so).
+const STOP = new Error("senpi-guard: the request is captured");
+async function branchRequest(entries, window) {
+    let captured = null;
+    const streamFn = (_model, context) => {
+        captured = context;
+        throw STOP;
+    };
+    const model = { id: "senpi-guard-audit", provider: "senpi-guard-audit", contextWindow: window ?? undefined };
+    try {
+        await session.branch(entries, { model, streamFn });
+    }
+    catch (error) {
+        if (error !== STOP) {
+            throw error;
+        }
+    }
+    return captured === null ? [] : contextTexts(captured.messages);
+}
+
+// (the wrapper and instruction of senpi 2026.8.22-2's request, measured there; an estimate elsewhere)
+const BRANCH_FRAME_BYTES = 722;
+const BRANCH_ROLES = { user: "[User]: ", assistant: "[Assistant]: " };
+function estimatedBranchTexts(request) {
+    const parts = [];
+    for (const id of request.ids) {
+        const stored = store.get(id);
+        const message = stored.message ?? stored.entry?.message ?? null;
+        const text = contextTexts([message]).join("\n");
+        if (message && BRANCH_ROLES[message.role] !== undefined && text) {
+            parts.push(BRANCH_ROLES[message.role] + text);
+        }
+    }
+    return parts.length ? [parts.join("\n\n")] : [];
+}
+
+async function measureBranch(request) {
+    const exact = Boolean(session?.branch);
+    const texts = exact ? await branchRequest(request.ids.map((id) => store.get(id).entry), request.window) : estimatedBranchTexts(request);
+    const distinct = new Set(texts.flatMap((text) => spansOf(text)));
+    const total = texts.reduce((n, t) => n + bytes(t), 0) + (exact || !texts.length ? 0 : BRANCH_FRAME_BYTES);
+    const one = { total, fresh: total, kept: distinct.size };
+    return reply(Object.fromEntries(CONFIGS.map((c) => [c, one])), { collapsed: {}, directives: distinct.size, exact });
+}
+
+async function measure(request) {
+    const missing = request.ids.find((id) => !store.has(id));
+    if (missing !== undefined) {
+        throw new Error(`entry ${missing} never arrived whole (its line changed while it was read)`);
+    }
+    if (request.call === "branch_summary") {
+        return measureBranch(request);
+    }
     const messages = contextOf(request);
     if (request.lane === "summary") {
-        return measureSummary(messages, request);
+        const result = measureSummary(messages, request);
+        result.context = { in: textBytes(messages), out: textBytes(withExtension(messages)) };
+        return result;
     }
     const names = customToolNames(request.tools);
     const sentCount = sentOf(messages).length;
     const result = request.lane === "context" ? measureContext(messages, request)
         : request.lane === "delta" && fns.delta ? measureDelta(messages, request, names) : measureFull(messages, request, names);
+    // (what the extension's own entry for the call says it saw and sent: the text of every message)
+    result.context = { in: textBytes(messages), out: textBytes(withExtension(messages)) };
     previousSent = sentCount;
     const keep = new Set(request.ids);
     for (const id of store.keys()) {
@@ -387,7 +454,7 @@ for (let next = await lines.next(); !next.done; next = await lines.next()) {
     else if (request.op === "measure") {
         let reply;
         try {
-            reply = measure(request);
+            reply = await measure(request);
         }
         catch (error) {
             reply = { error: String(error && error.message ? error.message : error).slice(0, 300) };

@@ -8,6 +8,7 @@ those bytes; else an inference from the recorded prompt tokens against each conf
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -20,6 +21,12 @@ CONFIGS = ("installed", "dist", "extension", "both")
 # counted text's) are this close to the session's own: the larger of these tokens or this share.
 TIE_TOKENS = 64
 TIE_SHARE = 0.02
+# An extension entry fits its call when its in/out bytes are the context's within this share (or
+# these few bytes), a compaction's within COMPACTING_SLACK.
+ENTRY_SHARE = 0.02
+ENTRY_TOKENS_BYTES = 64
+COMPACTING_SLACK = 1_500
+CLAUDE_PROVIDERS = {"claude-sdk-oauth", "claude-agent-sdk"}
 
 
 def sent_entry_of(found: session.SessionIndex, handle: BinaryIO, turn: session.Turn) -> dict[str, Any] | None:
@@ -28,7 +35,9 @@ def sent_entry_of(found: session.SessionIndex, handle: BinaryIO, turn: session.T
     entry comes before the prompt's user message, a tool call's entry after its tool result), so it
     is the nearest of that type walking back from the call's entry to the previous call (an
     assistant message or a compaction); a summary request's is the one marked `compacting`, a
-    turn's one that is not. None when there is none."""
+    turn's one that is not. A malformed one is skipped (and counted). None when there is none."""
+    if turn.kind == "branch_summary":  # (senpi runs no context handler for it: the extension never sees it)
+        return None
     summary = turn.kind != "turn"
     current = found.entries[turn.entry_id].parent
     seen: set[str] = set()
@@ -38,9 +47,47 @@ def sent_entry_of(found: session.SessionIndex, handle: BinaryIO, turn: session.T
             return None
         if entry.custom_type == SENT_ENTRY:
             data = session.read_entry(handle, entry, found.path).get("data")
-            if isinstance(data, dict) and data.get("v") == 1 and bool(data.get("compacting")) == summary:
+            problem = malformed(data)
+            if problem is not None:
+                found.warn(f"{SENT_ENTRY} entry ignored: {problem}", entry.line)
+            elif (data.get("compacting") is True) == summary:
                 return data
         current = entry.parent
+    return None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def malformed(data: Any) -> str | None:
+    """Why an entry's data is not one version 1 of the extension writes; None when it is."""
+    if not isinstance(data, dict):
+        return "its data is not an object"
+    if type(data.get("v")) is not int or data["v"] != 1:
+        return "not version 1 (v)"
+    if not all(_count(data.get(key)) for key in ("in", "out", "messages")):
+        return "in, out or messages is not a count"
+    if data.get("dist") not in (None, True, False) or data.get("compacting", False) not in (True, False):
+        return "dist or compacting is not true, false or null"
+    return None
+
+
+def implausible(entry: dict[str, Any], row: dict[str, Any]) -> str | None:
+    """Why an entry cannot be the extension's record of this call: the text bytes it says it saw
+    and sent are not the call's context as audit rebuilds it, with and without the extension (2%;
+    a compaction's context holds ~840 B more than audit rebuilds, measured on 2026.8.22-2), or it
+    claims a dist layer on a provider it never acts on. None when it fits."""
+    context = row.get("context_bytes")
+    if not context:
+        return None  # (nothing to check against)
+    slack = COMPACTING_SLACK if entry.get("compacting") is True else 0
+    for key in ("in", "out"):
+        if abs(entry[key] - context[key]) > max(slack, ENTRY_SHARE * context[key], ENTRY_TOKENS_BYTES):
+            return f"its {key} bytes are not the call's"
+    provider = row.get("provider")
+    if entry.get("dist") is not None and provider is not None and provider not in CLAUDE_PROVIDERS:
+        return "it names a dist layer for a provider that layer never acts on"
     return None
 
 
@@ -71,11 +118,16 @@ class Judge:
         self.settings_print = settings_print
         self.baseline: dict[str, float] = {}
         self.other_settings = 0  # calls the extension sent with settings other than the audit's
+        self.ignored: Counter = Counter()  # entries that do not fit their call, by why
 
     def judge(
         self, row: dict[str, Any], entry: dict[str, Any] | None, usage: Recorded | None, matches: list[str]
     ) -> Verdict:
         sizes, lane = row["bytes"], row["sent"]
+        problem = None if entry is None else implausible(entry, row)
+        if problem is not None:
+            self.ignored[problem] += 1
+            entry = None
         if entry is not None:
             if self.settings_print and entry.get("settings") != self.settings_print:
                 self.other_settings += 1
@@ -89,14 +141,16 @@ class Judge:
         distinct = _distinct(sizes)
         if usage is None:
             return Verdict("installed", "none", ())
-        prompt = usage.tokens.prompt
+        # (a delta sends only the new messages; the resident history is read from the cache: what
+        # those bytes must explain is the prompt's fresh tokens, whose overhead is close to none)
+        tokens = usage.tokens
+        prompt = tokens.input + tokens.cache_write if lane == "delta" else tokens.prompt
         overhead = {c: prompt - sizes[c] / BYTES_PER_TOKEN for c in distinct}
         if len(distinct) == 1:
-            if lane != "delta":
-                self.baseline[lane] = overhead[distinct[0]]
+            self.baseline[lane] = overhead[distinct[0]]
             return Verdict("installed", "none", ())
         tie = max(TIE_TOKENS, TIE_SHARE * prompt)
-        base = self.baseline.get(lane) if lane != "delta" else None
+        base = self.baseline.get(lane, 0.0 if lane == "delta" else None)
         if base is None:  # no baseline: every configuration the record can hold fits
             fits = [c for c in distinct if overhead[c] >= -tie]
         else:

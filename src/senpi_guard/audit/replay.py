@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from senpi_guard.audit import configuration, money, session
+from senpi_guard.audit import configuration, money, rows, session
 from senpi_guard.audit.prices import PriceBook
 from senpi_guard.audit.server import NodeServer
 from senpi_guard.audit.summary import Summary
@@ -32,11 +32,7 @@ from senpi_guard.layers.dist import Reconciler
 from senpi_guard.prove import nodes, verify
 from senpi_guard.prove.mirror import mirror
 
-SESSION_FUNCTIONS = ("buildDeltaPromptBlocks", "buildSessionContext", "convertToLlm")
-FULL_KINDS = {"bootstrap", "flatten", "disabled"}
-DELTA_KINDS = {"delta", "fork"}
-CLAUDE_PROVIDERS = {"claude-sdk-oauth", "claude-agent-sdk"}  # the ones that serialise with buildPromptBlocks
-CONFIGS = ("installed", "dist", "extension", "both")
+SESSION_FUNCTIONS = ("buildDeltaPromptBlocks", "buildSessionContext", "convertToLlm", "generateBranchSummary")
 IN_FLIGHT = 64
 
 
@@ -96,7 +92,37 @@ def _job(
     job["delta"] = spec("buildDeltaPromptBlocks")
     if exact and spec("buildSessionContext") and spec("convertToLlm"):
         job["session"] = {"context": spec("buildSessionContext"), "convert": spec("convertToLlm")}
+        job["branch"] = spec("generateBranchSummary")
     return job
+
+
+def _chosen(
+    installs: list[Install], reconciler: Reconciler, stack: ExitStack, sample_ok: bool
+) -> tuple[Install, dict[str, verify.ModulePair], str, bool]:
+    """The first usable install (its module pairs, a label, and True), else a sample senpi."""
+    chosen = next((i for i in installs if not i.unsupported), None)
+    why = "no senpi install found"
+    if chosen is not None:
+        try:
+            return (
+                chosen,
+                _pairs(reconciler, chosen),
+                f"senpi {chosen.version} as installed ({chosen.package_dir})",
+                True,
+            )
+        except FatalError as exc:
+            why = f"senpi {chosen.version} at {chosen.package_dir} cannot serialise: {exc}"
+    if not sample_ok:
+        raise FatalError(
+            f"{why}; audit counts with the installed senpi's own code: install senpi, pass "
+            "--root PKG_DIR, or pass --sample to count with a sample senpi of senpi-guard's"
+        )
+    label = f"a SAMPLE senpi 2026.8.1 of senpi-guard's own, not yours ({why}; --sample)"
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="senpi-guard-audit-")))
+    folder.chmod(0o755)  # (as root, the replay runs as nobody, who must read the sample)
+    sample.write_sample_package(folder / "pkg", 2, fillers=0)
+    chosen = describe(folder / "pkg", "sample")
+    return chosen, _pairs(reconciler, chosen), label, False
 
 
 @contextmanager
@@ -114,26 +140,7 @@ def serializer(
     node is bounded by verify_timeout; `cancel` stops it."""
     reconciler = Reconciler(patch, config, allow_foreign_root=allow_foreign_root)
     with ExitStack() as stack:
-        chosen = next((i for i in installs if not i.unsupported), None)
-        pairs, own, why = None, True, "no senpi install found"
-        if chosen is not None:
-            try:
-                pairs = _pairs(reconciler, chosen)
-                label = f"senpi {chosen.version} as installed ({chosen.package_dir})"
-            except FatalError as exc:
-                why = f"senpi {chosen.version} at {chosen.package_dir} cannot serialise: {exc}"
-        if pairs is None and not sample_ok:
-            raise FatalError(
-                f"{why}; audit counts with the installed senpi's own code: install senpi, pass "
-                "--root PKG_DIR, or pass --sample to count with a sample senpi of senpi-guard's"
-            )
-        if pairs is None:
-            label = f"a SAMPLE senpi 2026.8.1 of senpi-guard's own, not yours ({why}; --sample)"
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="senpi-guard-audit-")))
-            folder.chmod(0o755)  # (as root, the replay runs as nobody, who must read the sample)
-            sample.write_sample_package(folder / "pkg", 2, fillers=0)
-            chosen, own = describe(folder / "pkg", "sample"), False
-            pairs = _pairs(reconciler, chosen)
+        chosen, pairs, label, own = _chosen(installs, reconciler, stack, sample_ok)
         functions = _session_functions(chosen)
         exact = reconstruction == "senpi" or (reconstruction == "auto" and own)
         sandbox = reconciler.sandbox(chosen, pairs)
@@ -181,45 +188,6 @@ def _node(
         node.close(ok)
 
 
-def lane_of(call: session.Call, resident_lane: bool) -> str:
-    """How this call went out: "full", "delta" or "unknown" for senpi's Claude provider (from its
-    own record when it has one), "context" for every other provider (the whole context, as the
-    `context` handlers returned it, in that provider's format: no buildPromptBlocks, no lanes)."""
-    if call.provider is not None and call.provider not in CLAUDE_PROVIDERS:
-        return "context"
-    if call.continuity in FULL_KINDS:
-        return "full"
-    if call.continuity in DELTA_KINDS:
-        return "delta"
-    if call.provider == "claude-agent-sdk":
-        return "full"  # the provider before 2026.7.31-2 re-sends the whole history every call
-    return "unknown" if resident_lane else "full"
-
-
-MEASURED_AS = {
-    "full": "the whole history through buildPromptBlocks (and upstream's dedupe where installed)",
-    "unknown": "as a full re-send, for want of a record",
-    "delta": "the new messages through buildDeltaPromptBlocks",
-    "context": "the text of every context message, as the context handlers returned them",
-    "summary": "an estimate: the text of the summarised messages, as the context handlers returned them "
-    "(senpi's instruction after them not counted)",
-}
-CALL_KINDS = {
-    "turn": "a turn",
-    "compaction": "a compaction's summary request",
-    "branch_summary": "a branch summary's request",
-}
-
-
-def recorded_as(recorded: int | None, sizes: dict[str, int]) -> str | None:
-    """Which configuration produced the call, from senpi's own payloadBytes: the one whose bytes it
-    equals; "unknown" when several give those bytes, "mismatch" when none does; None unrecorded."""
-    if recorded is None:
-        return None
-    matches = [config for config in CONFIGS if sizes[config] == recorded]
-    return matches[0] if len(matches) == 1 else "unknown" if matches else "mismatch"
-
-
 def audit_session(
     path: Path, server: Serializer, on_turn: Callable[[dict[str, Any]], None] | None = None
 ) -> dict[str, Any]:
@@ -238,11 +206,15 @@ def audit_session(
                 handle,
                 server,
                 summary,
-                lambda meta, result: _finish(meta, result, summary, prices, judge, on_turn),
+                lambda meta, result: rows.finish(meta, result, summary, prices, judge, on_turn),
             )
     except Exception:
         _resync(server)
         raise
+    for why, count in judge.ignored.items():
+        found.warnings[f"{configuration.SENT_ENTRY} entry ignored: {why} (the call's configuration is inferred)"] += (
+            count
+        )
     if judge.other_settings:
         found.warnings[
             "calls the extension sent with dedupe settings other than the audit's (their layer figures "
@@ -296,13 +268,14 @@ def _measure_turns(
         summary_call = turn.kind != "turn"
         call = session.Call(None, None, None, None, provider) if summary_call else session.call_of(raw_turn)
         provider = call.provider
-        lane = "summary" if summary_call else lane_of(call, server.resident_lane)
+        lane = "summary" if summary_call else rows.lane_of(call, server.resident_lane)
         server.send(
             {
                 "op": "measure",
                 "ids": [i for i in ids if i not in silent],
                 "leaf": turn.leaf,
-                "after": turn.after,
+                "call": turn.kind,
+                "window": session.context_window(turn.model),
                 "lane": lane,
                 "delta": call.delta_messages,
                 "tools": tools,
@@ -348,57 +321,3 @@ def _resync(server: Serializer) -> None:
         server.send({"op": "flush"})
         while server.reply():
             pass
-
-
-def _finish(
-    meta: dict[str, Any],
-    result: dict[str, Any],
-    summary: Summary,
-    prices: PriceBook,
-    judge: configuration.Judge,
-    on_turn: Callable[[dict[str, Any]], None] | None,
-) -> None:
-    turn, call = meta["turn"], meta["call"]
-    if "error" in result:
-        summary.skip(turn.index, result["error"])
-        return
-    sizes, cache = result["bytes"], result["cacheWrite"]
-    lane = meta["lane"]
-    matches = [c for c in CONFIGS if call.payload_bytes is not None and sizes[c] == call.payload_bytes]
-    row = {
-        "index": turn.index,
-        "entry_id": turn.entry_id,
-        "call": turn.kind,
-        "call_is": CALL_KINDS[turn.kind],
-        "provider": call.provider,
-        "continuity": call.continuity,
-        "sent": lane,
-        "measured_as": MEASURED_AS[lane],
-        "bytes": sizes,
-        "cache_write": cache if lane != "delta" else None,
-        "unpatched_bytes": sizes["installed"],
-        "patched_bytes": sizes["dist"],
-        "recorded_payload_bytes": call.payload_bytes,
-        "recorded_as": recorded_as(call.payload_bytes, sizes),
-        "recorded_matches": matches,
-        "extension_entry": meta["entry"],
-        "collapsed": result["collapsed"],
-        "est_tokens_unpatched": sizes["installed"] // 4,
-        "est_tokens_patched": sizes["dist"] // 4,
-        "usage": meta["usage"],
-        "model": turn.model,
-        "directives": {
-            "distinct": result["directives"],
-            **({f"kept_{c}": result["kept"][c] for c in CONFIGS} if lane != "delta" else {}),
-        },
-    }
-    verdict = judge.judge(row, meta["entry"], meta["recorded"], matches)
-    row["sent_by"] = verdict.as_json()
-    rates, no_price = prices.lookup(call.provider, turn.model)
-    priced = money.of_call(row, meta["recorded"], rates, verdict.config)
-    if verdict.candidates:  # (ambiguous: priced as each configuration that fits, for the range)
-        priced["alternatives"] = [money.of_call(row, meta["recorded"], rates, c) for c in verdict.candidates]
-    row["money"] = money.as_json(priced)
-    summary.add(row, priced, rates, None if rates else no_price)
-    if on_turn is not None:
-        on_turn(row)

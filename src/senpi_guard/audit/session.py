@@ -8,8 +8,6 @@ held, so memory follows the context window, not the file size.
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,18 +27,34 @@ from senpi_guard.audit.session_io import (
 from senpi_guard.audit.session_io import (
     session_files as session_files,
 )
+from senpi_guard.audit.session_messages import (  # (re-exported)
+    BRANCH_TEXT as BRANCH_TEXT,
+)
+from senpi_guard.audit.session_messages import (
+    COMPACTION_TEXT as COMPACTION_TEXT,
+)
+from senpi_guard.audit.session_messages import (
+    Call as Call,
+)
+from senpi_guard.audit.session_messages import (
+    bash_execution_text as bash_execution_text,
+)
+from senpi_guard.audit.session_messages import (
+    call_of as call_of,
+)
+from senpi_guard.audit.session_messages import (
+    context_window as context_window,
+)
+from senpi_guard.audit.session_messages import (
+    to_message as to_message,
+)
+from senpi_guard.audit.session_messages import (
+    usage_of as usage_of,
+)
 from senpi_guard.errors import FatalError
 
 CONTEXT_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
 KNOWN_TYPES = CONTEXT_TYPES | {"custom", "model_change", "thinking_level_change", "label", "session_info"}
-COMPACTION_TEXT = (
-    "The conversation history before this point was compacted into the following "
-    "summary:\n\n<summary>\n{summary}\n</summary>"
-)
-# (senpi closes a branch summary with no newline before </summary>, unlike a compaction's)
-BRANCH_TEXT = (
-    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n{summary}</summary>"
-)
 
 
 @dataclass(frozen=True)
@@ -56,7 +70,6 @@ class Entry:
     plain: bool = False  # a user/assistant/toolResult message with content: sent as it is stored
     custom_type: str | None = None  # (a custom entry's customType)
     summary_call: bool = False  # a compaction or branch summary senpi made with a provider call
-    from_id: str | None = None  # (a branch summary: the leaf of the branch it summarises)
 
 
 @dataclass
@@ -71,18 +84,6 @@ class Turn:
     leaf: str | None
     model: str | None
     kind: str = "turn"
-    after: str | None = None  # (a branch summary) the messages of this entry's context are not sent
-
-
-@dataclass(frozen=True)
-class Call:
-    """What senpi recorded about how one assistant turn's request went out."""
-
-    continuity: str | None  # bootstrap, delta, fork, flatten, disabled; None when not recorded
-    reason: str | None
-    delta_messages: int | None
-    payload_bytes: int | None
-    provider: str | None
 
 
 @dataclass
@@ -160,7 +161,8 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
     # it; an empty summary is no request)
     summary_call = kind in ("compaction", "branch_summary")
     summary_call = summary_call and isinstance(entry.get("summary"), str) and bool(entry["summary"])
-    from_id = entry.get("fromId") if kind == "branch_summary" and isinstance(entry.get("fromId"), str) else None
+    # (a branch summary an extension's session_before_tree wrote is stored with fromHook: no request)
+    summary_call = summary_call and not (kind == "branch_summary" and entry.get("fromHook") is True)
     found.entries[entry["id"]] = Entry(
         entry["id"],
         parent if isinstance(parent, str) else None,
@@ -173,7 +175,6 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         plain,
         custom_type,
         summary_call,
-        from_id,
     )
     found.order.append(entry["id"])
     return model
@@ -217,7 +218,7 @@ def turns(found: SessionIndex) -> Iterator[Turn]:
 
 def _summary_turn(found: SessionIndex, entry: Entry, number: int, model: str | None) -> Turn | None:
     """A compaction's summary request carries the context before it up to its firstKeptEntryId; a
-    branch summary's, the branch it left (from its fromId back to where it meets this entry's own)."""
+    branch summary's, the branch it left."""
     if entry.kind == "compaction":
         walked = context_ids(found, entry.parent, entry.line)
         kept = found.entries.get(entry.first_kept or "")
@@ -229,17 +230,25 @@ def _summary_turn(found: SessionIndex, entry: Entry, number: int, model: str | N
         before = set(walked[1][: walked[1].index(kept.id)])
         path = [i for i in walked[0] if i in before]
         return Turn(number, entry.id, path, walked[1], kept.parent, model, "compaction")
-    if entry.from_id not in found.entries:
-        return None
-    left = context_ids(found, entry.from_id, entry.line)
-    if left is None:
-        return None
+    return _branch_turn(found, entry, number, model)
+
+
+def _branch_turn(found: SessionIndex, entry: Entry, number: int, model: str | None) -> Turn | None:
+    """senpi stores a branch summary at the place navigated to (its parentId, and its fromId too),
+    after summarising the branch left behind: the entries from the old leaf (the last one appended
+    before the summary) back to where that branch meets the new place. None when nothing was left."""
+    position = found.order.index(entry.id)
+    old_leaf = found.order[position - 1] if position > 0 else None
     common = set(_ancestors(found, entry.parent))
-    meet = next((i for i in _ancestors(found, entry.from_id) if i in common), None)
-    path = [i for i in left[0] if i not in common]
-    if not path:  # (nothing left behind that the file holds: no request to count)
+    left = []
+    for entry_id in _ancestors(found, old_leaf):
+        if entry_id in common:
+            break
+        left.append(entry_id)
+    if not left:
         return None
-    return Turn(number, entry.id, path, left[1], entry.from_id, model, "branch_summary", meet)
+    left.reverse()
+    return Turn(number, entry.id, left, left, old_leaf, model, "branch_summary")
 
 
 def context_ids(found: SessionIndex, start: str | None, line: int = 0) -> tuple[list[str], list[str]] | None:
@@ -326,97 +335,3 @@ def _changed(path: Path, entry: Entry) -> FatalError:
         f"{path} changed while it was being read (line {entry.line}, entry {entry.id[:40]!r}, "
         "is no longer what was indexed); audit it again once senpi has stopped writing it"
     )
-
-
-def to_message(raw: dict[str, Any]) -> dict[str, Any] | None:
-    """The message an entry contributes to the context, as senpi's convertToLlm gives it to the
-    provider; None when it contributes nothing."""
-    kind = raw.get("type")
-    if kind == "message":
-        message = raw["message"]
-        role = message.get("role")
-        if role == "bashExecution":
-            return bash_execution_text(message)
-        if role not in ("user", "assistant", "toolResult"):
-            return None  # senpi drops a role it does not know
-        return message if message.get("content") is not None else {**message, "content": []}
-    if kind == "compaction":
-        return {
-            "role": "user",
-            "content": [{"type": "text", "text": COMPACTION_TEXT.format(summary=raw.get("summary", ""))}],
-        }
-    if kind == "branch_summary":
-        summary = raw.get("summary")
-        if not isinstance(summary, str) or not summary:  # senpi adds no empty branch summary
-            return None
-        return {"role": "user", "content": [{"type": "text", "text": BRANCH_TEXT.format(summary=summary)}]}
-    if kind == "custom_message":
-        content = raw.get("content")
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        return {"role": "user", "content": parts if parts is not None else []}
-    return None
-
-
-CONTINUITY = "claude_sdk_oauth_session_continuity"
-
-
-def call_of(raw: dict[str, Any]) -> Call:
-    """The last continuity record of an assistant entry (the one that describes its call)."""
-    message = raw.get("message") if isinstance(raw.get("message"), dict) else {}
-    diagnostics = message.get("diagnostics") or raw.get("diagnostics") or []
-    details: dict[str, Any] = {}
-    for item in diagnostics if isinstance(diagnostics, list) else ():
-        if isinstance(item, dict) and item.get("type") == CONTINUITY and isinstance(item.get("details"), dict):
-            details = item["details"]
-
-    def number(key: str) -> int | None:
-        value = details.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-    kind = details.get("kind")
-    provider = message.get("provider")
-    return Call(
-        kind if isinstance(kind, str) else None,
-        details.get("reason") if isinstance(details.get("reason"), str) else None,
-        number("deltaMessages"),
-        number("payloadBytes"),
-        provider if isinstance(provider, str) else None,
-    )
-
-
-def bash_execution_text(message: dict[str, Any]) -> dict[str, Any] | None:
-    """A user's `!cmd` as senpi sends it: user text; `!!cmd` (excludeFromContext) sends nothing."""
-    if message.get("excludeFromContext"):
-        return None
-    output = message.get("output")
-    text = f"Ran `{message.get('command', '')}`\n"
-    text += f"```\n{output}\n```" if output else "(no output)"
-    if message.get("cancelled"):
-        text += "\n\n(command cancelled)"
-    elif message.get("exitCode") not in (None, 0):
-        text += f"\n\nCommand exited with code {message.get('exitCode')}"
-    if message.get("truncated") and message.get("fullOutputPath"):
-        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
-
-
-def usage_of(raw: dict[str, Any]) -> dict[str, Any] | None:
-    usage = raw.get("message", {}).get("usage")
-    if not isinstance(usage, dict):
-        return None
-
-    def number(value: Any) -> int | float | None:  # (NaN, a string, a negative count: not recorded)
-        ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value >= 0
-        return value if ok else None
-
-    return {k: number(usage.get(k)) for k in ("input", "cacheRead", "cacheWrite", "totalTokens")}
-
-
-def context_window(model: str | None) -> int | None:
-    """Tokens, for the Claude models senpi's provider uses; None when unknown."""
-    if not model:
-        return None
-    name = model.lower()
-    if "claude" not in name and not re.search(r"opus|sonnet|haiku", name):
-        return None
-    return 1_000_000 if re.search(r"1m\b|\[1m\]|-1m", name) else 200_000
