@@ -28,6 +28,30 @@ SHAPE_REL = {
 UPSTREAM_REL = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def temp_folders_laid_out_like_installs(tmp_path_factory):
+    """As root, pytest's temp folders (0700) become 0755, as the global prefixes senpi is installed
+    in are: a replay then runs as `nobody` there, as it does on a real root install, instead of
+    falling back to root with a note (that fallback, for a 077 install, has tests of its own under
+    tests/hostile, which make their folders themselves)."""
+    if os.geteuid() != 0:
+        yield
+        return
+    base = tmp_path_factory.getbasetemp()
+    for folder in (base.parent, base):
+        folder.chmod(0o755)
+    made = pytest.TempPathFactory.mktemp
+
+    def mktemp(self, basename: str, numbered: bool = True) -> Path:
+        path = made(self, basename, numbered)
+        path.chmod(0o755)
+        return path
+
+    pytest.TempPathFactory.mktemp = mktemp
+    yield
+    pytest.TempPathFactory.mktemp = made
+
+
 @pytest.fixture(autouse=True)
 def isolated_dirs(tmp_path_factory, monkeypatch):
     """senpi-guard's config, data and state go to temp dirs (through the XDG variables)."""

@@ -28,6 +28,12 @@ def tarball(tmp_path_factory) -> Path:
     return sample.npm_pack(out / "src", out)
 
 
+def _private(tmp_path: Path) -> Path:
+    """A prefix as a 077 umask leaves it: a folder only its owner (root) can enter."""
+    tmp_path.chmod(0o700)
+    return tmp_path / "private-prefix"
+
+
 def _install(tarball: Path, prefix: Path) -> Path:
     return sample.npm_install_global(tarball, prefix)
 
@@ -58,7 +64,7 @@ def test_where_nobody_cannot_read_anyones_code_is_refused_and_status_says_so(att
     others can write is refused in one line naming it and the fix, and status reports it."""
     log = shared_log(Path("/tmp"), f"senpi-guard-hostile-log-{os.getpid()}")
     try:
-        pkg = _install(tarball, tmp_path / "private-prefix")  # (under pytest's 0700 folder)
+        pkg = _install(tarball, _private(tmp_path))
         tools = _world_writable_tools(pkg, log)
         before = {p: p.read_bytes() for p in pkg.rglob("*.js")}
         done = senpi_guard("apply", "--root", pkg, env={"SENPI_GUARD_PLANT_LOG": str(log)})
@@ -83,7 +89,7 @@ def test_where_nobody_cannot_read_anyones_code_is_refused_and_status_says_so(att
 
 
 def test_a_folder_anyone_may_write_without_the_sticky_bit_makes_its_files_anyones(attacker, tarball, tmp_path):
-    pkg = _install(tarball, tmp_path / "private-prefix")
+    pkg = _install(tarball, _private(tmp_path))
     provider = pkg / PROVIDER
     provider.chmod(0o777)
     done = senpi_guard("apply", "--dry-run", "--root", pkg)
@@ -140,7 +146,7 @@ def test_after_a_replay_refusal_status_and_verify_name_the_refusals_fix(attacker
     """A 077 install with a package.json anyone may write: status and verify both exit 1 and their
     next step is the refusal's own fix (apply would be refused the same way), the extension's state
     being what inspection found in both."""
-    pkg = _install(tarball, tmp_path / "private-prefix")
+    pkg = _install(tarball, _private(tmp_path))
     manifest = pkg / "package.json"
     manifest.chmod(0o666)
     outputs = {command: senpi_guard(command, "--root", pkg) for command in ("status", "verify")}
