@@ -139,3 +139,59 @@ def test_what_senpi_does_not_send_is_not_sent():
     assert msg({"role": "user", "content": None}) == {"role": "user", "content": []}
     assert msg({"role": "someFutureRole", "content": "x"}) is None
     assert session.to_message({"type": "custom_message", "customType": "x"}) == {"role": "user", "content": []}
+
+
+def _compacted_session(tmp_path, summary: str, *, usage: bool = False, recorded: bool = False):
+    """u1, a1, then a compaction that keeps a1 (its summary request carries u1), then u2 and a2; with
+    `recorded`, the extension's entry for the first turn (so the session is one it recorded)."""
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"})]
+    entries = [{"type": "message", "id": "u1", "parentId": None, "message": {"role": "user", "content": "hi"}}]
+    if recorded:
+        data = {"v": 1, "patch": 12, "settings": "x", "dist": None, "messages": 1, "in": 2, "out": 2}
+        entries = [
+            {"type": "custom", "id": "e1", "parentId": None, "customType": "senpi-guard.sent", "data": data},
+            {**entries[0], "parentId": "e1"},
+        ]
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "model": "m"}
+    compaction = {"type": "compaction", "id": "k1", "parentId": "a1", "summary": summary, "firstKeptEntryId": "a1"}
+    if usage:
+        compaction["usage"] = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15}
+    entries += [
+        {"type": "message", "id": "a1", "parentId": "u1", "message": reply},
+        compaction,
+        {"type": "message", "id": "u2", "parentId": "k1", "message": {"role": "user", "content": "more"}},
+        {"type": "message", "id": "a2", "parentId": "u2", "message": reply},
+    ]
+    lines += [json.dumps({"timestamp": "t", **entry}) for entry in entries]
+    path = tmp_path / "compacted.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return session.index(path)
+
+
+def test_a_compaction_that_split_a_turn_is_two_requests(tmp_path):
+    """senpi's compact() summarises a split turn's history and its turn prefix in two requests, and
+    joins the two summaries with a fixed line: the row says two requests."""
+    plain = [t for t in session.turns(_compacted_session(tmp_path, "the story so far")) if t.kind == "compaction"]
+    split = "the story so far\n\n---\n\n**Turn Context (split turn):**\n\nthe turn began"
+    (row,) = [t for t in session.turns(_compacted_session(tmp_path, split)) if t.kind == "compaction"]
+    assert [t.requests for t in plain] == [1] and row.requests == 2
+
+
+def test_what_says_a_compactions_request_was_made(tmp_path):
+    """A compaction's request is known from the extension's entry or senpi's usage; in a session the
+    extension recorded, one it has no entry for went past it (no saving can be counted in it); with
+    nothing recorded at all, the request is assumed."""
+    from senpi_guard.audit import configuration, rows
+
+    def evidence(found, entry=None) -> str | None:
+        (turn,) = [t for t in session.turns(found) if t.kind == "compaction"]
+        recorded = any(e.custom_type == configuration.SENT_ENTRY for e in found.entries.values())
+        judge = configuration.Judge(None, recorded_by_extension=recorded)
+        with found.path.open("rb") as handle:  # (the usage senpi stored on the compaction, as replay reads it)
+            usage = session.usage_of({"message": session.read_entry(handle, found.entries["k1"], found.path)})
+        return rows.compaction_evidence(turn, {"entry": entry, "usage": usage}, judge)
+
+    assert evidence(_compacted_session(tmp_path, "s")) == "assumed"
+    assert evidence(_compacted_session(tmp_path, "s", usage=True)) == "usage"
+    assert evidence(_compacted_session(tmp_path, "s", recorded=True)) == "unseen"
+    assert evidence(_compacted_session(tmp_path, "s", recorded=True), entry={"compacting": True}) == "entry"

@@ -114,8 +114,11 @@ class Judge:
     (what a record holds beyond the counted text: system prompt, tools, framing) comes from the
     latest earlier call of the same lane that every configuration sends alike."""
 
-    def __init__(self, settings_print: str | None) -> None:
+    def __init__(self, settings_print: str | None, recorded_by_extension: bool = False) -> None:
         self.settings_print = settings_print
+        # (the session holds the extension's entries: a summary request it has none for did not go
+        # through its context handler, so the extension changed nothing in it)
+        self.recorded_by_extension = recorded_by_extension
         self.baseline: dict[str, float] = {}
         self.other_settings = 0  # calls the extension sent with settings other than the audit's
         self.ignored: Counter = Counter()  # entries that do not fit their call, by why

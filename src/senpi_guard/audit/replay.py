@@ -197,7 +197,8 @@ def audit_session(
     found = session.index(path)
     summary = Summary(server.resident_lane)
     prices = PriceBook(server.package_dir, models_json(path))
-    judge = configuration.Judge(server.settings_print)
+    recorded = any(e.custom_type == configuration.SENT_ENTRY for e in found.entries.values())
+    judge = configuration.Judge(server.settings_print, recorded_by_extension=recorded)
     server.send({"op": "reset"})
     try:
         with session.open_session(path) as handle:

@@ -59,6 +59,27 @@ def recorded_as(recorded: int | None, sizes: dict[str, int]) -> str | None:
     return matches[0] if len(matches) == 1 else "unknown" if matches else "mismatch"
 
 
+EVIDENCE = {
+    "assumed": " (assumed: nothing senpi recorded says whether it called the provider)",
+    "unseen": " (the extension recorded no such request: its summary came from an extension, or it was "
+    "sent without the context handlers; no saving is counted in it)",
+}
+SPLIT_NOTE = "; a split turn: two requests, of which the turn prefix's is not measured"
+
+
+def compaction_evidence(turn, meta: dict[str, Any], judge: configuration.Judge) -> str | None:
+    """What says a compaction's summary request was made: the extension's entry for it ("entry"),
+    senpi's usage on the compaction ("usage"), neither in a session the extension recorded
+    ("unseen"), or nothing at all ("assumed"); None for other calls."""
+    if turn.kind != "compaction":
+        return None
+    if meta["entry"] is not None:
+        return "entry"
+    if meta["usage"] is not None:
+        return "usage"
+    return "unseen" if judge.recorded_by_extension else "assumed"
+
+
 def measured_as_key(kind: str, lane: str, result: dict[str, Any]) -> str:
     if kind != "branch_summary":
         return lane
@@ -79,16 +100,23 @@ def finish(
         return
     sizes, cache = result["bytes"], result["cacheWrite"]
     lane = meta["lane"]
+    evidence = compaction_evidence(turn, meta, judge)
+    if evidence == "unseen":  # (no saving is counted in a request the extension never saw)
+        sizes = {**sizes, "extension": sizes["installed"], "both": sizes["dist"]}
+        cache = {**cache, "extension": cache.get("installed"), "both": cache.get("dist")} if cache else cache
     matches = [c for c in CONFIGS if call.payload_bytes is not None and sizes[c] == call.payload_bytes]
     row = {
         "index": turn.index,
         "entry_id": turn.entry_id,
         "call": turn.kind,
-        "call_is": CALL_KINDS[turn.kind],
+        "call_is": CALL_KINDS[turn.kind] + EVIDENCE.get(evidence, ""),
+        "requests": turn.requests,
+        "evidence": evidence,
         "provider": call.provider,
         "continuity": call.continuity,
         "sent": lane,
-        "measured_as": MEASURED_AS[measured_as_key(turn.kind, lane, result)],
+        "measured_as": MEASURED_AS[measured_as_key(turn.kind, lane, result)]
+        + (SPLIT_NOTE if turn.requests > 1 else ""),
         "bytes": sizes,
         "cache_write": cache if lane != "delta" else None,
         "unpatched_bytes": sizes["installed"],

@@ -53,6 +53,7 @@ from senpi_guard.audit.session_messages import (
 )
 from senpi_guard.errors import FatalError
 
+SPLIT_TURN = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 CONTEXT_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
 KNOWN_TYPES = CONTEXT_TYPES | {"custom", "model_change", "thinking_level_change", "label", "session_info"}
 
@@ -70,6 +71,7 @@ class Entry:
     plain: bool = False  # a user/assistant/toolResult message with content: sent as it is stored
     custom_type: str | None = None  # (a custom entry's customType)
     summary_call: bool = False  # a compaction or branch summary senpi made with a provider call
+    requests: int = 1  # provider requests behind a summary (a compaction that split a turn makes two)
 
 
 @dataclass
@@ -84,6 +86,7 @@ class Turn:
     leaf: str | None
     model: str | None
     kind: str = "turn"
+    requests: int = 1  # (a compaction that split a turn: its history's request and its turn prefix's)
 
 
 @dataclass
@@ -163,6 +166,8 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
     summary_call = summary_call and isinstance(entry.get("summary"), str) and bool(entry["summary"])
     # (a branch summary an extension's session_before_tree wrote is stored with fromHook: no request)
     summary_call = summary_call and not (kind == "branch_summary" and entry.get("fromHook") is True)
+    # (senpi's compact() joins the two summaries of a split turn with this line)
+    split = kind == "compaction" and summary_call and SPLIT_TURN in entry["summary"]
     found.entries[entry["id"]] = Entry(
         entry["id"],
         parent if isinstance(parent, str) else None,
@@ -175,6 +180,7 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         plain,
         custom_type,
         summary_call,
+        2 if split else 1,
     )
     found.order.append(entry["id"])
     return model
@@ -225,11 +231,11 @@ def _summary_turn(found: SessionIndex, entry: Entry, number: int, model: str | N
         if walked is None or kept is None:
             return None
         if kept.kind == "compaction" or kept.id not in walked[1]:  # (it keeps nothing: all of it is summarised)
-            return Turn(number, entry.id, walked[0], walked[1], entry.parent, model, "compaction")
+            return Turn(number, entry.id, walked[0], walked[1], entry.parent, model, "compaction", entry.requests)
         # (the kept entry may be one that is not in the context, e.g. a custom entry)
         before = set(walked[1][: walked[1].index(kept.id)])
         path = [i for i in walked[0] if i in before]
-        return Turn(number, entry.id, path, walked[1], kept.parent, model, "compaction")
+        return Turn(number, entry.id, path, walked[1], kept.parent, model, "compaction", entry.requests)
     return _branch_turn(found, entry, number, model)
 
 
