@@ -337,3 +337,23 @@ def test_absurd_numbers_are_not_counted_and_plans_are_subscriptions():
             None,
         )
     ] == [True, True, True, True, True, False, False, False]
+
+
+def test_an_ambiguous_call_on_a_plan_gives_its_tokens_as_a_range():
+    """A subscription pays no $, so its saving is told in tokens: a call that two configurations fit
+    equally well gives the tokens of each, as a range (as a list-price model gives dollars)."""
+    ledger = Ledger()
+    usage = money.Recorded(Tokens(input=3, output=50, cache_read=9000, cache_write=2100), 0.0)
+    plain = row(40_000, 16_000, 8000, 4000, provider="claude-sdk-oauth")
+    _priced(ledger, plain, usage, SONNET)
+    call = money.of_call(plain, usage, SONNET, "installed")
+    call["alternatives"] = [money.of_call(plain, usage, SONNET, "extension")]
+    ledger.add(plain, call, SONNET, None)
+    (plan,) = ledger.result()["by_model"]
+    spread = plan["tokens_range"]
+    low_saved, high_saved = spread["saved"]
+    # (which configuration the record is moves every figure; the saving between two, less so)
+    assert spread["ambiguous_calls"] == 1 and low_saved <= high_saved
+    assert spread["installed"][0] < spread["installed"][1] and spread["both"][0] < spread["both"][1]
+    words = " ".join(money_text.lines(ledger.result()))
+    assert f"{low_saved:,}–{high_saved:,} fewer" in words and "tokens that count against its limits" in words

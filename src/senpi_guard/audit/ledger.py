@@ -33,6 +33,29 @@ class Group:
     ambiguous: int = 0
     low: dict[str, float] = field(default_factory=lambda: dict.fromkeys([*CONFIGS, "saved"], 0.0))
     high: dict[str, float] = field(default_factory=lambda: dict.fromkeys([*CONFIGS, "saved"], 0.0))
+    # (the same in tokens, for every call: a plan pays no $, but its limits count tokens)
+    tokens_ambiguous: int = 0
+    tokens_low: dict[str, float] = field(default_factory=lambda: dict.fromkeys([*CONFIGS, "saved"], 0.0))
+    tokens_high: dict[str, float] = field(default_factory=lambda: dict.fromkeys([*CONFIGS, "saved"], 0.0))
+
+    def add_token_range(self, call: dict[str, Any]) -> None:
+        options = [call, *call.get("alternatives", ())]
+        self.tokens_ambiguous += len(options) > 1
+        for key in (*CONFIGS, "saved"):
+            values = [
+                o["tokens"]["installed"].total - o["tokens"]["both"].total if key == "saved" else o["tokens"][key].total
+                for o in options
+            ]
+            self.tokens_low[key] += min(values)
+            self.tokens_high[key] += max(values)
+
+    def tokens_range(self) -> dict[str, Any] | None:
+        if not self.tokens_ambiguous:
+            return None
+        return {
+            "ambiguous_calls": self.tokens_ambiguous,
+            **{key: [round(self.tokens_low[key]), round(self.tokens_high[key])] for key in (*CONFIGS, "saved")},
+        }
 
     def add_range(self, call: dict[str, Any]) -> None:
         options = [call, *call.get("alternatives", ())]
@@ -95,6 +118,7 @@ class Group:
             ),
             "recorded_usd": round(self.recorded_usd, 9) if self.recorded_cost_calls else None,
             "usd_range": self.usd_range(),
+            "tokens_range": self.tokens_range(),
         }
 
 
@@ -129,6 +153,7 @@ class Ledger:
             group.tokens[config] += call["tokens"][config]
             if call["usd"]:
                 group.usd[config] += call["usd"][config]
+        group.add_token_range(call)
         if call["usd"]:
             group.add_range(call)
         self.priced_calls += call["usd"] is not None

@@ -82,8 +82,13 @@ def _group(group: dict[str, Any]) -> list[str]:
             if group["subscription"]
             else "a provider senpi recorded no cost for (0 or none): it pays no list price"
         )
-        return [f"{name} ({how}) is {why}; tokens that count against its limits: {_tokens(group)}"]
+        return [
+            f"{name} ({how}) is {why}; tokens that count against its limits: {_tokens(group)}",
+            *_token_range(group),
+        ]
     lines = [f"tokens, {name} ({how}): {_tokens(group)}"]
+    if group["usd"] is None:
+        lines += _token_range(group)
     if group["usd"] is None:
         lines.append(f"  no $ figure for {group['model']}: {group['no_price']}")
         return lines
@@ -106,6 +111,17 @@ def _group(group: dict[str, Any]) -> list[str]:
             f"saved {usd(spread['saved'][0])}–{usd(spread['saved'][1])}"
         )
     return lines
+
+
+def _token_range(group: dict[str, Any]) -> list[str]:
+    spread = group.get("tokens_range")
+    if not spread:
+        return []
+    return [
+        f"  ambiguous: {spread['ambiguous_calls']} calls fit two configurations equally well; as installed "
+        f"{spread['installed'][0]:,}–{spread['installed'][1]:,} tokens, with both layers "
+        f"{spread['both'][0]:,}–{spread['both'][1]:,}, {spread['saved'][0]:,}–{spread['saved'][1]:,} fewer"
+    ]
 
 
 def lines(money: dict[str, Any] | None) -> list[str]:
