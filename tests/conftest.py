@@ -38,13 +38,13 @@ def temp_folders_laid_out_like_installs(tmp_path_factory):
         yield
         return
     base = tmp_path_factory.getbasetemp()
-    for folder in (base.parent, base):
-        folder.chmod(0o755)
     made = pytest.TempPathFactory.mktemp
 
     def mktemp(self, basename: str, numbered: bool = True) -> Path:
         path = made(self, basename, numbered)
-        path.chmod(0o755)
+        # (again each time: another pytest on this machine makes pytest-of-<user> private again)
+        for folder in (base.parent, base, path):
+            folder.chmod(0o755)
         return path
 
     pytest.TempPathFactory.mktemp = mktemp

@@ -11,6 +11,7 @@ import pytest
 from conftest import SHAPE_REL, run_cli, tree_digest, write_user_config
 
 from senpi_guard.demo import sample
+from senpi_guard.prove import mirror
 
 REL = SHAPE_REL[2]
 
@@ -161,7 +162,8 @@ def test_file_changed_between_read_and_write(npm_install, isolated_dirs):
     """A real race: the target is rewritten while apply is verifying the candidate."""
     pkg = npm_install(2)
     target = pkg / REL
-    scratch = isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify"  # where mirrors live
+    # where its mirror lives: the state dir, or as root (replayed as nobody) the shared temp folder
+    places = [isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify", mirror.shared_temp()]
     env = dict(os.environ)
     proc = subprocess.Popen(
         [sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)],
@@ -171,7 +173,7 @@ def test_file_changed_between_read_and_write(npm_install, isolated_dirs):
         env=env,
     )
     deadline = time.monotonic() + 30
-    while not (scratch.is_dir() and list(scratch.glob("senpi-guard-verify-*"))):
+    while not any(place.is_dir() and list(place.glob(f"senpi-guard-verify-{proc.pid}-*")) for place in places):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.002)
     changed = target.read_bytes().replace(b"USER:\\n", b"HUMAN:\\n")

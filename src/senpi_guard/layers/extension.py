@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -221,7 +220,7 @@ def _run_replay(
     work = store.state_dir / "verify"
     private_dirs(work)
     mirror.sweep(work)  # (what a killed run left)
-    base = Path(tempfile.gettempdir()) if owner else work  # (a folder that user can reach)
+    base = mirror.shared_temp() if owner else work  # (a folder that user can reach)
     files = {
         **{script.name: script.read_bytes() for script in patch.scripts()},  # (the checks import the span scan)
         "extension-checks.mjs": Path(patch.extension.checks).read_bytes(),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -76,7 +77,7 @@ def harness_bytes(name: str) -> bytes:
 def sweep(work_dir: Path) -> None:
     """Remove the mirrors (and check's scratch folders) of runs whose process is gone (killed ones
     included)."""
-    for base in (work_dir, Path(tempfile.gettempdir())):
+    for base in dict.fromkeys((work_dir, Path(tempfile.gettempdir()), Path("/tmp"))):
         try:
             entries = list(base.iterdir()) if base.is_dir() else []
         except OSError:
@@ -136,6 +137,23 @@ def owned_folder(base: Path, tag: str, owner: tuple[int, int] | None, fill: Call
         as_user(owner, lambda: shutil.rmtree(folder, ignore_errors=True), "removing the replay folder")
 
 
+def shared_temp() -> Path:
+    """Where another user's replay folder goes: a root-owned, sticky, world-writable temp folder
+    (any user may make a folder there, none may replace another's): TMPDIR when it is one (a
+    private TMPDIR of root's is no place another user can write), else /tmp or /var/tmp."""
+    for candidate in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        try:
+            st = os.stat(candidate)
+        except OSError:
+            continue
+        if st.st_uid == 0 and stat.S_ISDIR(st.st_mode) and st.st_mode & 0o1777 == 0o1777:
+            return Path(candidate)
+    raise FatalError(
+        "no shared temp folder (root's, sticky, world-writable: /tmp) for a replay run as another user; "
+        "restore /tmp (chmod 1777 /tmp), then retry"
+    )
+
+
 def make_private(folder: Path) -> None:
     try:
         private_dirs(folder)
@@ -172,7 +190,7 @@ def mirror(
     """`modules` are verify.ModulePair (their real_path lies lexically under package_dir); yields
     the Mirror with every module placed, and `extras` (name -> bytes) written beside the harness.
     As root for someone else, the owner makes and fills it (owned_folder)."""
-    base = Path(tempfile.gettempdir()) if owner else work_dir
+    base = shared_temp() if owner else work_dir
     make_private(work_dir)  # (root's own: the job file goes there)
     files = {**harness_files("harness.mjs"), **script_bytes(checks), "checks.mjs": checks.read_bytes()}
     files.update(extras or {})
