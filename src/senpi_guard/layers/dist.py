@@ -59,13 +59,16 @@ class Reconciler:
         self.replays = ReplayMemo(self.store.state_dir / "replays.json")
         self.cancel = cancel or threading.Event()
         self.allow_foreign_root = allow_foreign_root
+        self.overlay: dict[Path, bytes] = {}  # files seen as these bytes instead of the disk's (house.prove_others)
 
     # ---- looking -----------------------------------------------------------------------
-    def inspect(self, install: Install) -> Inspection:
+    def inspect(self, install: Install, unknown_ok: bool = False) -> Inspection:
+        """`unknown_ok` (plain revert, which needs no patch's code): a file carrying a patch that is
+        not loaded is inspected (as drifted) rather than refused."""
         if install.unsupported:
             return Inspection(install, State.UNSUPPORTED, detail=install.unsupported)
         try:
-            insp = self._inspect(install)
+            insp = self._inspect(install, unknown_ok)
         except FatalError as exc:
             return Inspection(install, State.ERROR, detail=str(exc))
         except Exception as exc:  # a bug: this install's error, the others go on
@@ -85,7 +88,7 @@ class Reconciler:
             )
         return insp
 
-    def _inspect(self, install: Install) -> Inspection:
+    def _inspect(self, install: Install, unknown_ok: bool = False) -> Inspection:
         dist = install.package_dir / "dist"
         hits, searched = self._locate(install, dist)
         found: list[TargetFile] = []
@@ -106,7 +109,7 @@ class Reconciler:
                         f"{searched} .js files); this version is not supported yet"
                     )
                 continue
-            found.append(self._target_file(install, target, located[0].path))
+            found.append(self._target_file(install, target, located[0].path, unknown_ok))
         present = {f.target.role for f in found}
         primary = next((f for f in found if f.target.required), None)
         shape = primary and self.patch.shape_of(primary.path, present)
@@ -127,10 +130,14 @@ class Reconciler:
     def remember_location(self, insp: Inspection) -> dict:
         return where.location_record(self.patch, insp)
 
-    def _target_file(self, install: Install, target: Target, path: Path) -> TargetFile:
+    def _target_file(self, install: Install, target: Target, path: Path, unknown_ok: bool = False) -> TargetFile:
         snapshot = write.read(path, install.package_dir)
+        if path in self.overlay:  # (a proof of bytes about to be written: this reconciler never writes)
+            snapshot = snapshot._replace(data=self.overlay[path], sha256=apply.sha256(self.overlay[path]))
+        if not unknown_ok:
+            house_mod.unknown_on(self, apply.read_file_header(snapshot.data), path)
         recovered = reverse.recover(snapshot.data, self.patch, self.house.by_name)
-        wanted = None if recovered.base is None else self.compose(install, path, recovered.base)
+        wanted = None if recovered.base is None else self.compose(install, path, recovered.base, snapshot.data)
         classified = classify(
             snapshot.data,
             recovered,
@@ -150,13 +157,15 @@ class Reconciler:
             classified = classified._replace(detail=f"{classified.detail}; {reshape.cost('dist', what)}", reshapes=what)
         return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified, wanted)
 
-    def compose(self, install: Install, path: Path, base: bytes, without: tuple[str, ...] = ()) -> bytes:
-        """The file wanted at `path`: its original through every patch that touches it, in order."""
-        return house_mod.compose(self, install, path, base, without)
+    def compose(
+        self, install: Install, path: Path, base: bytes, current: bytes | None, without: tuple[str, ...] = ()
+    ) -> bytes:
+        """The file wanted at `path`: its original through this patch and the others `current` carries."""
+        return house_mod.compose(self, install, path, base, current, without)
 
     def _without_me(self, install: Install, tf: TargetFile) -> bytes:
         """The file rebuilt from its original without this patch (the original, when it was alone)."""
-        return self.compose(install, tf.path, self.base_of(install, tf), without=(self.patch.name,))
+        return self.compose(install, tf.path, self.base_of(install, tf), tf.snapshot.data, without=(self.patch.name,))
 
     def base_of(self, install: Install, tf: TargetFile) -> bytes:
         """The unpatched bytes of a target: recovered from the file, else from a backup."""
@@ -207,7 +216,9 @@ class Reconciler:
             if roles is not None and tf.target.role not in roles:
                 continue
             base = self.base_of(insp.install, tf)
-            candidate = tf.wanted if tf.wanted is not None else self.compose(insp.install, tf.path, base)
+            candidate = (
+                tf.wanted if tf.wanted is not None else self.compose(insp.install, tf.path, base, tf.snapshot.data)
+            )
             pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
         return pairs
 
@@ -348,10 +359,10 @@ class Reconciler:
             first = report.failures[0] if report.failures else "no checks ran"
             raise FatalError(
                 f"verification failed, nothing was changed: {first} "
-                f"({len(report.failures)} failed of {report.checks_run} checks)"
+                f"({len(report.failures)} failed of {report.checks_run} checks){_composed_with(self, wanted)}"
             )
         # every other patch on a file about to be written is proven on the composed bytes too
-        house_mod.prove_others(self, install, (wanted[tf.target.role] for tf in to_write))
+        house_mod.prove_others(self, install, ((tf.path, wanted[tf.target.role]) for tf in to_write))
         if dry_run:
             from senpi_guard.diffview import window_diff
 
@@ -427,7 +438,7 @@ class Reconciler:
             )
         plans = [(tf, self._without_me(insp.install, tf)) for tf in ours]
         if not dry_run:  # (other patches left on a file are proven on what remains)
-            house_mod.prove_others(self, insp.install, (data for _, data in plans))
+            house_mod.prove_others(self, insp.install, ((tf.path, data) for tf, data in plans))
         for tf, base in plans if not dry_run else []:
             self._write(tf.snapshot, base)
         rels = [tf.rel for tf in ours]
@@ -500,6 +511,18 @@ def _reshape_cost(insp: Inspection) -> str:
     """What the config change costs when it alters what sent messages look like, else ""."""
     what = next((tf.classified.reshapes for tf in insp.files if tf.classified.reshapes), "")
     return reshape.cost("dist", what) if what else ""
+
+
+def _composed_with(rec: Reconciler, wanted: dict[str, bytes]) -> str:
+    """Which other patches the failed bytes carry (a failure may be theirs), else ""."""
+    others = dict.fromkeys(
+        f"{e.name} v{e.version}"
+        for data in wanted.values()
+        if (header := apply.read_file_header(data)) is not None
+        for e in header.entries
+        if e.name != rec.patch.name
+    )
+    return f" on the file composed with {', '.join(others)}" if others else ""
 
 
 def _also(text: str) -> str:
