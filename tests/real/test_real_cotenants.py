@@ -128,6 +128,8 @@ def test_a_cotenant_failing_its_own_checks_is_the_one_named(dist_only, tmp_path)
     assert result["rc"] == 1
     assert by["directive-dedupe"]["ok"] and by["prompt-stream"]["ok"], by
     assert not by["prompt-text"]["ok"] and "verification failed" in by["prompt-text"]["detail"], by
+    # (the bytes that failed carried directive-dedupe too: the line says so)
+    assert "on the file composed with directive-dedupe v12" in by["prompt-text"]["detail"], by
     assert carried(target.read_bytes()) == ("directive-dedupe", "prompt-stream")
 
 

@@ -13,21 +13,16 @@ from senpi_guard.core.patch.classify import State, classify
 from senpi_guard.core.patch.definition import Patch, Target
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
-from senpi_guard.io import store as store_mod
 from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
+from senpi_guard.layers import dist_apply, where
 from senpi_guard.layers import house as house_mod
-from senpi_guard.layers import where
+from senpi_guard.layers.dist_apply import also, reshape_cost, reused, unexpected
 from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, install_spec, overall_detail, overall_state
 from senpi_guard.prove import mirror, nodes, owners, verify
 from senpi_guard.prove.replays import ReplayMemo, replay_key
 
-# What handing an install patched by us to upstream's keep-last costs (it changes sent text).
-DEFER_COST = (
-    "hands full re-sends to upstream's keep-last dedupe, which changes what earlier messages "
-    "look like: the next full re-send of each live session misses the prompt cache once"
-)
 HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
 
 
@@ -294,7 +289,7 @@ class Reconciler:
                 result = replace(start, ok=True)
             elif insp.state == State.DRIFTED and on_drift != "rebuild":
                 result = self._report_drift(insp, start, dry_run)
-            elif keep_reshapes and (cost := _reshape_cost(insp)):
+            elif keep_reshapes and (cost := reshape_cost(insp)):
                 result = replace(
                     start, ok=True, detail=f"left as it is: {cost}; run `senpi-guard apply` to make that change"
                 )
@@ -328,135 +323,13 @@ class Reconciler:
         ]
 
     def _report_drift(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
-        kept = [] if dry_run else self._keep_drifted(insp)
-        where = f"; a copy is kept at {', '.join(kept)}" if kept else ""
-        return replace(
-            start,
-            backups=kept,
-            detail=f"{start.detail}{where}; not rebuilt (on_drift = "
-            '"report"): run `senpi-guard apply` to rebuild it from the backup',
-        )
+        return dist_apply.report_drift(self, insp, start, dry_run)
 
     def _patch(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
-        install = insp.install
-        kept = self._keep_drifted(insp) if not dry_run else []
-        pairs = self.module_pairs(insp)
-        wanted = {role: pair.candidate for role, pair in pairs.items()}
-        to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
-        if insp.state == State.CLEAN:  # a repair with nothing to repair: nothing to prove either
-            if not dry_run:  # (where its targets are, or that there are none: status trusts it next time)
-                self.store.update_install(
-                    install.package_dir, patch=self.patch.name, located=self.remember_location(insp)
-                )
-            return replace(start, ok=True, detail="nothing to repair here")
-        shas = {tf.rel: apply.sha256(wanted[tf.target.role]) for tf in insp.files}
-        if not to_write and self._verified_before(install, shas):
-            return replace(start, ok=True, after=State.PATCHED, detail="already patched and verified")
-        report = self.replay(install, pairs)
-        if not dry_run:
-            self.record_verification(insp, report, shas)
-        if not report.ok:
-            first = report.failures[0] if report.failures else "no checks ran"
-            raise FatalError(
-                f"verification failed, nothing was changed: {first} "
-                f"({len(report.failures)} failed of {report.checks_run} checks){_composed_with(self, wanted)}"
-            )
-        # every other patch on a file about to be written is proven on the composed bytes too
-        house_mod.prove_others(self, install, ((tf.path, wanted[tf.target.role]) for tf in to_write))
-        if dry_run:
-            from senpi_guard.diffview import window_diff
-
-            diff = "".join(window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role]) for tf in to_write)
-            return replace(
-                start,
-                ok=True,
-                report=report,
-                diff=diff,
-                would_write=[tf.rel for tf in to_write],
-                detail="dry run: verified, nothing written" + _also(_reshape_cost(insp)),
-            )
-        changed, backups, final = [], [], start.final_shas
-        for tf in sorted(to_write, key=lambda t: self.patch.write_rank(t.target.role)):
-            try:
-                if tf.classified.header is None:  # (a file without our header is the original, or hand-fixed)
-                    backups.append(
-                        str(
-                            self.store.save_backup(
-                                install.package_dir,
-                                install.version,
-                                tf.rel,
-                                tf.snapshot.data,
-                                apply.sha256(pairs[tf.target.role].original),
-                            )
-                        )
-                    )
-                self._write(tf.snapshot, wanted[tf.target.role])
-            except (FatalError, OSError) as exc:
-                if not changed:
-                    raise
-                return replace(
-                    start,
-                    after=State.PARTIAL,
-                    changed=changed,
-                    backups=backups,
-                    final_shas=final,
-                    detail=f"wrote {', '.join(changed)}, then stopped: {exc}; run apply again to complete it",
-                )
-            changed.append(tf.rel)
-            final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
-        detail = f"verified: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
-        detail += _also(_reshape_cost(insp))
-        if kept:
-            detail += f"; the hand-edited file was kept at {', '.join(kept)}"
-        return replace(
-            start,
-            ok=True,
-            after=State.PATCHED,
-            report=report,
-            changed=changed,
-            backups=backups + kept,
-            detail=detail,
-            final_shas=final,
-        )
+        return dist_apply.patch(self, insp, start, dry_run)
 
     def _defer(self, insp: Inspection, start: Outcome, dry_run: bool, keep_reshapes: bool = False) -> Outcome:
-        rule = f'{self.patch.defer.setting} = "{self.patch.defer.value}"'
-        hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
-        if hand:
-            return replace(
-                start,
-                detail=f"{rule}, but {', '.join(hand)} carries the hand-applied "
-                f"{self.patch.hand_fix_function}, which would run before senpi's own code; nothing "
-                f"was changed: reinstall senpi to remove it, or change {self.patch.defer.setting}",
-            )
-        ours = [tf for tf in insp.files if tf.classified.header and tf.classified.header.entry(self.patch.name)]
-        if ours and keep_reshapes:
-            return replace(
-                start,
-                ok=True,
-                detail=f"left as it is: {rule} {DEFER_COST}; run `senpi-guard apply` to make that change",
-            )
-        plans = [(tf, self._without_me(insp.install, tf)) for tf in ours]
-        if not dry_run:  # (other patches left on a file are proven on what remains)
-            house_mod.prove_others(self, insp.install, ((tf.path, data) for tf, data in plans))
-        for tf, base in plans if not dry_run else []:
-            self._write(tf.snapshot, base)
-        rels = [tf.rel for tf in ours]
-        if dry_run:
-            return replace(
-                start,
-                ok=True,
-                would_write=rels,
-                detail=f"dry run: would remove the patch "
-                f"and leave the install to senpi's own code ({rule})" + (f"; that {DEFER_COST}" if ours else ""),
-            )
-        detail = (
-            f"{rule}: removed the patch, senpi's own code is in charge ({DEFER_COST})"
-            if ours
-            else f"{rule}: left to senpi's own code"
-        )
-        final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
-        return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)
+        return dist_apply.defer(self, insp, start, dry_run, keep_reshapes)
 
     def verify(self, install: Install) -> Outcome:
         """Replay the fixtures through the installed patch (or the one apply would write)."""
@@ -468,7 +341,7 @@ class Reconciler:
             return replace(start, ok=True, detail="nothing to repair here, so nothing to replay")
         if insp.state == State.UPSTREAM:  # (as status judges it: as the config wants, nothing of ours there)
             return replace(
-                start, ok=True, detail=f"left to senpi's own code by config, so nothing to replay{_also(insp.detail)}"
+                start, ok=True, detail=f"left to senpi's own code by config, so nothing to replay{also(insp.detail)}"
             )
         began = time.monotonic()
         try:
@@ -485,7 +358,7 @@ class Reconciler:
         what = "not installed" if absent else "not as apply writes it"
         what = "the installed patch" if installed else f"{what}; the patch apply would write"
         if report.ok:
-            detail = f"{what} passed {report.checks_run} checks (node {report.node_version}{_reused(report)})"
+            detail = f"{what} passed {report.checks_run} checks (node {report.node_version}{reused(report)})"
             for name in self.patch.headline:
                 figure = (report.stats.get(name) or {}).get("headline")
                 if figure:
@@ -505,39 +378,3 @@ class Reconciler:
         from senpi_guard.layers import dist_revert
 
         return dist_revert.revert(self, install, from_edit=from_edit, alone=alone)
-
-
-def _reshape_cost(insp: Inspection) -> str:
-    """What the config change costs when it alters what sent messages look like, else ""."""
-    what = next((tf.classified.reshapes for tf in insp.files if tf.classified.reshapes), "")
-    return reshape.cost("dist", what) if what else ""
-
-
-def _composed_with(rec: Reconciler, wanted: dict[str, bytes]) -> str:
-    """Which other patches the failed bytes carry (a failure may be theirs), else ""."""
-    others = dict.fromkeys(
-        f"{e.name} v{e.version}"
-        for data in wanted.values()
-        if (header := apply.read_file_header(data)) is not None
-        for e in header.entries
-        if e.name != rec.patch.name
-    )
-    return f" on the file composed with {', '.join(others)}" if others else ""
-
-
-def _also(text: str) -> str:
-    return f"; {text}" if text else ""
-
-
-def unexpected(exc: Exception) -> str:
-    return (
-        f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store_mod.crash_log(exc)}; "
-        "please report it"
-    )
-
-
-def _reused(report: verify.VerifyReport) -> str:
-    if report.reused_from is None:
-        return ""
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.reused_from))
-    return f"; the identical replay passed at {when}"
