@@ -10,7 +10,7 @@ from senpi_guard.layers import pipeline
 SUMMARY = "restore the original bytes of every patched install and remove the extension layer"
 EXAMPLE = (
     "senpi-guard revert\n  senpi-guard revert --from-edit   # ignore backups, remove the edit\n"
-    "  senpi-guard revert --patch hand-fix-hooks   # only that patch: files it shares are rebuilt without it"
+    "  senpi-guard revert --patch hand-fix-hooks   # only that patch comes off"
 )
 EXITS = "0 every install is back to its original bytes (or was never patched); 1 anything else"
 
