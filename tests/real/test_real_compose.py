@@ -174,7 +174,7 @@ def test_an_install_patched_by_the_last_release_recomposes_and_reverts_byte_exac
     assert old_format.count(b"// senpi-guard: directive-dedupe v") == 1
     env = extra(*names)
     applied = run("apply", "--root", pkg, env=env)
-    assert applied["rc"] == 0, applied
+    assert applied["rc"] == 0, failed(applied)
     check_composed(target, names, originals[target])
     verified = run("verify", "--root", pkg, env=env)
     assert verified["rc"] == 0, verified

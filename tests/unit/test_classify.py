@@ -65,3 +65,23 @@ def test_every_state_is_documented_with_what_to_do(state):
     assert state.value in documented, f"the README's state table has no row for {state.value!r}"
     settled = state in SETTLED
     assert settled == documented[state.value].startswith("nothing"), documented[state.value]
+
+
+def test_a_stale_detail_names_what_differs():
+    patched = apply.render(PATCH, CONFIG, TARGET, BASE, "x.js")
+    older = patched.replace(f"v{PATCH.version} (role=".encode(), b"v1 (role=")
+    found = reverse.recover(older, PATCH)
+    detail = classify(older, found, patched, PATCH.version, PATCH.config_digest(CONFIG)).detail
+    assert f"an older version of directive-dedupe (v1; this senpi-guard writes v{PATCH.version})" in detail
+    # another patch's entry differs: the detail names it, not every patch on the file
+    other = apply.FileHeader((apply.Header("directive-dedupe", PATCH.version, "prompt", "0" * 64, "1" * 16),), "0" * 64)
+    wanted = apply.FileHeader(
+        (apply.Header("directive-dedupe", PATCH.version, "prompt", "0" * 64, "2" * 16),), "0" * 64
+    )
+    from senpi_guard.core.patch.classify import _differs
+
+    assert _differs(other, wanted) == "directive-dedupe has other settings than wanted"
+    assert "prompt-text is wanted but not on it" in _differs(
+        other,
+        apply.FileHeader((*wanted.entries, apply.Header("prompt-text", 1, "bridge", "0" * 64, "3" * 16)), "0" * 64),
+    )

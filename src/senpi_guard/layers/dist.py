@@ -13,21 +13,16 @@ from senpi_guard.core.patch.classify import State, classify
 from senpi_guard.core.patch.definition import Patch, Target
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
-from senpi_guard.io import store as store_mod
 from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
+from senpi_guard.layers import dist_apply, where
 from senpi_guard.layers import house as house_mod
-from senpi_guard.layers import where
+from senpi_guard.layers.dist_apply import also, reshape_cost, reused, unexpected
 from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, install_spec, overall_detail, overall_state
 from senpi_guard.prove import mirror, nodes, owners, verify
 from senpi_guard.prove.replays import ReplayMemo, replay_key
 
-# What handing an install patched by us to upstream's keep-last costs (it changes sent text).
-DEFER_COST = (
-    "hands full re-sends to upstream's keep-last dedupe, which changes what earlier messages "
-    "look like: the next full re-send of each live session misses the prompt cache once"
-)
 HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
 
 
@@ -59,13 +54,16 @@ class Reconciler:
         self.replays = ReplayMemo(self.store.state_dir / "replays.json")
         self.cancel = cancel or threading.Event()
         self.allow_foreign_root = allow_foreign_root
+        self.overlay: dict[Path, bytes] = {}  # files seen as these bytes instead of the disk's (house.prove_others)
 
     # ---- looking -----------------------------------------------------------------------
-    def inspect(self, install: Install) -> Inspection:
+    def inspect(self, install: Install, unknown_ok: bool = False) -> Inspection:
+        """`unknown_ok` (plain revert, which needs no patch's code): a file carrying a patch that is
+        not loaded is inspected (as drifted) rather than refused."""
         if install.unsupported:
             return Inspection(install, State.UNSUPPORTED, detail=install.unsupported)
         try:
-            insp = self._inspect(install)
+            insp = self._inspect(install, unknown_ok)
         except FatalError as exc:
             return Inspection(install, State.ERROR, detail=str(exc))
         except Exception as exc:  # a bug: this install's error, the others go on
@@ -85,7 +83,7 @@ class Reconciler:
             )
         return insp
 
-    def _inspect(self, install: Install) -> Inspection:
+    def _inspect(self, install: Install, unknown_ok: bool = False) -> Inspection:
         dist = install.package_dir / "dist"
         hits, searched = self._locate(install, dist)
         found: list[TargetFile] = []
@@ -106,7 +104,7 @@ class Reconciler:
                         f"{searched} .js files); this version is not supported yet"
                     )
                 continue
-            found.append(self._target_file(install, target, located[0].path))
+            found.append(self._target_file(install, target, located[0].path, unknown_ok))
         present = {f.target.role for f in found}
         primary = next((f for f in found if f.target.required), None)
         shape = primary and self.patch.shape_of(primary.path, present)
@@ -127,10 +125,14 @@ class Reconciler:
     def remember_location(self, insp: Inspection) -> dict:
         return where.location_record(self.patch, insp)
 
-    def _target_file(self, install: Install, target: Target, path: Path) -> TargetFile:
+    def _target_file(self, install: Install, target: Target, path: Path, unknown_ok: bool = False) -> TargetFile:
         snapshot = write.read(path, install.package_dir)
+        if path in self.overlay:  # (a proof of bytes about to be written: this reconciler never writes)
+            snapshot = snapshot._replace(data=self.overlay[path], sha256=apply.sha256(self.overlay[path]))
+        if not unknown_ok:
+            house_mod.unknown_on(self, apply.read_file_header(snapshot.data), path)
         recovered = reverse.recover(snapshot.data, self.patch, self.house.by_name)
-        wanted = None if recovered.base is None else self.compose(install, path, recovered.base)
+        wanted = None if recovered.base is None else self.compose(install, path, recovered.base, snapshot.data)
         classified = classify(
             snapshot.data,
             recovered,
@@ -150,13 +152,15 @@ class Reconciler:
             classified = classified._replace(detail=f"{classified.detail}; {reshape.cost('dist', what)}", reshapes=what)
         return TargetFile(target, snapshot, str(path.relative_to(install.package_dir)), classified, wanted)
 
-    def compose(self, install: Install, path: Path, base: bytes, without: tuple[str, ...] = ()) -> bytes:
-        """The file wanted at `path`: its original through every patch that touches it, in order."""
-        return house_mod.compose(self, install, path, base, without)
+    def compose(
+        self, install: Install, path: Path, base: bytes, current: bytes | None, without: tuple[str, ...] = ()
+    ) -> bytes:
+        """The file wanted at `path`: its original through this patch and the others `current` carries."""
+        return house_mod.compose(self, install, path, base, current, without)
 
     def _without_me(self, install: Install, tf: TargetFile) -> bytes:
         """The file rebuilt from its original without this patch (the original, when it was alone)."""
-        return self.compose(install, tf.path, self.base_of(install, tf), without=(self.patch.name,))
+        return self.compose(install, tf.path, self.base_of(install, tf), tf.snapshot.data, without=(self.patch.name,))
 
     def base_of(self, install: Install, tf: TargetFile) -> bytes:
         """The unpatched bytes of a target: recovered from the file, else from a backup."""
@@ -207,7 +211,9 @@ class Reconciler:
             if roles is not None and tf.target.role not in roles:
                 continue
             base = self.base_of(insp.install, tf)
-            candidate = tf.wanted if tf.wanted is not None else self.compose(insp.install, tf.path, base)
+            candidate = (
+                tf.wanted if tf.wanted is not None else self.compose(insp.install, tf.path, base, tf.snapshot.data)
+            )
             pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
         return pairs
 
@@ -283,7 +289,7 @@ class Reconciler:
                 result = replace(start, ok=True)
             elif insp.state == State.DRIFTED and on_drift != "rebuild":
                 result = self._report_drift(insp, start, dry_run)
-            elif keep_reshapes and (cost := _reshape_cost(insp)):
+            elif keep_reshapes and (cost := reshape_cost(insp)):
                 result = replace(
                     start, ok=True, detail=f"left as it is: {cost}; run `senpi-guard apply` to make that change"
                 )
@@ -317,135 +323,13 @@ class Reconciler:
         ]
 
     def _report_drift(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
-        kept = [] if dry_run else self._keep_drifted(insp)
-        where = f"; a copy is kept at {', '.join(kept)}" if kept else ""
-        return replace(
-            start,
-            backups=kept,
-            detail=f"{start.detail}{where}; not rebuilt (on_drift = "
-            '"report"): run `senpi-guard apply` to rebuild it from the backup',
-        )
+        return dist_apply.report_drift(self, insp, start, dry_run)
 
     def _patch(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
-        install = insp.install
-        kept = self._keep_drifted(insp) if not dry_run else []
-        pairs = self.module_pairs(insp)
-        wanted = {role: pair.candidate for role, pair in pairs.items()}
-        to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
-        if insp.state == State.CLEAN:  # a repair with nothing to repair: nothing to prove either
-            if not dry_run:  # (where its targets are, or that there are none: status trusts it next time)
-                self.store.update_install(
-                    install.package_dir, patch=self.patch.name, located=self.remember_location(insp)
-                )
-            return replace(start, ok=True, detail="nothing to repair here")
-        shas = {tf.rel: apply.sha256(wanted[tf.target.role]) for tf in insp.files}
-        if not to_write and self._verified_before(install, shas):
-            return replace(start, ok=True, after=State.PATCHED, detail="already patched and verified")
-        report = self.replay(install, pairs)
-        if not dry_run:
-            self.record_verification(insp, report, shas)
-        if not report.ok:
-            first = report.failures[0] if report.failures else "no checks ran"
-            raise FatalError(
-                f"verification failed, nothing was changed: {first} "
-                f"({len(report.failures)} failed of {report.checks_run} checks)"
-            )
-        # every other patch on a file about to be written is proven on the composed bytes too
-        house_mod.prove_others(self, install, (wanted[tf.target.role] for tf in to_write))
-        if dry_run:
-            from senpi_guard.diffview import window_diff
-
-            diff = "".join(window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role]) for tf in to_write)
-            return replace(
-                start,
-                ok=True,
-                report=report,
-                diff=diff,
-                would_write=[tf.rel for tf in to_write],
-                detail="dry run: verified, nothing written" + _also(_reshape_cost(insp)),
-            )
-        changed, backups, final = [], [], start.final_shas
-        for tf in sorted(to_write, key=lambda t: self.patch.write_rank(t.target.role)):
-            try:
-                if tf.classified.header is None:  # (a file without our header is the original, or hand-fixed)
-                    backups.append(
-                        str(
-                            self.store.save_backup(
-                                install.package_dir,
-                                install.version,
-                                tf.rel,
-                                tf.snapshot.data,
-                                apply.sha256(pairs[tf.target.role].original),
-                            )
-                        )
-                    )
-                self._write(tf.snapshot, wanted[tf.target.role])
-            except (FatalError, OSError) as exc:
-                if not changed:
-                    raise
-                return replace(
-                    start,
-                    after=State.PARTIAL,
-                    changed=changed,
-                    backups=backups,
-                    final_shas=final,
-                    detail=f"wrote {', '.join(changed)}, then stopped: {exc}; run apply again to complete it",
-                )
-            changed.append(tf.rel)
-            final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
-        detail = f"verified: {report.checks_run} checks passed (node {report.node_version}{_reused(report)})"
-        detail += _also(_reshape_cost(insp))
-        if kept:
-            detail += f"; the hand-edited file was kept at {', '.join(kept)}"
-        return replace(
-            start,
-            ok=True,
-            after=State.PATCHED,
-            report=report,
-            changed=changed,
-            backups=backups + kept,
-            detail=detail,
-            final_shas=final,
-        )
+        return dist_apply.patch(self, insp, start, dry_run)
 
     def _defer(self, insp: Inspection, start: Outcome, dry_run: bool, keep_reshapes: bool = False) -> Outcome:
-        rule = f'{self.patch.defer.setting} = "{self.patch.defer.value}"'
-        hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
-        if hand:
-            return replace(
-                start,
-                detail=f"{rule}, but {', '.join(hand)} carries the hand-applied "
-                f"{self.patch.hand_fix_function}, which would run before senpi's own code; nothing "
-                f"was changed: reinstall senpi to remove it, or change {self.patch.defer.setting}",
-            )
-        ours = [tf for tf in insp.files if tf.classified.header and tf.classified.header.entry(self.patch.name)]
-        if ours and keep_reshapes:
-            return replace(
-                start,
-                ok=True,
-                detail=f"left as it is: {rule} {DEFER_COST}; run `senpi-guard apply` to make that change",
-            )
-        plans = [(tf, self._without_me(insp.install, tf)) for tf in ours]
-        if not dry_run:  # (other patches left on a file are proven on what remains)
-            house_mod.prove_others(self, insp.install, (data for _, data in plans))
-        for tf, base in plans if not dry_run else []:
-            self._write(tf.snapshot, base)
-        rels = [tf.rel for tf in ours]
-        if dry_run:
-            return replace(
-                start,
-                ok=True,
-                would_write=rels,
-                detail=f"dry run: would remove the patch "
-                f"and leave the install to senpi's own code ({rule})" + (f"; that {DEFER_COST}" if ours else ""),
-            )
-        detail = (
-            f"{rule}: removed the patch, senpi's own code is in charge ({DEFER_COST})"
-            if ours
-            else f"{rule}: left to senpi's own code"
-        )
-        final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
-        return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)
+        return dist_apply.defer(self, insp, start, dry_run, keep_reshapes)
 
     def verify(self, install: Install) -> Outcome:
         """Replay the fixtures through the installed patch (or the one apply would write)."""
@@ -457,7 +341,7 @@ class Reconciler:
             return replace(start, ok=True, detail="nothing to repair here, so nothing to replay")
         if insp.state == State.UPSTREAM:  # (as status judges it: as the config wants, nothing of ours there)
             return replace(
-                start, ok=True, detail=f"left to senpi's own code by config, so nothing to replay{_also(insp.detail)}"
+                start, ok=True, detail=f"left to senpi's own code by config, so nothing to replay{also(insp.detail)}"
             )
         began = time.monotonic()
         try:
@@ -474,7 +358,7 @@ class Reconciler:
         what = "not installed" if absent else "not as apply writes it"
         what = "the installed patch" if installed else f"{what}; the patch apply would write"
         if report.ok:
-            detail = f"{what} passed {report.checks_run} checks (node {report.node_version}{_reused(report)})"
+            detail = f"{what} passed {report.checks_run} checks (node {report.node_version}{reused(report)})"
             for name in self.patch.headline:
                 figure = (report.stats.get(name) or {}).get("headline")
                 if figure:
@@ -494,27 +378,3 @@ class Reconciler:
         from senpi_guard.layers import dist_revert
 
         return dist_revert.revert(self, install, from_edit=from_edit, alone=alone)
-
-
-def _reshape_cost(insp: Inspection) -> str:
-    """What the config change costs when it alters what sent messages look like, else ""."""
-    what = next((tf.classified.reshapes for tf in insp.files if tf.classified.reshapes), "")
-    return reshape.cost("dist", what) if what else ""
-
-
-def _also(text: str) -> str:
-    return f"; {text}" if text else ""
-
-
-def unexpected(exc: Exception) -> str:
-    return (
-        f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store_mod.crash_log(exc)}; "
-        "please report it"
-    )
-
-
-def _reused(report: verify.VerifyReport) -> str:
-    if report.reused_from is None:
-        return ""
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.reused_from))
-    return f"; the identical replay passed at {when}"

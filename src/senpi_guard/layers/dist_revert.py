@@ -19,7 +19,7 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False,
     """Give the install its original bytes and hold it there: the watcher leaves a held
     install alone until `apply` lifts the hold. `alone` (`revert --patch`): only this patch comes
     off; a file other patches share is rebuilt from its original without it."""
-    insp = reconciler.inspect(install)
+    insp = reconciler.inspect(install, unknown_ok=not alone)
     start = Outcome.of(insp)
     if insp.state in (State.UNSUPPORTED, State.ERROR):
         return start
@@ -31,6 +31,10 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False,
         return replace(start, detail=str(exc))
     except Exception as exc:  # a bug: this install's error, the others go on
         return replace(start, detail=unexpected(exc))
+    # a hand-edited file is kept aside before it is rewritten (as apply does)
+    kept = reconciler._keep_drifted(replace(insp, files=tuple(tf for tf, _ in plans)))
+    if kept:
+        how = [*how, f"the hand-edited file was kept at {', '.join(kept)}"]
     changed = []
     for tf, data in sorted(plans, key=lambda p: -reconciler.patch.write_rank(p[0].target.role)):
         reconciler._write(tf.snapshot, data)
@@ -42,7 +46,7 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False,
         ok=True,
         after=reconciler.inspect(install).state,
         changed=changed,
-        backups=backups,
+        backups=backups + kept,
         final_shas=final,
         detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert",
     )
@@ -56,12 +60,13 @@ def _rebuild_without(reconciler: Reconciler, insp: Inspection, plans: list, how:
     for (tf, original), line in zip(plans, how, strict=True):
         if tf.classified.header.entry(name) is None:
             continue
-        rebuilt = reconciler.compose(insp.install, tf.path, reconciler.base_of(insp.install, tf), without=(name,))
+        base = reconciler.base_of(insp.install, tf)
+        rebuilt = reconciler.compose(insp.install, tf.path, base, tf.snapshot.data, without=(name,))
         if rebuilt == original:
             kept.append((tf, original))
             said.append(line)
             continue
-        others = house.prove_others(reconciler, insp.install, [rebuilt])
+        others = house.prove_others(reconciler, insp.install, [(tf.path, rebuilt)])
         kept.append((tf, rebuilt))
         said.append(f"{tf.path.name}: rebuilt from the original without {name} ({', '.join(others)} stay on it)")
     return kept, said

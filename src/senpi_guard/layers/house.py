@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from senpi_guard.core import jssyntax
-from senpi_guard.core.patch import apply
+from senpi_guard.core.patch import apply, reshape
 from senpi_guard.core.patch.classify import State
 from senpi_guard.core.patch.definition import Patch, load_all
+from senpi_guard.core.patch.extra import EXTRA_PATCHES
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
-from senpi_guard.layers import where
 
 if TYPE_CHECKING:
     from senpi_guard.layers.dist import Reconciler
@@ -41,45 +41,87 @@ class House:
     def with_patch(self, patch: Patch) -> House:
         return self if self.by_name.get(patch.name) is patch else House([*self.by_name.values(), patch])
 
-    def steps(self, base: bytes, config: Config, skip: Callable[[Patch], bool]) -> list[apply.Step]:
-        """Each patch's target that `base` defines (and exports), in order."""
+    def steps(
+        self, base: bytes, config_of: Callable[[Patch], Config], skip: Callable[[Patch], bool]
+    ) -> list[apply.Step]:
+        """Each patch's target that `base` defines (and exports), in order, with its settings."""
         mentioned = [(p, t) for p in self.patches if not skip(p) for t in p.targets if t.function.encode() in base]
         if not mentioned:
             return []
         try:
             tree = jssyntax.parse(base)
         except jssyntax.JsSyntaxError:
-            return [apply.Step(p, t, config) for p, t in mentioned]  # (the edit says where it breaks)
-        return [apply.Step(p, t, config) for p, t in mentioned if jssyntax.find_definitions(tree, t.function)]
+            return [apply.Step(p, t, config_of(p)) for p, t in mentioned]  # (the edit says where it breaks)
+        return [apply.Step(p, t, config_of(p)) for p, t in mentioned if jssyntax.find_definitions(tree, t.function)]
 
 
-def compose(rec: Reconciler, install: Install, path: Path, base: bytes, without: Sequence[str] = ()) -> bytes:
-    """The file `rec`'s patch wants at `path`: its original `base` through every patch of the house
-    that touches it and is wanted on this install (but those named in `without`)."""
-
-    def skip(patch: Patch) -> bool:
-        return patch.name in without or (patch.name != rec.patch.name and deferred(rec, patch, install))
-
-    steps = rec.house.steps(base, rec.config, skip)
+def compose(
+    rec: Reconciler, install: Install, path: Path, base: bytes, current: bytes | None, without: Sequence[str] = ()
+) -> bytes:
+    """The file `rec`'s patch wants at `path`: its original `base` through `rec`'s patch (but when
+    named in `without`) and every other patch the file's `current` bytes carry, each exactly as
+    their header records it (its version and settings): only a patch's own run adds, removes,
+    upgrades or re-sets it. A patch the file carries that cannot be rendered as recorded is refused."""
+    configs = {rec.patch.name: rec.config}
+    header = apply.read_file_header(current) if current is not None else None
+    for entry in header.entries if header else ():
+        if entry.name != rec.patch.name and entry.name not in without:
+            configs[entry.name] = recorded_config(rec, entry, current, path)
+    steps = rec.house.steps(
+        base, lambda patch: configs[patch.name], lambda patch: patch.name in without or patch.name not in configs
+    )
     return apply.compose(base, steps, str(path), own=rec.patch.name)[0]
 
 
-def deferred(rec: Reconciler, patch: Patch, install: Install) -> bool:
-    """Whether the config leaves this install to senpi's own code for `patch` (its defer rule)."""
-    if patch.defer is None:
-        return False
-    hits, _ = where.locate_targets(patch, rec.store, install, install.package_dir / "dist", rec.quick_locate)
-    present = {t.role for t in patch.targets if len(hits[t.function]) == 1}
-    return patch.deferred(rec.config, present)
+def unknown_on(rec: Reconciler, header: apply.FileHeader | None, path: Path) -> None:
+    """Refuse a file whose header names a patch senpi-guard has not loaded: rebuilding it would
+    drop that patch's edit."""
+    unknown = [name for name in (header.names if header else ()) if name not in rec.house.by_name]
+    if unknown:
+        raise FatalError(
+            f"{path} is patched by {unknown[0]}, which this senpi-guard does not have loaded; nothing was "
+            f"changed: restore that patch's folder (or ${EXTRA_PATCHES}), or run `senpi-guard revert` "
+            "to give the file its original bytes"
+        )
 
 
-def sibling(rec: Reconciler, patch: Patch) -> Reconciler:
+def recorded_config(rec: Reconciler, entry: apply.Header, data: bytes, path: Path) -> Config:
+    """A config that renders patch `entry.name` exactly as the file's header records it: the
+    current one when its settings digest matches, else the settings read from the patch's own
+    region of the file. Raises when that is impossible (another version, unreadable settings)."""
+    patch = rec.house.by_name.get(entry.name)
+    if patch is None:
+        unknown_on(rec, apply.FileHeader((entry,), entry.original_sha256), path)
+    where = f"{path}: {entry.name} v{entry.version} is on this file"
+    if patch.version != entry.version:
+        raise FatalError(
+            f"{where} and this senpi-guard has v{patch.version}; {rec.patch.name} leaves the file as it is: "
+            f"run `senpi-guard apply` (its own run upgrades {entry.name})"
+        )
+    if patch.config_digest(rec.config) == entry.config_sha256:
+        return rec.config
+    slot = reshape.slot_in(apply.region_of(data, entry.name) or b"")
+    names = {s.name for s in patch.settings_schema}
+    if slot is not None:
+        candidate = rec.config.with_patch(patch.name, **{k: v for k, v in slot.items() if k in names})
+        try:
+            if patch.config_digest(candidate) == entry.config_sha256:
+                return candidate
+        except FatalError:
+            pass
+    raise FatalError(
+        f"{where} with settings this senpi-guard cannot read back; {rec.patch.name} leaves the file as it "
+        f"is: run `senpi-guard apply` (its own run re-sets {entry.name})"
+    )
+
+
+def sibling(rec: Reconciler, patch: Patch, config: Config | None = None) -> Reconciler:
     """A Reconciler of another patch of the house, sharing `rec`'s store, replays and stop event."""
     from senpi_guard.layers.dist import Reconciler
 
     other = Reconciler(
         patch,
-        rec.config,
+        config or rec.config,
         rec.store,
         cancel=rec.cancel,
         allow_foreign_root=rec.allow_foreign_root,
@@ -90,18 +132,20 @@ def sibling(rec: Reconciler, patch: Patch) -> Reconciler:
     return other
 
 
-def prove_others(rec: Reconciler, install: Install, files: Iterable[bytes]) -> list[str]:
-    """Replay every other patch on the composed `files` (as its own run would compose them) before
-    they are written; a failure is raised, naming the patch. Returns the patches proven."""
-    names = dict.fromkeys(
-        name
-        for data in files
-        if (header := apply.read_file_header(data)) is not None
-        for name in header.names
-        if name != rec.patch.name
-    )
-    for name in names:
-        other = sibling(rec, rec.house.by_name[name])
+def prove_others(rec: Reconciler, install: Install, files: Iterable[tuple[Path, bytes]]) -> list[str]:
+    """Replay every other patch on the composed `files` (path, bytes about to be written there),
+    with the settings the file records for it, before they are written; a failure is raised,
+    naming the patch. Returns the patches proven."""
+    candidates = dict(files)
+    others: dict[str, Config] = {}
+    for path, data in candidates.items():
+        header = apply.read_file_header(data)
+        for entry in header.entries if header else ():
+            if entry.name != rec.patch.name and entry.name not in others:
+                others[entry.name] = recorded_config(rec, entry, data, path)
+    for name, config in others.items():
+        other = sibling(rec, rec.house.by_name[name], config)
+        other.overlay = candidates  # (it sees the files as they are about to be written)
         insp = other.inspect(install)
         if insp.state in (State.UNSUPPORTED, State.ERROR):
             raise FatalError(f"{name}, which shares a file with {rec.patch.name}, cannot be proven: {insp.detail}")
@@ -112,4 +156,4 @@ def prove_others(rec: Reconciler, install: Install, files: Iterable[bytes]) -> l
                 f"verification of {name} on the file it shares with {rec.patch.name} failed, nothing was "
                 f"changed: {first} ({len(report.failures)} failed of {report.checks_run} checks)"
             )
-    return list(names)
+    return list(others)

@@ -7,10 +7,17 @@ const OWN = "__testPromptBlocks";
 const CONTEXT = { systemPrompt: "", messages: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 0 }] };
 const PARTS = [{ type: "text", text: "a" }, { type: "thinking", thinking: "b" }];
 
-function outcome(call) {
+// What a call gives, in full: an async generator's (buildPromptStream's) yields are collected, a
+// promise is awaited, so a changed stream reads as a change.
+async function outcome(call) {
     try {
-        const value = call();
-        return JSON.stringify(value === undefined ? "undefined" : typeof value === "object" && !Array.isArray(value) ? typeof value : value);
+        let value = await call();
+        if (value && typeof value[Symbol.asyncIterator] === "function") {
+            const yielded = [];
+            for await (const item of value) yielded.push(item);
+            value = { yielded };
+        }
+        return JSON.stringify(value === undefined ? "undefined" : value);
     }
     catch (error) {
         return `throws ${error.message}`;
@@ -30,7 +37,7 @@ export async function replay(ctx) {
     const calls = { text: (m) => m.contentToText(PARTS, {}), blocks: (m) => m.buildPromptBlocks(CONTEXT, {}),
         stream: (m) => m.buildPromptStream([{ type: "text", text: "hi" }]) };
     for (const [name, call] of Object.entries(calls)) {
-        const [was, is] = [outcome(() => call(before)), outcome(() => call(after))];
+        const [was, is] = [await outcome(() => call(before)), await outcome(() => call(after))];
         ctx.record(role, `same-${name}`, was === is, `${was} became ${is}`);
     }
     ctx.stats[role] = { proof: "call" };

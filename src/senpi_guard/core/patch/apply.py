@@ -209,6 +209,18 @@ def read_header(source: bytes, name: str | None = None) -> Header | None:
     return header.entries[0] if name is None else header.entry(name)
 
 
+def region_of(data: bytes, name: str) -> bytes | None:
+    """Patch `name`'s payload region in a patched file (from its begin line, or its old-format
+    header, to its end line, after the file's header), or None."""
+    header = FILE_HEADER_RE.search(data)
+    begin = re.compile(rb"^" + re.escape(begin_line(name).encode()) + rb"\r?$", re.MULTILINE)
+    start = begin.search(data, header.end()) if header else header_re(name).search(data)
+    if start is None:
+        return None
+    end = re.compile(rb"^" + re.escape(end_line(name).encode()) + rb"\r?$", re.MULTILINE).search(data, start.end())
+    return None if end is None else data[start.start() : end.end()]
+
+
 def check_function_shape(where: str, definition: FunctionDef, needs_param: bool, wraps_returns: bool = True) -> None:
     """Refuse function shapes the edit cannot handle."""
     if definition.is_generator:

@@ -61,7 +61,16 @@ def classify(
         return Classified(
             State.UNPATCHED, found.base, header, f"patched by {', '.join(header.names)}; apply adds {patch_name}"
         )
-    if mine.version != patch_version or mine.config_sha256 != config_digest:
+    if mine.version != patch_version:
+        which = "an older" if mine.version < patch_version else "another"
+        return Classified(
+            State.STALE,
+            found.base,
+            header,
+            f"patched by {which} version of {mine.name} (v{mine.version}; this senpi-guard writes "
+            f"v{patch_version}); apply re-patches it from the original",
+        )
+    if mine.config_sha256 != config_digest:
         return Classified(
             State.STALE,
             found.base,
@@ -74,11 +83,23 @@ def classify(
         )
     composed = read_file_header(wanted) if wanted is not None else None
     if composed is None or composed.names != header.names or composed.entries != header.entries:
-        now = ", ".join(composed.names) if composed else "none"
-        return Classified(
-            State.STALE,
-            found.base,
-            header,
-            f"patched by {', '.join(header.names)}; the patches wanted on it are {now}: apply rebuilds it",
-        )
+        return Classified(State.STALE, found.base, header, f"{_differs(header, composed)}: apply rebuilds it")
     return Classified(State.DRIFTED, found.base, header, "the senpi-guard edit was changed by hand")
+
+
+def _differs(header: FileHeader, wanted: FileHeader | None) -> str:
+    """The entries of the file's header that differ from those wanted on it, in words."""
+    now = {e.name: e for e in wanted.entries} if wanted else {}
+    said = []
+    for entry in header.entries:
+        other = now.get(entry.name)
+        if other is None:
+            said.append(f"{entry.name} is on it but not wanted")
+        elif other.version != entry.version:
+            said.append(f"{entry.name} is v{entry.version}, v{other.version} is wanted")
+        elif other != entry:
+            said.append(f"{entry.name} has other settings than wanted")
+    said += [f"{name} is wanted but not on it" for name in now if header.entry(name) is None]
+    if not said:
+        said.append(f"its patches are in another order than {', '.join(now)}")
+    return "; ".join(said)

@@ -1,0 +1,208 @@
+"""What `Reconciler.reconcile` does once it knows what an install needs: patch it (prove, then
+write each file, backups first), hand it to senpi's own code (defer), or report its drift."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from senpi_guard.core.patch import apply, reshape
+from senpi_guard.core.patch.classify import State
+from senpi_guard.errors import FatalError
+from senpi_guard.io import store as store_mod
+from senpi_guard.layers import house as house_mod
+from senpi_guard.layers.findings import Inspection, Outcome
+from senpi_guard.prove import verify
+
+if TYPE_CHECKING:
+    from senpi_guard.layers.dist import Reconciler
+
+# What handing an install patched by us to upstream's keep-last costs (it changes sent text).
+DEFER_COST = (
+    "hands full re-sends to upstream's keep-last dedupe, which changes what earlier messages "
+    "look like: the next full re-send of each live session misses the prompt cache once"
+)
+
+
+def report_drift(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+    kept = [] if dry_run else rec._keep_drifted(insp)
+    where = f"; a copy is kept at {', '.join(kept)}" if kept else ""
+    return replace(
+        start,
+        backups=kept,
+        detail=f"{start.detail}{where}; not rebuilt (on_drift = "
+        '"report"): run `senpi-guard apply` to rebuild it from the backup',
+    )
+
+
+def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
+    install = insp.install
+    kept = rec._keep_drifted(insp) if not dry_run else []
+    pairs = rec.module_pairs(insp)
+    wanted = {role: pair.candidate for role, pair in pairs.items()}
+    to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
+    if insp.state == State.CLEAN:  # a repair with nothing to repair: nothing to prove either
+        if not dry_run:  # (where its targets are, or that there are none: status trusts it next time)
+            rec.store.update_install(install.package_dir, patch=rec.patch.name, located=rec.remember_location(insp))
+        return replace(start, ok=True, detail="nothing to repair here")
+    shas = {tf.rel: apply.sha256(wanted[tf.target.role]) for tf in insp.files}
+    if not to_write and rec._verified_before(install, shas):
+        return replace(start, ok=True, after=State.PATCHED, detail="already patched and verified")
+    report = rec.replay(install, pairs)
+    if not dry_run:
+        rec.record_verification(insp, report, shas)
+    if not report.ok:
+        first = report.failures[0] if report.failures else "no checks ran"
+        raise FatalError(
+            f"verification failed, nothing was changed: {first} "
+            f"({len(report.failures)} failed of {report.checks_run} checks){composed_with(rec, wanted)}"
+        )
+    # every other patch on a file about to be written is proven on the composed bytes too
+    house_mod.prove_others(rec, install, ((tf.path, wanted[tf.target.role]) for tf in to_write))
+    if dry_run:
+        from senpi_guard.diffview import window_diff
+
+        diff = "".join(window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role]) for tf in to_write)
+        return replace(
+            start,
+            ok=True,
+            report=report,
+            diff=diff,
+            would_write=[tf.rel for tf in to_write],
+            detail="dry run: verified, nothing written" + also(reshape_cost(insp)),
+        )
+    written = write_files(rec, insp, start, sorted(to_write, key=lambda t: rec.patch.write_rank(t.target.role)), pairs)
+    if isinstance(written, Outcome):  # (stopped after a first write)
+        return written
+    changed, backups, final = written
+    detail = f"verified: {report.checks_run} checks passed (node {report.node_version}{reused(report)})"
+    detail += also(reshape_cost(insp))
+    if kept:
+        detail += f"; the hand-edited file was kept at {', '.join(kept)}"
+    return replace(
+        start,
+        ok=True,
+        after=State.PATCHED,
+        report=report,
+        changed=changed,
+        backups=backups + kept,
+        detail=detail,
+        final_shas=final,
+    )
+
+
+def write_files(
+    rec: Reconciler, insp: Inspection, start: Outcome, to_write: list, pairs: dict
+) -> Outcome | tuple[list[str], list[str], dict[str, str]]:
+    """Write each file its wanted bytes in turn (a backup of a file without our header first); a
+    failure after the first write is a partial outcome saying what was written; else what was
+    written, the backups made and the files' new sha256s."""
+    install = insp.install
+    wanted = {role: pair.candidate for role, pair in pairs.items()}
+    changed, backups, final = [], [], start.final_shas
+    for tf in to_write:
+        try:
+            if tf.classified.header is None:  # (a file without our header is the original, or hand-fixed)
+                backups.append(
+                    str(
+                        rec.store.save_backup(
+                            install.package_dir,
+                            install.version,
+                            tf.rel,
+                            tf.snapshot.data,
+                            apply.sha256(pairs[tf.target.role].original),
+                        )
+                    )
+                )
+            rec._write(tf.snapshot, wanted[tf.target.role])
+        except (FatalError, OSError) as exc:
+            if not changed:
+                raise
+            return replace(
+                start,
+                after=State.PARTIAL,
+                changed=changed,
+                backups=backups,
+                final_shas=final,
+                detail=f"wrote {', '.join(changed)}, then stopped: {exc}; run apply again to complete it",
+            )
+        changed.append(tf.rel)
+        final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
+    return changed, backups, final
+
+
+def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep_reshapes: bool = False) -> Outcome:
+    rule = f'{rec.patch.defer.setting} = "{rec.patch.defer.value}"'
+    hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
+    if hand:
+        return replace(
+            start,
+            detail=f"{rule}, but {', '.join(hand)} carries the hand-applied "
+            f"{rec.patch.hand_fix_function}, which would run before senpi's own code; nothing "
+            f"was changed: reinstall senpi to remove it, or change {rec.patch.defer.setting}",
+        )
+    ours = [tf for tf in insp.files if tf.classified.header and tf.classified.header.entry(rec.patch.name)]
+    if ours and keep_reshapes:
+        return replace(
+            start,
+            ok=True,
+            detail=f"left as it is: {rule} {DEFER_COST}; run `senpi-guard apply` to make that change",
+        )
+    plans = [(tf, rec._without_me(insp.install, tf)) for tf in ours]
+    if not dry_run:  # (other patches left on a file are proven on what remains)
+        house_mod.prove_others(rec, insp.install, ((tf.path, data) for tf, data in plans))
+    for tf, base in plans if not dry_run else []:
+        rec._write(tf.snapshot, base)
+    rels = [tf.rel for tf in ours]
+    if dry_run:
+        return replace(
+            start,
+            ok=True,
+            would_write=rels,
+            detail=f"dry run: would remove the patch "
+            f"and leave the install to senpi's own code ({rule})" + (f"; that {DEFER_COST}" if ours else ""),
+        )
+    detail = (
+        f"{rule}: removed the patch, senpi's own code is in charge ({DEFER_COST})"
+        if ours
+        else f"{rule}: left to senpi's own code"
+    )
+    final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
+    return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)
+
+
+def reshape_cost(insp: Inspection) -> str:
+    """What the config change costs when it alters what sent messages look like, else ""."""
+    what = next((tf.classified.reshapes for tf in insp.files if tf.classified.reshapes), "")
+    return reshape.cost("dist", what) if what else ""
+
+
+def composed_with(rec: Reconciler, wanted: dict[str, bytes]) -> str:
+    """Which other patches the failed bytes carry (a failure may be theirs), else ""."""
+    others = dict.fromkeys(
+        f"{e.name} v{e.version}"
+        for data in wanted.values()
+        if (header := apply.read_file_header(data)) is not None
+        for e in header.entries
+        if e.name != rec.patch.name
+    )
+    return f" on the file composed with {', '.join(others)}" if others else ""
+
+
+def also(text: str) -> str:
+    return f"; {text}" if text else ""
+
+
+def unexpected(exc: Exception) -> str:
+    return (
+        f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store_mod.crash_log(exc)}; "
+        "please report it"
+    )
+
+
+def reused(report: verify.VerifyReport) -> str:
+    if report.reused_from is None:
+        return ""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.reused_from))
+    return f"; the identical replay passed at {when}"
