@@ -266,3 +266,14 @@ def senpi_guard(
         env={**os.environ, **(env or {})},
         check=False,
     )
+
+
+def audit_report(full_senpi, session: Path) -> tuple[list[dict], dict, str]:
+    """audit of a session with the installed senpi's code: the --json report's rows and summary,
+    and the text report (-v)."""
+    result = senpi_guard("audit", "--root", full_senpi.package_dir, "--json", session)
+    assert result.returncode == 0, result.stderr
+    (report,) = json.loads(result.stdout)["sessions"]
+    text = senpi_guard("audit", "--root", full_senpi.package_dir, "-v", session)
+    assert text.returncode == 0, text.stderr
+    return report["turns"], report["summary"], text.stdout

@@ -9,7 +9,6 @@ import pwd
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,15 +39,6 @@ def give_to(user: pwd.struct_passwd, *roots: Path) -> None:
     for root in roots:
         for path in [root, *root.rglob("*")]:
             os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
-
-
-@pytest.fixture
-def open_dir():
-    """A folder the other user can reach (pytest's own temp folders are root's alone)."""
-    folder = Path(tempfile.mkdtemp(prefix="senpi-guard-hostile-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

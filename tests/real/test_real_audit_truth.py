@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write_user_config
-from realsenpi import SUPPORT, RealSenpi, read_jsonl, senpi_guard
+from realsenpi import SUPPORT, RealSenpi, audit_report, read_jsonl, senpi_guard
 from test_real_inside import PATCH, Rpc
 
 from senpi_guard.io.config import Config
@@ -55,15 +55,6 @@ def billed(user: RealSenpi) -> list[dict]:
 
 def dollars(call: dict) -> float:
     return call["usage"]["cost"]["total"]
-
-
-def audit(full_senpi, session: Path) -> tuple[list[dict], dict, str]:
-    result = senpi_guard("audit", "--root", full_senpi.package_dir, "--json", session)
-    assert result.returncode == 0, result.stderr
-    (report,) = json.loads(result.stdout)["sessions"]
-    text = senpi_guard("audit", "--root", full_senpi.package_dir, "-v", session)
-    assert text.returncode == 0, text.stderr
-    return report["turns"], report["summary"], text.stdout
 
 
 def entries(session: Path) -> list[dict]:
@@ -106,8 +97,8 @@ def test_a_compactions_summary_request_is_a_row_and_its_saving_counts(full_senpi
     without, received = billed(plain), billed(guarded)
     assert len(without) == len(received) == 7  # six turns and the compaction's summary request
     (tmp_path / "calls.json").write_text(json.dumps({"plain": without, "ext": received}))
-    rows, summary, text = audit(full_senpi, guarded.session_file())
-    plain_rows, plain_summary, _ = audit(full_senpi, plain.session_file())
+    rows, summary, text = audit_report(full_senpi, guarded.session_file())
+    plain_rows, plain_summary, _ = audit_report(full_senpi, plain.session_file())
     assert len(rows) == len(plain_rows) == 7
     print("\n" + table(plain_rows, without, "without senpi-guard") + "\n" + table(rows, received, "with the extension"))
     kinds = [r["call"] for r in rows]
@@ -174,8 +165,8 @@ def test_a_guarded_session_counts_the_saving_once(full_senpi, agent, isolated_di
     assert saved > 0.3 * spent["plain"]
 
     session = guarded.session_file()
-    rows, summary, text = audit(full_senpi, session)
-    plain_rows, plain_summary, _ = audit(full_senpi, plain.session_file())
+    rows, summary, text = audit_report(full_senpi, session)
+    plain_rows, plain_summary, _ = audit_report(full_senpi, plain.session_file())
     print({"billed": spent, "audit_ext": summary["money"]["usd"], "audit_plain": plain_summary["money"]["usd"]})
     money = summary["money"]
     # the record is the extension's: as installed is derived from it, with the extension is it
@@ -192,7 +183,7 @@ def test_a_guarded_session_counts_the_saving_once(full_senpi, agent, isolated_di
 
     # the same session without the entries (as recorded before them): inferred, and said so
     older = without_entries(session, agent / "sessions" / "older" / session.name)  # (priced by its models.json)
-    rows, summary, text = audit(full_senpi, older)
+    rows, summary, text = audit_report(full_senpi, older)
     by = [(r["sent_by"]["by"], r["sent_by"]["config"]) for r in rows]
     assert by[0] == ("none", "installed") and set(by[1:]) == {("inferred", "extension")}, by
     assert abs(summary["money"]["saved_usd"]["both"] - saved) <= 0.02 * saved

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write_user_config
-from realsenpi import RealSenpi, read_jsonl, senpi_guard
+from realsenpi import RealSenpi, audit_report, read_jsonl, senpi_guard
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -26,16 +26,6 @@ SUPPORT = Path(__file__).parent / "support"
 CLAUDE = "claude-sdk-oauth/claude-sonnet-4-5"
 PRICE = {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}  # what models.json sets for priced-1
 TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite")
-
-
-def audit(full_senpi, session: Path) -> tuple[list[dict], dict, str]:
-    """The --json report's rows and summary, and the text report."""
-    result = senpi_guard("audit", "--root", full_senpi.package_dir, "--json", session)
-    assert result.returncode == 0, result.stderr
-    (report,) = json.loads(result.stdout)["sessions"]
-    text = senpi_guard("audit", "--root", full_senpi.package_dir, "-v", session)
-    assert text.returncode == 0, text.stderr
-    return report["turns"], report["summary"], text.stdout
 
 
 def recorded_usage(session: Path) -> list[dict]:
@@ -93,7 +83,7 @@ def test_claude_subscription_tokens_and_list_price_are_senpis_own(full_senpi, is
         user.extra_env.update(env)
         user.prompt(*prompts, model=CLAUDE, plugins=("directive_prepend.js",))
     usages = recorded_usage(user.session_file())
-    rows, summary, text = audit(full_senpi, user.session_file())
+    rows, summary, text = audit_report(full_senpi, user.session_file())
     assert len(rows) == len(usages) == 5
     assert {r["sent"] for r in rows} >= {"full", "delta"}
     cost = registry_cost(full_senpi.package_dir, "anthropic", "claude-sonnet-4-5")
@@ -160,7 +150,7 @@ def test_other_provider_dollars_predict_what_the_guarded_session_cost(full_senpi
     plain_usage, ext_usage = recorded_usage(plain.session_file()), recorded_usage(ext.session_file())
     assert all(u["cost"]["total"] > 0 for u in plain_usage + ext_usage)
 
-    rows, summary, text = audit(full_senpi, plain.session_file())
+    rows, summary, text = audit_report(full_senpi, plain.session_file())
     assert [r["sent"] for r in rows] == ["context"] * 5
     for row, usage in zip(rows, plain_usage, strict=True):
         assert math.isclose(row["money"]["usd"]["installed"], usage["cost"]["total"], rel_tol=1e-6)
