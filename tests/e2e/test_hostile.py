@@ -16,6 +16,7 @@ import pytest
 from conftest import SHAPE_REL, hand_patched, harness_processes, rows_of, run_cli, tree_digest, wait_for
 
 from senpi_guard.demo import sample, sample_session
+from senpi_guard.prove import mirror
 
 USER = "senpi-guard-test"
 REL = SHAPE_REL[2]
@@ -281,17 +282,23 @@ def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, i
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    wait_for(lambda: verify_dir.is_dir() and any(verify_dir.iterdir()), what="the mirror")
+
+    def mirrors() -> list[Path]:  # (its own: in the state dir, or as root replaying as nobody, in /tmp)
+        return [
+            *(verify_dir.glob(f"senpi-guard-verify-{proc.pid}-*") if verify_dir.is_dir() else ()),
+            *mirror.shared_temp().glob(f"senpi-guard-verify-{proc.pid}-*"),
+        ]
+
+    wait_for(mirrors, what="the mirror")
     replays = wait_for(lambda: harness_processes(proc.pid), what="node to be replaying")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     for orphan in replays:  # its node child outlives it (the slow replay would run 30 s more)
         os.kill(orphan, signal.SIGKILL)
-    assert any(verify_dir.iterdir())  # a kill -9 cannot clean up…
+    assert mirrors()  # a kill -9 cannot clean up…
     other = custom_package(sample.prompt_bridge_source(2), version="2026.9.3")
     assert run_cli(capsys, "verify", "--root", other)[0] == 1  # (unpatched: verify says so)
-    assert not any(verify_dir.iterdir())  # …the next run sweeps it
-    assert not list(Path("/tmp").glob(f"senpi-guard-verify-{proc.pid}-*"))
+    assert not mirrors()  # …the next run sweeps it
 
 
 def test_nothing_is_left_in_the_system_temp_dir(npm_install, capsys, monkeypatch, tmp_path):
