@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import test_real_audit_truth as truth
-from realsenpi import SUPPORT, read_jsonl, senpi_guard
-from test_real_audit_truth import ENTRY, MODEL, audit, billed, user_of
+from realsenpi import SUPPORT, audit_report, read_jsonl, senpi_guard
+from test_real_audit_truth import ENTRY, MODEL, billed, user_of
 from test_real_inside import PATCH, Rpc
 
 from senpi_guard.io.config import Config
@@ -65,7 +65,7 @@ def test_a_branch_summary_is_a_row_of_what_the_provider_received(full_senpi, age
     assert summary_entry["parentId"] == summary_entry["fromId"] == target  # (senpi stores where it went)
     received = billed(user)
     assert len(received) == 6  # five turns and the branch summary's request
-    rows, _, text = audit(full_senpi, user.session_file())
+    rows, _, text = audit_report(full_senpi, user.session_file())
     assert [r["call"] for r in rows] == ["turn"] * 3 + ["branch_summary"] + ["turn"] * 2
     row = rows[3]
     assert row["entry_id"] == summary_entry["id"] and "branch" in text
@@ -79,7 +79,8 @@ def test_a_branch_summary_is_a_row_of_what_the_provider_received(full_senpi, age
     print(f"\nbranch summary request: audit {row['bytes']['installed']} B, the provider received {sent} B")
 
 
-def audit_report(full_senpi, session: Path) -> dict:
+def audit_json(full_senpi, session: Path) -> dict:
+    """audit --json's report of one session."""
     result = senpi_guard("audit", "--root", full_senpi.package_dir, "--json", session)
     assert result.returncode == 0, result.stderr
     (report,) = json.loads(result.stdout)["sessions"]
@@ -132,16 +133,16 @@ def test_entries_that_do_not_fit_their_call_are_ignored_and_counted(full_senpi, 
             rpc.prompt(f"ulw step {i}")
         rpc.close()
         sessions[name] = user.session_file()
-    honest = audit_report(full_senpi, sessions["ext"])
+    honest = audit_json(full_senpi, sessions["ext"])
     assert [r["sent_by"]["by"] for r in honest["turns"]] == ["entry"] * 3 and ignored(honest) == 0
     # a plain session with forged entries: priced as it was sent (no saving), the entries counted
-    lie = audit_report(full_senpi, forged(sessions["plain"], "forged"))
-    truth = audit_report(full_senpi, sessions["plain"])
+    lie = audit_json(full_senpi, forged(sessions["plain"], "forged"))
+    truth = audit_json(full_senpi, sessions["plain"])
     assert all(r["sent_by"]["by"] != "entry" for r in lie["turns"]) and ignored(lie) == 3
     assert [r["sent_by"]["config"] for r in lie["turns"]] == [r["sent_by"]["config"] for r in truth["turns"]]
     assert lie["summary"]["money"]["saved_usd"] == truth["summary"]["money"]["saved_usd"]
     # a dist layer claimed for a provider it never acts on
-    dist = audit_report(full_senpi, rewritten(sessions["ext"], "dist", lambda e: e["data"].update(dist=True)))
+    dist = audit_json(full_senpi, rewritten(sessions["ext"], "dist", lambda e: e["data"].update(dist=True)))
     assert ignored(dist) == 3 and all(r["sent_by"]["config"] != "both" for r in dist["turns"])
     # malformed data: each kind counted, none trusted
     damage = {
@@ -154,6 +155,6 @@ def test_entries_that_do_not_fit_their_call_are_ignored_and_counted(full_senpi, 
         "compacting-string": lambda e: e["data"].update(compacting="false"),
     }
     for name, change in damage.items():
-        report = audit_report(full_senpi, rewritten(sessions["ext"], name, change))
+        report = audit_json(full_senpi, rewritten(sessions["ext"], name, change))
         assert ignored(report) == 3, (name, report["warnings"])
         assert all(r["sent_by"]["by"] != "entry" for r in report["turns"]), name
