@@ -193,7 +193,11 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process is (as ^C is), so every cleanup on the way runs."""
 
 
-def _terminate(_signum, _frame) -> None:
+_terminations: list[int] = []  # SIGTERMs received by this run
+
+
+def _terminate(signum, _frame) -> None:
+    _terminations.append(signum)
     raise Terminated
 
 
@@ -201,10 +205,15 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)  # (`watch` sets its own)
+    _terminations.clear()
     try:
-        return _main(argv)
+        code = _main(argv)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if _terminations and code != 143:  # raised where Python drops it (a __del__, an at-fork hook)
+        print("senpi-guard: terminated (SIGTERM) after its work had finished", file=sys.stderr)
+        return 143
+    return code
 
 
 def _main(argv: list[str] | None = None) -> int:

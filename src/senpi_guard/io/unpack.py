@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip  # noqa: F401  (imported before a fork: the child may not be able to read the stdlib)
 import os
+import signal
 import stat
 import tarfile
 import traceback
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
+
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,13 @@ def as_user(owner: tuple[int, int] | None, work: Callable[[], None], what: str =
         work()
         return
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    # ^C and SIGTERM wait while os.fork runs its at-fork hooks (logging's among them): an exception
+    # raised in a hook is printed and dropped, and the run would go on as if never stopped
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        pid = os.fork()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     if pid == 0:  # the child: drop every privilege first, then do the work, then _exit
         code = 0
         try:
