@@ -67,7 +67,7 @@ def paint(text: str, kind: str, stream=None) -> str:
 
 
 def state_text(state: str) -> str:
-    kind = "good" if state in SETTLED or state == "installed" else "bad" if state in BAD else "warn"
+    kind = "good" if state in SETTLED else "bad" if state in BAD else "warn"
     return paint(str(state), kind)
 
 

@@ -14,7 +14,7 @@ from senpi_guard import discover
 from senpi_guard.core.patch import definition
 from senpi_guard.io import config as config_mod
 from senpi_guard.io.store import Store
-from senpi_guard.keep.extension_keeper import ExtensionKeeper
+from senpi_guard.layers import pipeline
 from senpi_guard.layers.dist import Reconciler
 
 NAME = "senpi-guard-directive-dedupe.js"
@@ -80,18 +80,30 @@ def test_the_watchers_hands_leave_a_tag_change_to_apply(npm_install, capsys, iso
     before = (sha(target), extension.read_bytes())
     write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = "auto"\n')
     config = config_mod.load()
-    store = Store()
     install = discover.describe(pkg)
-    outcome = Reconciler(PATCH, config, store).reconcile(install, keep_reshapes=True)
-    assert outcome.ok and outcome.changed == [] and outcome.detail.startswith("left as it is")
-    ExtensionKeeper(store, threading.Event()).keep(PATCH, config, [install])
+
+    keeping = pipeline.Keeping()  # (what the watcher carries from one round to the next)
+
+    def watchers_round() -> list:  # (the layers' `keep` step, as the watcher runs it)
+        flow = pipeline.build([PATCH], config, Store(), cancel=threading.Event())
+        run = pipeline.Run(keeping=keeping)
+        return [result for layer in flow.layers for result in layer.keep([install], run)]
+
+    (outcome, standing) = watchers_round()
+    assert outcome.layer == "dist" and outcome.ok and outcome.changed == []
+    assert outcome.detail.startswith("left as it is")
+    assert standing.layer == "extension" and standing.standing and standing.detail.startswith("left as it is")
     assert (sha(target), extension.read_bytes()) == before
+    (again,) = watchers_round()  # a standing problem is reported once, not on every round
+    assert again.layer == "dist" and (sha(target), extension.read_bytes()) == before
 
     # the same hands do make a change that leaves sent messages alone: here, the extension removed
     extension.unlink()
-    ExtensionKeeper(store, threading.Event()).keep(PATCH, config, [install])
+    (_dist, installed) = watchers_round()
+    assert installed.ok and installed.after == "installed", installed.detail
     assert '"tags":"auto"' in extension.read_text()
-    outcome = Reconciler(PATCH, config, store).reconcile(install)  # (apply's path)
+    flow = pipeline.build([PATCH], config, Store())
+    (outcome,) = flow.run("apply", [install], pipeline.Run())[:1]  # (apply's path)
     assert outcome.ok and outcome.changed and sha(target) != before[0]
 
 

@@ -22,13 +22,12 @@ from senpi_guard.audit.prices import PriceBook
 from senpi_guard.audit.server import NodeServer
 from senpi_guard.audit.summary import Summary
 from senpi_guard.core import agentdir, locate
-from senpi_guard.core.patch.classify import State
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.demo import sample
 from senpi_guard.discover import Install, describe
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
-from senpi_guard.layers.dist import Reconciler
+from senpi_guard.layers import pipeline
 from senpi_guard.prove import nodes, verify
 from senpi_guard.prove.mirror import mirror
 
@@ -57,12 +56,9 @@ class Serializer:
         return self.node.reply()
 
 
-def _pairs(reconciler: Reconciler, install: Install) -> dict[str, verify.ModulePair]:
+def _pairs(dist: pipeline.DistLayer, install: Install) -> dict[str, verify.ModulePair]:
     """The serialiser and what runs after it (the roles the patch's [audit] names), unpatched and patched."""
-    insp = reconciler.inspect(install)
-    if insp.state in (State.ERROR, State.UNSUPPORTED):
-        raise FatalError(insp.detail)
-    return reconciler.module_pairs(insp, roles=tuple(reconciler.patch.audit.values()))
+    return dist.module_pairs(install, roles=tuple(dist.patch.audit.values()))
 
 
 def _session_functions(install: Install) -> dict[str, Path]:
@@ -97,7 +93,7 @@ def _job(
 
 
 def _chosen(
-    installs: list[Install], reconciler: Reconciler, stack: ExitStack, sample_ok: bool
+    installs: list[Install], dist: pipeline.DistLayer, stack: ExitStack, sample_ok: bool
 ) -> tuple[Install, dict[str, verify.ModulePair], str, bool]:
     """The first usable install (its module pairs, a label, and True), else a sample senpi."""
     chosen = next((i for i in installs if not i.unsupported), None)
@@ -106,7 +102,7 @@ def _chosen(
         try:
             return (
                 chosen,
-                _pairs(reconciler, chosen),
+                _pairs(dist, chosen),
                 f"senpi {chosen.version} as installed ({chosen.package_dir})",
                 True,
             )
@@ -122,7 +118,7 @@ def _chosen(
     folder.chmod(0o755)  # (as root, the replay runs as nobody, who must read the sample)
     sample.write_sample_package(folder / "pkg", 2, fillers=0)
     chosen = describe(folder / "pkg", "sample")
-    return chosen, _pairs(reconciler, chosen), label, False
+    return chosen, _pairs(dist, chosen), label, False
 
 
 @contextmanager
@@ -138,12 +134,12 @@ def serializer(
     """senpi's own serialisers, from the first usable install; with `sample_ok`, from a sample senpi
     of this project's when there is none (and the label says so) — never silently. Each step in
     node is bounded by verify_timeout; `cancel` stops it."""
-    reconciler = Reconciler(patch, config, allow_foreign_root=allow_foreign_root)
+    dist = pipeline.build([patch], config, allow_foreign_root=allow_foreign_root).dists[patch.name]
     with ExitStack() as stack:
-        chosen, pairs, label, own = _chosen(installs, reconciler, stack, sample_ok)
+        chosen, pairs, label, own = _chosen(installs, dist, stack, sample_ok)
         functions = _session_functions(chosen)
         exact = reconstruction == "senpi" or (reconstruction == "auto" and own)
-        sandbox = reconciler.sandbox(chosen, pairs)
+        sandbox = dist.sandbox(chosen, pairs)
         place = stack.enter_context(
             mirror(chosen.package_dir, list(pairs.values()), patch.checks_path, sandbox.work_dir, sandbox.owner)
         )

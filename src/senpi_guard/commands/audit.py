@@ -16,7 +16,7 @@ from senpi_guard.commands import common
 from senpi_guard.core import agentdir
 from senpi_guard.errors import FatalError, UsageError
 from senpi_guard.io import store
-from senpi_guard.layers import extension_plan
+from senpi_guard.layers import pipeline
 
 SUMMARY = "per-call prompt bytes of senpi sessions, as sent, with and without the patch"
 EXAMPLE = "senpi-guard audit --latest\n  senpi-guard audit ~/.senpi/agent/sessions/x.jsonl --json --plot turns.png"
@@ -56,7 +56,7 @@ def configure(parser) -> None:
 
 def _agent_dirs(installs) -> list[Path]:
     """Where the installs keep their sessions: each one's own agent dir (else the default one)."""
-    places = [extension_plan.placement(i) for i in installs]
+    places = [pipeline.placement(i) for i in installs]
     return list(dict.fromkeys(p.user.path for p in places if p.user is not None)) or [agentdir.default_agent_dir()]
 
 

@@ -18,8 +18,7 @@ from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
 from senpi_guard.io.store import Store
 from senpi_guard.io.unpack import Caps
-from senpi_guard.layers import extension
-from senpi_guard.layers.dist import Reconciler
+from senpi_guard.layers import pipeline
 from senpi_guard.prove import mirror
 
 SUMMARY = "pre-flight a senpi release (npm spec, tarball or folder): would every patch apply? installs nothing"
@@ -39,35 +38,30 @@ def configure(parser) -> None:
     common.add_json(parser)
 
 
-def _patch_row(patch, config, install, store: Store) -> dict[str, Any]:
-    reconciler = Reconciler(patch, config, store, reuse_stored_replays=False)
-    shape = reconciler.inspect(install).shape
-    outcome = reconciler.reconcile(install, dry_run=True)
-    report = outcome.report
+def _patch_row(patch_name: str, results: list[pipeline.Result]) -> dict[str, Any]:
+    """One patch's line of the check, from what its layers' `check` step found."""
+    dist = next((r for r in results if r.layer == "dist"), None)
+    ext = next((r for r in results if r.layer == "extension"), None)
+    report = dist.report if dist else None
     row = {
-        "patch": patch.name,
-        "shape": shape.range if shape else None,
-        "state": outcome.before,
-        "ok": outcome.ok,
-        "dist_ok": outcome.ok,
-        "would_write": outcome.would_write,
-        "detail": outcome.detail,
+        "patch": patch_name,
+        "shape": (dist.shape or None) if dist else None,
+        "state": dist.before if dist else None,
+        "ok": all(r.ok for r in results),
+        "dist_ok": dist.ok if dist else True,
+        "would_write": dist.would_write if dist else [],
+        "detail": dist.detail if dist else "",
         "checks": report.checks_run if report else 0,
         "extension": None,
     }
-    if patch.extension is not None and outcome.before not in (State.UNSUPPORTED, State.ERROR):
-        try:
-            ext = extension.replay(patch, config, patch.render_extension(config), [install], store, reuse=False)
-            row["extension"] = {
-                "ok": ext.ok,
-                "checks": ext.checks_run,
-                "host": ext.stats.get("host"),
-                "failures": [str(f) for f in ext.failures[:3]],
-            }
-            row["ok"] = row["ok"] and ext.ok
-        except FatalError as exc:
-            row["extension"] = {"ok": False, "checks": 0, "host": None, "failures": [str(exc)]}
-            row["ok"] = False
+    if ext is not None:
+        found = ext.report
+        row["extension"] = {
+            "ok": ext.ok,
+            "checks": found.checks_run if found else 0,
+            "host": found.stats.get("host") if found else None,
+            "failures": [str(f) for f in found.failures[:3]] if found else [ext.detail],
+        }
     return row
 
 
@@ -87,7 +81,7 @@ def _line(version: str, row: dict[str, Any]) -> str:
         return f"senpi {version} [{row['patch']}]: {ui.paint('BREAKS', 'bad')}: {row['detail']}{ext_text}"
     if row["state"] == State.CLEAN:
         return f"senpi {version} [{row['patch']}]: nothing to repair"
-    what = "patchable" if row["would_write"] else str(row["state"])
+    what = "patchable" if row["would_write"] else str(row["state"] or "the dist layer is off")
     return f"senpi {version} [{row['patch']}]: {shape}{what}, {row['checks']} checks passed{ext_text}"
 
 
@@ -106,7 +100,9 @@ def run(args) -> int:
         # a store of its own: records, backups and remembered replays of a release never installed
         # must not mix with the real installs' ones
         store = Store(Path(scratch) / "data", Path(scratch) / "state")
-        rows = [_patch_row(patch, config, install, store) for patch in patches]
+        flow = pipeline.build(patches, config, store, fresh_proofs=True)
+        results = flow.run("check", [install], pipeline.Run(dry_run=True))
+        rows = [_patch_row(p.name, [r for r in results if r.patch == p.name]) for p in patches]
     if args.json:
         print(
             json.dumps(

@@ -14,8 +14,6 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
 from senpi_guard.io.store import Store
 from senpi_guard.layers import pipeline
-from senpi_guard.layers.dist import Reconciler
-from senpi_guard.layers.findings import Outcome
 
 
 def add_root(parser: argparse.ArgumentParser) -> None:
@@ -78,19 +76,13 @@ def load() -> tuple[list[definition.Patch], config_mod.Config]:
     return patches, config
 
 
-def reconcilers(patches: list[definition.Patch], config: config_mod.Config, **options: Any) -> list[Reconciler]:
-    """One per patch, sharing one store (and its lock)."""
-    store = options.pop("store", None) or Store()
-    return [Reconciler(patch, config, store, **options) for patch in patches]
-
-
 def print_results(flow, as_json: bool, next_steps: bool = False) -> None:
     """What a pipeline run did: the dist layer per install, then the extension layer per agent dir."""
     outcomes, layers = flow.split()
     print_outcomes(outcomes, as_json, next_steps=next_steps, layers=layers)
 
 
-def outcome_json(outcome: Outcome) -> dict[str, Any]:
+def outcome_json(outcome: pipeline.Outcome) -> dict[str, Any]:
     report = outcome.report
     return {
         "package_dir": str(outcome.install.package_dir),
@@ -125,7 +117,7 @@ def proven_only(result) -> bool:
     return not result.ok and result.report is not None and result.report.ok and result.after != "installed"
 
 
-def state_line(o: Outcome) -> str:
+def state_line(o: pipeline.Outcome) -> str:
     if proven_only(o):
         return f"{ui.state_text(o.before)}: {o.detail}"
     verdict = ui.paint("ok", "good") if o.ok else ui.paint("FAILED", "bad")
@@ -137,7 +129,7 @@ def state_line(o: Outcome) -> str:
 
 
 def print_outcomes(
-    outcomes: list[Outcome], as_json: bool, next_steps: bool = False, layers: list | None = None
+    outcomes: list[pipeline.Outcome], as_json: bool, next_steps: bool = False, layers: list | None = None
 ) -> None:
     """One block per install (and one per agent dir for the extension layer when it was acted on);
     `next_steps` adds what to run when an install is not as wanted."""

@@ -13,8 +13,7 @@ from senpi_guard.commands import common
 from senpi_guard.core.patch.classify import State
 from senpi_guard.demo import sample, sample_session
 from senpi_guard.discover import Install, describe
-from senpi_guard.layers import extension, extension_plan
-from senpi_guard.layers.dist import Reconciler
+from senpi_guard.layers import pipeline
 
 SUMMARY = "try senpi-guard on a throw-away sample install (needs node and npm)"
 EXAMPLE = "senpi-guard demo --keep   # keep the temp prefix to look at"
@@ -76,25 +75,33 @@ def _demo(work: Path) -> int:
     installs = [_install(work, shape) for shape in SHAPES]
     patches, config = common.load()
     patch = next(p for p in patches if p.name == DEMO_PATCH)  # what this demo shows
-    reconciler = Reconciler(patch, config)
-    befores = [reconciler.inspect(install) for install in installs]
-    _say("2. " + "; ".join(f"status of {i.version}: {b.state}" for i, b in zip(installs, befores, strict=True)))
+
+    def flow() -> pipeline.Pipeline:  # (both layers of the demo's patch, whatever the config says)
+        return pipeline.build(patches, config, all_layers=True, only=(DEMO_PATCH,))
+
+    def looked() -> list[pipeline.Result]:  # (what status would show of each sample install)
+        return [r for r in flow().run("inspect", installs, pipeline.Run()) if r.layer == "dist"]
+
+    def states(results: list[pipeline.Result]) -> str:
+        return "; ".join(f"status of {r.install.version}: {r.after}" for r in results)
+
+    _say("2. " + states(looked()))
     _say(
         "3. apply: locate buildPromptBlocks by syntax tree, wrap its return, replay the fixture "
         "contexts through the original and patched modules with node, then write atomically; then the "
         "extension layer (every provider, the delta lane too), proven through senpi's own extension "
         "runner, into a throw-away agent dir"
     )
-    agent_dir = extension_plan.placement(installs[0]).user.path
-    with reconciler.store.lock():
-        outcomes = [reconciler.reconcile(install) for install in installs]
-        layer = extension.install(patch, config, installs, reconciler.store, agent_dir)
-    common.print_outcomes(outcomes, False, layers=[layer])
-    if not all(o.ok and o.report is not None for o in outcomes) or not layer.ok:
+    applying = flow()
+    with applying.store.lock():
+        applying.run("apply", installs, pipeline.Run())
+    common.print_results(applying, False)
+    outcomes, layers = applying.split()
+    if not applying.ok or not all(o.report is not None for o in outcomes) or not layers:
         return 1
     _incidents(patch, installs, outcomes)
-    afters = [reconciler.inspect(install) for install in installs]
-    _say("5. " + "; ".join(f"status of {i.version}: {a.state}" for i, a in zip(installs, afters, strict=True)))
+    after = looked()
+    _say("5. " + states(after))
     session_file = sample_session.write_sample_session(
         work / "session.jsonl", turns=30, lanes=True, payload_from=work / f"src{SHAPES[0]}"
     )
@@ -107,17 +114,19 @@ def _demo(work: Path) -> int:
     for line in _audit_lines(report["summary"]):
         _say("   " + line)
     _say("7. revert restores the original bytes exactly and removes the extension layer:")
-    with reconciler.store.lock():
-        reverted = [reconciler.revert(install) for install in installs]
-        removed = extension.remove(patch, config, reconciler.store, agent_dir)
-    for install, outcome in zip(installs, reverted, strict=True):
-        _say(f"   {install.version}: {outcome.before} -> {outcome.after}: {outcome.detail}")
-    _say(f"   extension layer {removed.before} -> {removed.after}: {removed.detail}")
+    reverting = flow()
+    with reverting.store.lock():
+        reverting.run("revert", installs, pipeline.Run())
+    reverted, removed = reverting.split()
+    for outcome in reverted:
+        _say(f"   {outcome.install.version}: {outcome.before} -> {outcome.after}: {outcome.detail}")
+    for layer in removed:
+        _say(f"   extension layer {layer.before} -> {layer.after}: {layer.detail}")
     _say(
         "Next: `senpi-guard status` shows your own installs (read-only); `senpi-guard apply` patches "
         "them; `senpi-guard daemon install` keeps them patched across `senpi update`."
     )
-    ok = all(a.state == State.PATCHED for a in afters) and all(r.ok for r in reverted) and removed.ok
+    ok = all(a.after == State.PATCHED for a in after) and reverting.ok and bool(removed)
     return 0 if ok else 1
 
 

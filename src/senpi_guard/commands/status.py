@@ -12,8 +12,7 @@ from senpi_guard.commands import common
 from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
-from senpi_guard.layers import extension, extension_plan, pipeline
-from senpi_guard.layers.findings import Outcome
+from senpi_guard.layers import pipeline
 from senpi_guard.prove import nodes, owners
 
 SUMMARY = "show each install's state, its last verification and the watcher"
@@ -33,13 +32,6 @@ def _when(stamp: Any) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 
 
-def _layer(patch, config, agent_dir) -> extension.LayerStatus:
-    try:
-        return extension.inspect(patch, config, agent_dir)
-    except FatalError as exc:
-        return extension.LayerStatus("error", extension.target_path(patch, agent_dir), str(exc))
-
-
 def risk(patch, insp, layer_state: str, config) -> str:
     """What the extension costs where the dist layer is not in place (an update's window, or
     layers without "dist"): the patch's own list (`[[extension.risks]]`), for the targets there."""
@@ -55,7 +47,7 @@ def risk(patch, insp, layer_state: str, config) -> str:
     )
 
 
-def _extension_row(patch, config, insp, place: extension_plan.Placement) -> dict[str, Any] | None:
+def _extension_row(agent_dirs, patch, config, insp, place: pipeline.Placement) -> dict[str, Any] | None:
     if patch.extension is None:
         return None
     if place.user is None:
@@ -69,10 +61,10 @@ def _extension_row(patch, config, insp, place: extension_plan.Placement) -> dict
             "risk": "",
             "here": None,
         }
-    layer = _layer(patch, config, place.user.path)
+    layer = agent_dirs.status_at(place.user.path)
     here = None
     if place.here is not None and place.here.path != place.user.path:
-        found = _layer(patch, config, place.here.path)
+        found = agent_dirs.status_at(place.here.path)
         here = {"agent_dir": str(place.here.path), "how": place.here.how, "state": found.state}
     return {
         "path": str(layer.path),
@@ -92,14 +84,14 @@ def _judged(results: list, install, config) -> tuple[bool, str | None, list[str]
     prints too, from inspection alone."""
     mine = [r for r in results if pipeline.concerns(r, install)]
     steps = [step for r in mine if (step := pipeline.next_step(r))]
-    amiss = [f"extension {r.after}" for r in mine if not r.ok and not isinstance(r, Outcome)]
+    amiss = [f"extension {r.after}" for r in mine if not r.ok and r.layer == "extension"]
     return all(r.ok for r in mine), steps[0] if steps else None, amiss
 
 
-def _patch_row(dist, results, install, record, place) -> dict[str, Any]:
+def _patch_row(flow, dist, results, install, record, place) -> dict[str, Any]:
     patch, config = dist.patch, dist.reconciler.config
     insp = dist.inspection(install)
-    layer = _extension_row(patch, config, insp, place)
+    layer = _extension_row(flow.agent_dirs.get(patch.name), patch, config, insp, place)
     as_wanted, step, amiss = _judged(results, install, config)
     return {
         "patch": patch.name,
@@ -136,14 +128,15 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
     try:
         found = common.installs(args, store.state_dir)
     except common.NoInstallFound as exc:
-        raise common.NoInstallFound(f"{exc}{_extension_alone(patches, config)}") from None
+        raise common.NoInstallFound(f"{exc}{_extension_alone(flow)}") from None
     results: dict[str, list] = {patch.name: [] for patch in patches}
     for layer in flow.layers:  # (what verify judges, without its replay)
         results[layer.patch.name] += layer.inspect(found, pipeline.Run())
     for install in found:
-        place = extension_plan.placement(install)
+        place = pipeline.placement(install)
         subs = [
             _patch_row(
+                flow,
                 dist,
                 results[name],
                 install,
@@ -186,15 +179,14 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
     return rows, store
 
 
-def _extension_alone(patches, config) -> str:
+def _extension_alone(flow) -> str:
     """With no senpi found: whether an extension is still installed in the default agent dir (it
     works for any senpi that starts with that agent dir)."""
     there = []
-    for patch in patches:
-        if patch.extension is not None:
-            layer = _layer(patch, config, agentdir.default_agent_dir())
-            if layer.state != "absent":
-                there.append(f"{patch.name}'s is {layer.state} at {layer.path}")
+    for name, agent_dirs in flow.agent_dirs.items():
+        layer = agent_dirs.status_at(agentdir.default_agent_dir())
+        if layer.state != "absent":
+            there.append(f"{name}'s is {layer.state} at {layer.path}")
     return f"; the extension layer: {', '.join(there)}" if there else ""
 
 

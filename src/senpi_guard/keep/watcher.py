@@ -4,31 +4,27 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import queue
 import signal
 import threading
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from senpi_guard import discover
-from senpi_guard.core import locate
 from senpi_guard.core.patch.definition import Patch, check_config
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
 from senpi_guard.io import store as store_mod
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.keep.extension_keeper import ExtensionKeeper
-from senpi_guard.keep.notify import log, notify
+from senpi_guard.keep.notify import log
+from senpi_guard.keep.schedule import DistSchedule, Known, file_stat
 from senpi_guard.layers import pipeline
-from senpi_guard.layers.dist import Reconciler
 
 # watchdog warns when a directory that was replaced (an update) is watched again at the same path;
 # the old watch is gone with the old inode, so the warning carries no information here.
@@ -55,42 +51,15 @@ def _inode(path: Path) -> int | None:
         return None
 
 
-def _file_stat(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _sha(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return "missing"
-
-
-def _content_key(inst: discover.Install, target: str | None) -> str:
-    """What a failure is keyed on: the target file's sha256 or, when no target could be located,
-    a signature of every .js file under dist/ (so any change there lifts the back-off)."""
-    if target:
-        return _sha(Path(target))
-    digest = hashlib.sha256()
-    try:
-        files = locate.js_files(inst.package_dir / "dist")
-    except FatalError:  # (gone, or unreadable, since it was found)
-        return "dist:missing"
-    for path in files:
-        digest.update(f"{path}\0{_file_stat(path)}\0".encode())
-    return "dist:" + digest.hexdigest()
-
-
-@dataclass
-class Known:
-    """What the watcher remembers of an install between reconciles."""
-
-    files: list[Path] = field(default_factory=list)
-    fingerprint: tuple = ()
+def _log_extension(result: pipeline.Result) -> None:
+    """What the extension layer's round did in one agent dir, or a standing problem it saw first."""
+    if result.standing:
+        where = "" if result.path == Path("-") else f" {result.path}"  # ("-": no agent dir could be told)
+        log.warning("extension layer%s: %s", where, result.detail)
+    elif result.ok:
+        log.info("extension layer %s: %s -> %s (%s)", result.path, result.before, result.after, result.detail)
+    else:
+        log.error("extension layer %s: %s", result.path, result.detail)
 
 
 class Watcher:
@@ -107,11 +76,11 @@ class Watcher:
         self.last_event = 0.0  # of an event that can change a target (dist/, package.json, above)
         self.observer = Observer()
         self.watches: dict[Path, tuple[object, int | None, bool]] = {}
-        self.known: dict[tuple[Path, str], Known] = {}  # (install, patch) -> what was seen
+        self.schedule = DistSchedule(self.store, self.stop, self.triggers)
         self.seen: dict[Path, None] = {}
         self._real_packages: tuple[str, ...] = ()
         self.reload_requested = False
-        self.extension = ExtensionKeeper(self.store, self.stop)
+        self.keeping = pipeline.Keeping(due=self.schedule.due)  # the layers' memory between rounds
 
     # ---- events and watches ------------------------------------------------------------
     def event(self, path: str) -> None:
@@ -193,9 +162,9 @@ class Watcher:
         version = manifest.get("version") if manifest else None
         present = package_dir.exists()
         real = Path(os.path.realpath(package_dir))
-        files = [f for patch in self.patches for f in self.known.get((real, patch.name), Known()).files]
+        files = [f for patch in self.patches for f in self.schedule.known.get((real, patch.name), Known()).files]
         busy = bool(staging) or (present and version is None)
-        return (str(package_dir), present, version, staging, tuple(_file_stat(f) for f in files)), busy
+        return (str(package_dir), present, version, staging, tuple(file_stat(f) for f in files)), busy
 
     def settle(self, rescan_at: float) -> bool:
         """Wait until every install looks the same twice and either no relevant event came for
@@ -231,19 +200,11 @@ class Watcher:
         return False
 
     # ---- reconcile ---------------------------------------------------------------------
-    def _fingerprint(self, inst: discover.Install, files: list[Path]) -> tuple:
-        return (
-            str(inst.real_dir),
-            inst.version,
-            _file_stat(inst.package_dir / "package.json"),
-            tuple((str(f), _file_stat(f)) for f in files),
-        )
-
     def reload_config(self, force: bool = False) -> None:
         """Pick up a changed config file, so the watcher never undoes an `apply` made with it;
         `force` (SIGHUP) also forgets what it knew, so every install is looked at again."""
         if force:
-            self.known.clear()
+            self.schedule.known.clear()
         try:
             fresh = config_mod.load()
             check_config(self.patches, fresh)
@@ -257,111 +218,26 @@ class Watcher:
                 "; ".join(f"{p.name}: {p.settings(fresh)}" for p in self.patches),
             )
             self.config = fresh
-            self.known.clear()
+            self.schedule.known.clear()
 
     def reconcile_all(self, trigger: str) -> None:
         self.reload_config()
         installs = self.installs()
         self.rearm()
-        # the same layers, in the same order, as apply; each kept in the watcher's own way (what it
-        # remembers between events, its back-off, logging a standing problem once)
-        for layer in pipeline.build(self.patches, self.config, self.store).layers:
-            if layer.name == "extension":
-                self.extension.keep(layer.patch, self.config, installs)
-                continue
-            for inst in installs:
-                if self.stop.is_set():
-                    return
-                self.reconcile_one(layer.patch, inst, trigger)
-
-    def _backed_off(self, patch: Patch, inst: discover.Install) -> bool:
-        backoff = self.store.install_record(inst.package_dir, patch=patch.name).get("backoff")
-        return (
-            isinstance(backoff, dict)
-            and backoff.get("version") == inst.version
-            and _content_key(inst, backoff.get("target")) == backoff.get("sha256")
-        )
-
-    def reconcile_one(self, patch: Patch, inst: discover.Install, trigger: str) -> None:
-        key = (inst.real_dir, patch.name)
-        known = self.known.get(key)
-        if known and known.fingerprint == self._fingerprint(inst, known.files):
-            return  # nothing changed since the last reconcile
-        if inst.unsupported:
-            log.info("install=%s unsupported: %s", inst.package_dir, inst.unsupported)
-            self.known[key] = Known([], self._fingerprint(inst, []))
-            return
-        if self._backed_off(patch, inst):
-            return
-        log.info("reconcile started install=%s patch=%s (%s)", inst.package_dir, patch.name, trigger.split(" ", 1)[0])
-        with self.store.lock():
-            reconciler = Reconciler(patch, self.config, self.store, cancel=self.stop)
-            outcome = reconciler.reconcile(inst, on_drift=self.config.on_drift, keep_reshapes=True)
-        if self.stop.is_set() and not outcome.ok:
-            log.info("install=%s stopped: %s", inst.package_dir, outcome.detail)
-            return
-        log.info(
-            "patch=%s trigger=%s install=%s version=%s before=%s after=%s ok=%s ms=%d%s",
-            patch.name,
-            trigger.split(" ", 1)[0],
-            inst.package_dir,
-            inst.version,
-            outcome.before,
-            outcome.after,
-            outcome.ok,
-            outcome.millis,
-            f" wrote={','.join(outcome.changed)}" if outcome.changed else "",
-        )
-        if outcome.ok and outcome.detail.startswith("left as it is"):
-            log.warning("install=%s %s", inst.package_dir, outcome.detail)
-        result = {
-            "time": time.time(),
-            "trigger": trigger[:200],
-            "before": outcome.before,
-            "after": outcome.after,
-            "ok": outcome.ok,
-            "millis": outcome.millis,
-            "detail": outcome.detail[:500],
-        }
-        if outcome.ok and any(_sha(Path(path)) != sha for path, sha in outcome.final_shas.items()):
-            # changed after it was read (and we did not write it): what we would remember is stale
-            log.info("install=%s changed while reconciling; will look again", inst.package_dir)
-            self.triggers.put("retry changed-during-reconcile")
-            return
-        if outcome.ok:
-            self.known[key] = Known(outcome.files, self._fingerprint(inst, outcome.files))
-            self.store.update_install(inst.package_dir, patch=patch.name, last_reconcile=result, backoff=None)
-            return
-        self.store.update_install(inst.package_dir, patch=patch.name, last_reconcile=result)
-        target = str(outcome.files[0]) if outcome.files else None
-        failed = (inst.version, _content_key(inst, target))
-        self.stop.wait(self.config.quiet_period)  # was it an update still landing?
-        now = discover.describe(inst.package_dir)
-        if now is None or (now.version, _content_key(inst, target)) != failed:
-            log.info("install=%s changed while reconciling; will retry", inst.package_dir)
-            self.triggers.put("retry changed-during-reconcile")
-            return
-        log.error(
-            "install=%s version=%s could not be patched: %s (not retried until it changes "
-            "or `senpi-guard apply` is run)",
-            inst.package_dir,
-            inst.version,
-            outcome.detail,
-        )
-        kept = f"a copy of the hand-edited file is at {outcome.backups[0]}; " if outcome.backups else ""
-        notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {kept}{outcome.detail[:200]}")
-        self.store.update_install(
-            inst.package_dir,
-            patch=patch.name,
-            backoff={
-                "version": inst.version,
-                "sha256": failed[1],
-                "target": target,
-                "error": outcome.detail[:500],
-                "time": time.time(),
-            },
-        )
-        self.known[key] = Known(outcome.files, ())
+        # the same layers, in the same order, as apply; each keeps its own policy (layers/pipeline's
+        # `keep` step): the watcher only says which installs are due and logs what comes back
+        flow = pipeline.build(self.patches, self.config, self.store, cancel=self.stop)
+        run = pipeline.Run(keeping=self.keeping)
+        for layer in flow.layers:
+            if self.stop.is_set():
+                return
+            self.schedule.trigger = trigger
+            self.schedule.quiet_period = self.config.quiet_period
+            for result in layer.keep(installs, run):
+                if result.layer == "dist":
+                    self.schedule.recorded(result, trigger)
+                else:
+                    _log_extension(result)
 
     # ---- main loop ---------------------------------------------------------------------
     def run(self, logfile: Path | None = None) -> int:

@@ -1,5 +1,6 @@
-"""Inspect, reconcile, verify and revert one install. apply, verify, revert, watch and demo all come
-through a `Reconciler`, which binds the patch, the config and the store once."""
+"""Inspect, reconcile, verify and revert one install: the dist layer's engine, which binds the patch,
+the config and the store once. It is built in one place, layers/pipeline.build (its variants by
+`Reconciler.variant`); every command and the watcher reach it through the pipeline's layer steps."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from senpi_guard.core.patch import apply, reshape, reverse
 from senpi_guard.core.patch.classify import State, classify
@@ -56,18 +58,33 @@ class Reconciler:
         self.allow_foreign_root = allow_foreign_root
         self.overlay: dict[Path, bytes] = {}  # files seen as these bytes instead of the disk's (house.prove_others)
 
+    def variant(self, patch: Patch | None = None, config: Config | None = None, **options: Any) -> Reconciler:
+        """This reconciler with another patch, config or option (`reuse_stored_replays`, ...), sharing
+        its store, stop event and house; a sibling patch's also shares the replays run so far."""
+        kept = {
+            "cancel": self.cancel,
+            "allow_foreign_root": self.allow_foreign_root,
+            "quick_locate": self.quick_locate,
+            "reuse_stored_replays": self.reuse_stored_replays,
+            "house": self.house,
+        }
+        other = Reconciler(patch or self.patch, config or self.config, self.store, **(kept | options))
+        if patch is not None and "reuse_stored_replays" not in options:
+            other.replays = self.replays
+        return other
+
     # ---- looking -----------------------------------------------------------------------
     def inspect(self, install: Install, unknown_ok: bool = False) -> Inspection:
         """`unknown_ok` (plain revert, which needs no patch's code): a file carrying a patch that is
         not loaded is inspected (as drifted) rather than refused."""
         if install.unsupported:
-            return Inspection(install, State.UNSUPPORTED, detail=install.unsupported)
+            return Inspection(install, State.UNSUPPORTED, detail=install.unsupported, patch=self.patch.name)
         try:
             insp = self._inspect(install, unknown_ok)
         except FatalError as exc:
-            return Inspection(install, State.ERROR, detail=str(exc))
+            return Inspection(install, State.ERROR, detail=str(exc), patch=self.patch.name)
         except Exception as exc:  # a bug: this install's error, the others go on
-            return Inspection(install, State.ERROR, detail=unexpected(exc))
+            return Inspection(install, State.ERROR, detail=unexpected(exc), patch=self.patch.name)
         hold = self.store.hold(install.package_dir) if insp.state in HOLDABLE else None
         if hold is not None:
             when = (

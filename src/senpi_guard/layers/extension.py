@@ -14,11 +14,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from senpi_guard.core import jssyntax, locate
 from senpi_guard.core.patch import reshape
 from senpi_guard.core.patch.apply import header_of
+from senpi_guard.core.patch.classify import State
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.core.patch.fixtures import load_fixtures
 from senpi_guard.discover import Install
@@ -46,15 +47,25 @@ class LayerStatus:
 
 @dataclass
 class LayerOutcome:
+    """The extension layer's result in one agent dir (the dist layer's is findings.Outcome: both
+    carry `layer`, `patch`, `before`, `after`, `ok`, `detail` and `report`, in one vocabulary)."""
+
     path: Path
-    before: str
-    after: str
+    before: State
+    after: State
     ok: bool
     detail: str
     report: VerifyReport | None = None
     kept: list[str] = field(default_factory=list)
     installs: list[Install] = field(default_factory=list)  # the installs that use this agent dir
     step: str = ""  # what to run when it is not as wanted ("" when nothing, or the detail says it)
+    patch: str = ""
+    standing: bool = False  # (the watcher) a problem left alone, reported once
+
+    layer: ClassVar[str] = "extension"
+
+    def __post_init__(self) -> None:  # (a state outside the one vocabulary is a bug, found here)
+        self.before, self.after = State(self.before), State(self.after)
 
     def as_json(self) -> dict[str, Any]:
         report = self.report

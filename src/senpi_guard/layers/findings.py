@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from senpi_guard.core.patch.classify import Classified, State
 from senpi_guard.core.patch.definition import KnownShape, Target
@@ -64,6 +65,9 @@ class Outcome:
     final_shas: dict[str, str] = field(default_factory=dict)  # each target's bytes as left behind
     would_write: list[str] = field(default_factory=list)  # dry run: what apply would write
     backups: list[str] = field(default_factory=list)  # backups written or restored from
+    shape: str = ""  # the compiled shape's version range the targets were found in
+
+    layer: ClassVar[str] = "dist"
 
     @classmethod
     def of(cls, insp: Inspection) -> Outcome:
@@ -77,6 +81,7 @@ class Outcome:
             target=insp.primary.rel if insp.primary else "",
             present=insp.present,
             patch=insp.patch,
+            shape=insp.shape.range if insp.shape else "",
             files=[f.path for f in insp.files],
             final_shas={str(f.path): f.snapshot.sha256 for f in insp.files},
         )

@@ -117,19 +117,7 @@ def recorded_config(rec: Reconciler, entry: apply.Header, data: bytes, path: Pat
 
 def sibling(rec: Reconciler, patch: Patch, config: Config | None = None) -> Reconciler:
     """A Reconciler of another patch of the house, sharing `rec`'s store, replays and stop event."""
-    from senpi_guard.layers.dist import Reconciler
-
-    other = Reconciler(
-        patch,
-        config or rec.config,
-        rec.store,
-        cancel=rec.cancel,
-        allow_foreign_root=rec.allow_foreign_root,
-        reuse_stored_replays=rec.reuse_stored_replays,
-        house=rec.house,
-    )
-    other.replays = rec.replays
-    return other
+    return rec.variant(patch, config)
 
 
 def prove_others(rec: Reconciler, install: Install, files: Iterable[tuple[Path, bytes]]) -> list[str]:

@@ -1,35 +1,60 @@
-"""One pipeline for every layer of every patch.
+"""One pipeline for every layer of every patch: the one door to each layer.
 
 A `Layer` is where one patch lives (senpi's dist/ files, or an extension in each agent dir) and goes
-through the same steps everywhere: inspect what is there (status: read-only, no replay, judged as
-verify judges it), plan the wanted bytes from the base, prove
-them by replay with node, write them (one writer, io/write), record the result per (target, patch,
-layer), and revert them with a hold. apply, verify and revert build the layers once (`build`) and run
-each step over all of them in write order: a patch's dist layer before its extension (the
-extension's safety depends on what the dist layer found), patches in their `write_order`; revert
-takes them off in the reverse order."""
+through the same steps everywhere: `inspect` what is there (status: read-only, no replay, judged as
+verify judges it), `apply` (plan the wanted bytes from the base, prove them by replay with node,
+write them with the one writer, io/write, and record the result per target, patch and layer),
+`verify`, `revert` (with a hold), `check` (a release not installed: a dry run proven afresh) and
+`keep` (the watcher's round: the layer's own policy, the watcher's schedule). Every command
+(status, apply, verify, revert, check, demo, audit's use of the installed code) and the watcher
+build the layers here (`build`, the one place the dist layer's engine is made) and run each step
+over all of them in write order: a patch's dist layer before its extension (the extension's safety
+depends on what the dist layer found), patches in their `write_order`; revert takes them off in
+the reverse order. Both layers' results carry `layer`, `patch`, `before`, `after` (one state
+vocabulary, core.patch.classify.State), `ok`, `detail` and `report`."""
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 from senpi_guard import ui
-from senpi_guard.core.patch.classify import SETTLED
+from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
+from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.layers import extension_plan
+from senpi_guard.layers import extension, extension_keep, extension_plan
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.extension import LayerOutcome
+from senpi_guard.layers.extension_keep import Keeping
 from senpi_guard.layers.findings import Inspection, Outcome
 from senpi_guard.layers.house import House
+from senpi_guard.prove import verify as verify_mod
 
+# One result type for both layers: each carries `layer` ("dist", "extension"), `patch`, `before`,
+# `after` (core.patch.classify.State, the one vocabulary), `ok`, `detail` and `report`.
 Result = Outcome | LayerOutcome
+placement = extension_plan.placement  # (which agent dirs an install uses: status and audit show it)
+Placement = extension_plan.Placement
+LayerStatus = extension.LayerStatus
+__all__ = [
+    "Keeping",
+    "LayerOutcome",
+    "LayerStatus",
+    "Outcome",
+    "Pipeline",
+    "Placement",
+    "Result",
+    "Run",
+    "build",
+    "placement",
+]
 
 
 @dataclass(frozen=True)
@@ -41,6 +66,7 @@ class Run:
     from_edit: bool = False  # revert: ignore backups
     alone: bool = False  # revert --patch: only the patches asked for come off (shared files are rebuilt)
     allow_foreign_root: bool = False
+    keeping: Keeping | None = None  # watch: what the watcher carries between rounds
 
 
 class Layer(Protocol):
@@ -54,6 +80,10 @@ class Layer(Protocol):
     def verify(self, installs: list[Install], run: Run) -> list[Result]: ...
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]: ...
+
+    def check(self, installs: list[Install], run: Run) -> list[Result]: ...
+
+    def keep(self, installs: list[Install], run: Run) -> list[Result]: ...
 
 
 class DistLayer:
@@ -105,15 +135,8 @@ class DistLayer:
         return results
 
     def verify(self, installs: list[Install], run: Run) -> list[Result]:
-        r = self.reconciler  # a fresh proof (not one trusted from an earlier run), unless two installs are identical
-        fresh = Reconciler(
-            self.patch,
-            r.config,
-            r.store,
-            allow_foreign_root=r.allow_foreign_root,
-            reuse_stored_replays=False,
-            house=r.house,
-        )
+        # a fresh proof (not one trusted from an earlier run), unless two installs are identical
+        fresh = self.reconciler.variant(reuse_stored_replays=False)
         results: list[Result] = []
         for install in installs:
             ui.progress(
@@ -124,6 +147,43 @@ class DistLayer:
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
         return [self.reconciler.revert(install, from_edit=run.from_edit, alone=run.alone) for install in installs]
+
+    def check(self, installs: list[Install], run: Run) -> list[Result]:
+        """A release not installed (`check`): what apply would do, as a dry run, proven afresh."""
+        results: list[Result] = []
+        for install in installs:
+            self.inspection(install)
+            results.append(self.reconciler.reconcile(install, dry_run=True))
+        return results
+
+    def keep(self, installs: list[Install], run: Run) -> list[Result]:
+        """The watcher's round: each install its schedule says is due, reconciled as the config's
+        on_drift says, a change that would reshape sent messages left to `apply`."""
+        keeping = run.keeping or Keeping()
+        results: list[Result] = []
+        for install in installs:
+            if self.reconciler.cancel.is_set():
+                break
+            if not keeping.due(self.patch, install):
+                continue
+            with self.reconciler.store.lock():
+                outcome = self.reconciler.reconcile(
+                    install, on_drift=self.reconciler.config.on_drift, keep_reshapes=True
+                )
+            results.append(outcome)
+        return results
+
+    # ---- the installed code, as audit replays sessions through it --------------------------
+    def module_pairs(self, install: Install, roles: tuple[str, ...] | None = None) -> dict[str, verify_mod.ModulePair]:
+        """The modules of these roles (every target's by default) as installed and as patched;
+        refused, with what inspect found, when the install cannot be used."""
+        insp = self.inspection(install)
+        if insp.state in (State.UNSUPPORTED, State.ERROR):
+            raise FatalError(insp.detail)
+        return self.reconciler.module_pairs(insp, roles=roles)
+
+    def sandbox(self, install: Install, pairs: dict[str, verify_mod.ModulePair]) -> verify_mod.Sandbox:
+        return self.reconciler.sandbox(install, pairs)
 
 
 class AgentDirLayer:
@@ -137,9 +197,23 @@ class AgentDirLayer:
         self.store = store
         self.dist = dist
 
+    def status_at(self, agent_dir: Path) -> extension.LayerStatus:
+        """What is in one agent dir, read-only (status shows it, wanted or not)."""
+        try:
+            return extension.inspect(self.patch, self.config, agent_dir)
+        except FatalError as exc:
+            return extension.LayerStatus("error", extension.target_path(self.patch, agent_dir), str(exc))
+
+    def _ours(self, results: Iterable[LayerOutcome]) -> list[Result]:
+        named: list[Result] = []
+        for result in results:
+            result.patch = self.patch.name
+            named.append(result)
+        return named
+
     def apply(self, installs: list[Install], run: Run) -> list[Result]:
         ui.progress(f"{self.patch.name}: the extension layer: replaying the fixture sessions through it…")
-        return list(
+        return self._ours(
             extension_plan.install_all(
                 self.patch,
                 self.config,
@@ -153,18 +227,44 @@ class AgentDirLayer:
         )
 
     def inspect(self, installs: list[Install], run: Run) -> list[Result]:
-        return list(extension_plan.inspect_all(self.patch, self.config, self.store, installs, self.dist.present_of))
+        return self._ours(
+            extension_plan.inspect_all(self.patch, self.config, self.store, installs, self.dist.present_of)
+        )
 
     def verify(self, installs: list[Install], run: Run) -> list[Result]:
         ui.progress(f"{self.patch.name}: replaying the fixture sessions through the extension…")
-        return list(
+        return self._ours(
             extension_plan.verify_all(
                 self.patch, self.config, self.store, installs, self.dist.present_of, run.allow_foreign_root
             )
         )
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
-        return list(extension_plan.remove_all(self.patch, self.config, self.store, installs))
+        return self._ours(extension_plan.remove_all(self.patch, self.config, self.store, installs))
+
+    def check(self, installs: list[Install], run: Run) -> list[Result]:
+        """A release not installed (`check`): the extension as apply would render it, replayed
+        through the release's own extension runner; no agent dir is looked at."""
+        usable = [i for i in installs if self.dist.inspection(i).state not in (State.UNSUPPORTED, State.ERROR)]
+        if not usable or self.patch.extension is None:
+            return []
+        path = Path(self.patch.extension.file_name)
+        try:
+            rendered = self.patch.render_extension(self.config)
+            report = extension.replay(self.patch, self.config, rendered, usable, self.store, reuse=False)
+        except FatalError as exc:
+            return self._ours([LayerOutcome(path, State.ABSENT, State.ABSENT, False, str(exc), installs=usable)])
+        detail = f"{report.checks_run} checks passed" if report.ok else "; ".join(map(str, report.failures[:3]))
+        return self._ours([LayerOutcome(path, State.ABSENT, State.ABSENT, report.ok, detail, report, installs=usable)])
+
+    def keep(self, installs: list[Install], run: Run) -> list[Result]:
+        keeping = run.keeping or Keeping()
+        cancel = self.dist.reconciler.cancel
+        return self._ours(
+            extension_keep.keep_all(
+                self.patch, self.config, self.store, installs, self.dist.present_of, keeping, cancel
+            )
+        )
 
 
 REFUSAL_FIX = re.compile(r"\((chmod go-w [^)]+)\)")
@@ -183,14 +283,14 @@ def next_step(result: Result) -> str | None:
         return None
     if fix := refusal_step(getattr(result, "detail", None)):
         return fix
-    if isinstance(result, Outcome):
+    if result.layer == "dist":
         return ui.NEXT_STEPS.get(result.after) if result.after not in SETTLED else None
     return result.step or None
 
 
 def concerns(result: Result, install: Install) -> bool:
     """Whether a result is about this install (an extension's: an agent dir it uses)."""
-    return result.install == install if isinstance(result, Outcome) else install in result.installs
+    return result.install == install if result.layer == "dist" else install in result.installs
 
 
 @dataclass
@@ -199,6 +299,7 @@ class Pipeline:
     store: Store
     results: list[Result] = field(default_factory=list)
     dists: dict[str, DistLayer] = field(default_factory=dict)  # every patch's, wanted or not (status shows them)
+    agent_dirs: dict[str, AgentDirLayer] = field(default_factory=dict)  # (likewise, for patches with an extension)
 
     def run(self, step: str, installs: list[Install], run: Run) -> list[Result]:
         order: Iterable[Layer] = reversed(self.layers) if step == "revert" else self.layers
@@ -212,8 +313,8 @@ class Pipeline:
 
     def split(self) -> tuple[list[Outcome], list[LayerOutcome]]:
         return (
-            [r for r in self.results if isinstance(r, Outcome)],
-            [r for r in self.results if isinstance(r, LayerOutcome)],
+            [r for r in self.results if r.layer == "dist"],
+            [r for r in self.results if r.layer == "extension"],
         )
 
 
@@ -226,23 +327,37 @@ def build(
     all_layers: bool = False,
     quick_locate: bool = False,
     only: tuple[str, ...] = (),
+    fresh_proofs: bool = False,
+    cancel: threading.Event | None = None,
 ) -> Pipeline:
     """Every layer of every patch the config wants (`all_layers`: every one there is, as revert
     takes off what an earlier config put in place; `quick_locate`: for status, which writes nothing;
-    `only`: the layers of these patches alone, every patch still composing the files they share)."""
+    `only`: the layers of these patches alone, every patch still composing the files they share;
+    `fresh_proofs`: no replay trusted from an earlier run; `cancel`: stops a replay or a write not
+    yet started). The one place the dist layer's engine is made."""
     store = store or Store()
     layers: list[Layer] = []
-    dists = {}
+    dists: dict[str, DistLayer] = {}
+    agent_dirs: dict[str, AgentDirLayer] = {}
     house = House(patches)
     for patch in patches:
         if only and patch.name not in only:
             continue
         reconciler = Reconciler(
-            patch, config, store, allow_foreign_root=allow_foreign_root, quick_locate=quick_locate, house=house
+            patch,
+            config,
+            store,
+            cancel=cancel,
+            allow_foreign_root=allow_foreign_root,
+            quick_locate=quick_locate,
+            reuse_stored_replays=not fresh_proofs,
+            house=house,
         )
         dist = dists[patch.name] = DistLayer(reconciler)
         if all_layers or "dist" in config.layers:
             layers.append(dist)
-        if patch.extension is not None and (all_layers or "extension" in config.layers):
-            layers.append(AgentDirLayer(patch, config, store, dist))
-    return Pipeline(layers, store, dists=dists)
+        if patch.extension is not None:
+            agent_dirs[patch.name] = AgentDirLayer(patch, config, store, dist)
+            if all_layers or "extension" in config.layers:
+                layers.append(agent_dirs[patch.name])
+    return Pipeline(layers, store, dists=dists, agent_dirs=agent_dirs)

@@ -21,10 +21,16 @@ class State(StrEnum):
     UNSUPPORTED = "unsupported"
     ERROR = "error"
     HELD = "held"
+    # the extension layer's file in an agent dir (stale, error and held as above)
+    INSTALLED = "installed"
+    ABSENT = "absent"
+    MODIFIED = "modified"  # edited since senpi-guard wrote it
+    FOREIGN = "foreign"  # a file of that name that is not senpi-guard's
+    UNSAFE = "unsafe"  # an agent dir where the extension must not be (the dist layer's findings say why)
 
 
-# States that count as success for `status`: the install is as the user wants it.
-SETTLED = frozenset({State.PATCHED, State.UPSTREAM, State.CLEAN})
+# States that count as success for `status`: the layer is as the user wants it.
+SETTLED = frozenset({State.PATCHED, State.UPSTREAM, State.CLEAN, State.INSTALLED})
 
 
 class Classified(NamedTuple):

@@ -1,0 +1,120 @@
+"""The extension layer as the watcher keeps it: installed in each agent dir the installs use when it
+is wanted and absent or stale (verified first, as by apply). The policy is the layer's, the watcher
+only schedules it and logs what comes back:
+- an agent dir a revert left held is left alone until `senpi-guard apply`;
+- an edited or foreign file, an agent dir where the extension would be unsafe, an install whose
+  agent dir cannot be told, a config change that would reshape sent messages: each is a standing
+  problem, reported once and left alone;
+- a failed replay is not tried again for the same patch, config and agent dir."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from senpi_guard.core.patch import reshape
+from senpi_guard.core.patch.definition import Patch
+from senpi_guard.discover import Install
+from senpi_guard.errors import FatalError
+from senpi_guard.io.config import Config
+from senpi_guard.io.store import Store
+from senpi_guard.layers import extension, extension_plan
+from senpi_guard.layers.extension import LayerOutcome
+
+
+def _always(_patch: Patch, _install: Install) -> bool:
+    return True
+
+
+@dataclass
+class Keeping:
+    """What the watcher carries from one round to the next (the layers' memory, not theirs to keep:
+    a round builds its layers anew)."""
+
+    noted: set[tuple[str, str]] = field(default_factory=set)  # standing problems already reported
+    failed: set[tuple[str, str]] = field(default_factory=set)  # (patch id, agent dir) whose replay failed
+    # whether an install is due for the dist layer (the watcher's schedule: changed since last seen,
+    # not backed off)
+    due: Callable[[Patch, Install], bool] = _always
+
+
+@dataclass
+class _Round:
+    patch: Patch
+    config: Config
+    store: Store
+    keeping: Keeping
+    cancel: threading.Event
+    results: list[LayerOutcome] = field(default_factory=list)
+
+    def standing(self, key: tuple[str, str], path: Path, state: str, detail: str, installs=()) -> None:
+        """A standing problem: reported the first time it is seen, then left alone quietly."""
+        if key in self.keeping.noted:
+            return
+        self.keeping.noted.add(key)
+        self.results.append(LayerOutcome(path, state, state, False, detail, installs=list(installs), standing=True))
+
+
+def keep_all(
+    patch: Patch,
+    config: Config,
+    store: Store,
+    installs: list[Install],
+    present_of: Callable[[Install], set[str]],
+    keeping: Keeping,
+    cancel: threading.Event,
+) -> list[LayerOutcome]:
+    """The watcher's round of one patch's extension layer: what it changed, what failed, and the
+    standing problems it had not reported before (nothing for what is as wanted)."""
+    if patch.extension is None or not installs:
+        return []
+    now = _Round(patch, config, store, keeping, cancel)
+    planned, errors = extension_plan.targets(patch, installs, config, store, present_of)
+    for install, line in errors:
+        now.standing(("error", line), Path("-"), "error", line, [install])
+    for target in planned:
+        if cancel.is_set():
+            break
+        _keep_in(now, target)
+    return now.results
+
+
+def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
+    """One agent dir (a hold or an unsafe dir is reported by the agent dir, the rest by the file)."""
+    where = str(target.agent_dir)
+    path = extension.target_path(now.patch, target.agent_dir)
+    if now.store.hold(target.agent_dir) is not None:
+        detail = "held by `senpi-guard revert`; left alone until `senpi-guard apply`"
+        now.standing(("held", where), target.agent_dir, "held", detail, target.installs)
+        return
+    if target.unsafe:
+        now.standing(("unsafe", where), target.agent_dir, "unsafe", target.unsafe, target.installs)
+        return
+    try:
+        status = extension.inspect(now.patch, now.config, target.agent_dir)
+        if status.state in ("modified", "foreign"):
+            detail = f"{status.state} ({status.detail}); run `senpi-guard apply`"
+            now.standing((status.state, str(status.path)), status.path, status.state, detail, target.installs)
+            return
+        if status.state == "stale" and status.reshapes:
+            detail = (
+                f"left as it is: {reshape.cost('extension', status.reshapes)}; "
+                "run `senpi-guard apply` to make that change"
+            )
+            now.standing(("reshapes", f"{status.path} {status.reshapes}"), status.path, "stale", detail)
+            return
+        wanted = (now.patch.patch_id(now.config), where)
+        if status.state == "installed" or wanted in now.keeping.failed:
+            return
+        with now.store.lock():
+            outcome = extension.install(
+                now.patch, now.config, target.installs, now.store, target.agent_dir, cancel=now.cancel
+            )
+    except FatalError as exc:
+        now.results.append(LayerOutcome(path, "error", "error", False, str(exc), installs=list(target.installs)))
+        return
+    if not outcome.ok:
+        now.keeping.failed.add(wanted)
+    now.results.append(outcome)
