@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the tests need, from this checkout alone, then the tests.
-#   bash scripts/test.sh          ruff (lint + format check) + every test (real npm/pnpm/bun/yarn, the real senpi builds; ~21 min on 2 cores)
-#   bash scripts/test.sh --fast   ruff + the unit tests (tests/unit; under a minute)
+#   bash scripts/test.sh          ruff (lint + format check), lint-imports + every test (real npm/pnpm/bun/yarn, the real senpi builds; ~21 min on 2 cores)
+#   bash scripts/test.sh --fast   ruff, lint-imports + the unit tests (tests/unit; under a minute)
 #   bash scripts/test.sh --dev    as the first, with senpi-guard installed editable (for working on src/)
 # Extra arguments go to pytest (e.g. a test file and -k NAME). Needs python3 (>= 3.11), node (>= 18)
 # and npm; installs the rest.
@@ -45,6 +45,8 @@ step "ruff check"
 .venv/bin/ruff check src tests bench
 step "ruff format --check"
 .venv/bin/ruff format --check src tests bench
+step "lint-imports (the import contracts in pyproject.toml: wings, no circles, one door to the layers)"
+.venv/bin/lint-imports
 if [ "$fast" = 1 ]; then
     step "pytest tests/unit"
     .venv/bin/python -m pytest -q -p no:cacheprovider tests/unit "$@"

@@ -272,7 +272,7 @@ def test_rule_read_from_each_build(builds, version):
     assert rule.package_dir == builds[version]
     if version == FULL:
         assert rule.shape == "brand-aware"
-        assert rule.env_names == ("SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR")
+        assert agentdir.env_names(rule) == ("SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR")
         assert rule.brand == agentdir.Brand("SENPI_BRAND", ("SENPI", "PI"))
         assert rule.flat_layout_sentinel == "settings.json"
         assert agentdir.agent_dir_variables(rule) == (
@@ -285,7 +285,7 @@ def test_rule_read_from_each_build(builds, version):
         )
     else:
         assert rule.shape == "project-lookup"
-        assert rule.env_names == ("SENPI_CODING_AGENT_DIR",)
+        assert agentdir.env_names(rule) == ("SENPI_CODING_AGENT_DIR",)
         assert rule.brand is None and rule.flat_layout_sentinel is None
         assert agentdir.agent_dir_variables(rule) == ("SENPI_CODING_AGENT_DIR", "PI_PACKAGE_DIR", "HOME")
     assert (rule.app_name, rule.config_dir, rule.project_lookup, rule.expands_tilde) == ("senpi", ".senpi", True, True)

@@ -139,6 +139,11 @@ def names_read(rule: AgentDirRule, read: EnvRead, profile: BrandProfile | None, 
     return tuple(f"{p}_{read.text}" for p in dict.fromkeys(prefixes) if p)
 
 
+def env_names(rule: AgentDirRule) -> tuple[str, ...]:
+    """The agent-dir variables, in order, for the package as shipped and no brand profile."""
+    return names_read(rule, rule.agent_dir_env, None, rule.app_name)
+
+
 def _first_defined(env: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str] | None:
     return next(((name, env[name]) for name in names if name in env), None)  # `undefined` vs ""
 

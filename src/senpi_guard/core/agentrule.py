@@ -48,13 +48,6 @@ class AgentDirRule:
     flat_layout_sentinel: str | None = None  # the flat-layout branch exists, keyed on this file
     brand: Brand | None = None
 
-    @property
-    def env_names(self) -> tuple[str, ...]:
-        """The agent-dir variables, in order, for the package as shipped and no brand profile."""
-        from senpi_guard.core.agentdir import names_read  # (the resolver owns how names are formed)
-
-        return names_read(self, self.agent_dir_env, None, self.app_name)
-
 
 # ---- the shapes senpi's code has taken (placeholders `$NAME`: see jssyntax.pattern) ------------
 

@@ -18,7 +18,7 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.layers import dist_apply, where
+from senpi_guard.layers import dist_apply, dist_files, dist_revert, where
 from senpi_guard.layers import house as house_mod
 from senpi_guard.layers.dist_apply import also, reshape_cost, reused, unexpected
 from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, install_spec, overall_detail, overall_state
@@ -185,7 +185,7 @@ class Reconciler:
         if c.base is not None:
             return c.base
         if c.state == State.DRIFTED and c.header is not None:
-            backup = self._fitting_backup(install, tf)
+            backup = dist_files.fitting_backup(self.store, self.patch, self.house.by_name, install, tf)
             if backup is not None:
                 return reverse.recover(backup.data, self.patch, self.house.by_name).base
         label = f"senpi {install.version} at {install.package_dir}: {tf.rel}"
@@ -199,26 +199,6 @@ class Reconciler:
             f"{label} was changed after senpi-guard patched it ({c.detail}); reinstall "
             f"senpi (npm install -g {install_spec(install)}) and run apply again"
         )
-
-    def _fitting_backup(self, install: Install, tf: TargetFile):
-        """The backup of this file, only if it fits: what it reduces to hashes to the original
-        our header names, and (when the edit can be removed) equals what removing it gives."""
-        header = tf.classified.header
-        backup = self.store.find_backup(install.package_dir, install.version, tf.rel, header.original_sha256)
-        if backup is None:
-            return None
-        base = reverse.recover(backup.data, self.patch, self.house.by_name).base
-        if (
-            base is None
-            or apply.sha256(base) != header.original_sha256
-            or (tf.classified.base is not None and tf.classified.base != base)
-        ):
-            raise FatalError(
-                f"the backup {backup.path} does not fit {tf.rel} (it is not the original "
-                "the patch was made from); nothing was changed: delete that backup, or "
-                "revert with --from-edit"
-            )
-        return backup
 
     def module_pairs(self, insp: Inspection, roles: tuple[str, ...] | None = None) -> dict[str, verify.ModulePair]:
         """Each target's unpatched bytes beside what `apply` makes of them. Inspection rendered that
@@ -250,11 +230,6 @@ class Reconciler:
             )
             self.replays.put(key, report)
         return report
-
-    def _write(self, snapshot: write.Snapshot, data: bytes) -> None:
-        if self.cancel.is_set():
-            raise verify.Cancelled("stopped before writing; nothing more was written")
-        write.replace(snapshot, data)
 
     # ---- records -----------------------------------------------------------------------
     def _verified_before(self, install: Install, shas: dict[str, str]) -> bool:
@@ -392,6 +367,4 @@ class Reconciler:
 
     def revert(self, install: Install, *, from_edit: bool = False, alone: bool = False) -> Outcome:
         """Give the install its original bytes and hold it there (see dist_revert)."""
-        from senpi_guard.layers import dist_revert
-
         return dist_revert.revert(self, install, from_edit=from_edit, alone=alone)

@@ -11,6 +11,7 @@ from senpi_guard.core.patch import apply, reshape
 from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
 from senpi_guard.io import store as store_mod
+from senpi_guard.layers import dist_files
 from senpi_guard.layers import house as house_mod
 from senpi_guard.layers.findings import Inspection, Outcome
 from senpi_guard.prove import verify
@@ -115,7 +116,7 @@ def write_files(
                         )
                     )
                 )
-            rec._write(tf.snapshot, wanted[tf.target.role])
+            dist_files.write_target(tf.snapshot, wanted[tf.target.role], rec.cancel)
         except (FatalError, OSError) as exc:
             if not changed:
                 raise
@@ -153,7 +154,7 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
     if not dry_run:  # (other patches left on a file are proven on what remains)
         house_mod.prove_others(rec, insp.install, ((tf.path, data) for tf, data in plans))
     for tf, base in plans if not dry_run else []:
-        rec._write(tf.snapshot, base)
+        dist_files.write_target(tf.snapshot, base, rec.cancel)
     rels = [tf.rel for tf in ours]
     if dry_run:
         return replace(

@@ -5,14 +5,18 @@ the edit taken out), and the install is held there: the watcher leaves a held in
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from senpi_guard.core.patch import apply
 from senpi_guard.core.patch.classify import State
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
-from senpi_guard.layers import house
-from senpi_guard.layers.dist import Reconciler, unexpected
+from senpi_guard.layers import dist_files, house
+from senpi_guard.layers.dist_apply import unexpected
 from senpi_guard.layers.findings import Inspection, Outcome, install_spec
+
+if TYPE_CHECKING:
+    from senpi_guard.layers.dist import Reconciler
 
 
 def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False, alone: bool = False) -> Outcome:
@@ -37,7 +41,7 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False,
         how = [*how, f"the hand-edited file was kept at {', '.join(kept)}"]
     changed = []
     for tf, data in sorted(plans, key=lambda p: -reconciler.patch.write_rank(p[0].target.role)):
-        reconciler._write(tf.snapshot, data)
+        dist_files.write_target(tf.snapshot, data, reconciler.cancel)
         changed.append(tf.rel)
     reconciler.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
     final = {**start.final_shas, **{str(tf.path): apply.sha256(data) for tf, data in plans}}
@@ -76,7 +80,11 @@ def _revert_plans(reconciler: Reconciler, insp: Inspection, from_edit: bool) -> 
     install = insp.install
     plans, how, backups = [], [], []
     for tf in (tf for tf in insp.files if tf.classified.header is not None):
-        backup = None if from_edit else reconciler._fitting_backup(install, tf)
+        backup = (
+            None
+            if from_edit
+            else dist_files.fitting_backup(reconciler.store, reconciler.patch, reconciler.house.by_name, install, tf)
+        )
         if backup is not None:
             plans.append((tf, backup.data))
             how.append(f"{tf.path.name}: restored from the backup" + _hand_fix_note(reconciler, insp, backup.data))

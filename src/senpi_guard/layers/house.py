@@ -115,11 +115,6 @@ def recorded_config(rec: Reconciler, entry: apply.Header, data: bytes, path: Pat
     )
 
 
-def sibling(rec: Reconciler, patch: Patch, config: Config | None = None) -> Reconciler:
-    """A Reconciler of another patch of the house, sharing `rec`'s store, replays and stop event."""
-    return rec.variant(patch, config)
-
-
 def prove_others(rec: Reconciler, install: Install, files: Iterable[tuple[Path, bytes]]) -> list[str]:
     """Replay every other patch on the composed `files` (path, bytes about to be written there),
     with the settings the file records for it, before they are written; a failure is raised,
@@ -132,7 +127,7 @@ def prove_others(rec: Reconciler, install: Install, files: Iterable[tuple[Path, 
             if entry.name != rec.patch.name and entry.name not in others:
                 others[entry.name] = recorded_config(rec, entry, data, path)
     for name, config in others.items():
-        other = sibling(rec, rec.house.by_name[name], config)
+        other = rec.variant(rec.house.by_name[name], config)
         other.overlay = candidates  # (it sees the files as they are about to be written)
         insp = other.inspect(install)
         if insp.state in (State.UNSUPPORTED, State.ERROR):

@@ -54,7 +54,7 @@ def test_classify_needs_no_renderer_and_no_files():
 
 def documented_states() -> dict[str, str]:
     """The README's table of states ("When `apply` refuses"): each state's word and what to do."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text("utf-8")
     table = readme[readme.index("| state | what it means | what to do |") :].split("\n\n")[0]
     return dict(re.findall(r"^\| `([\w-]+)` \|[^|]*\| (.*) \|$", table, re.MULTILINE))
 

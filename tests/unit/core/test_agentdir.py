@@ -146,7 +146,7 @@ def rules(tmp_path_factory) -> dict[str, agentdir.AgentDirRule]:
 
 def test_lookup_shape(rules):
     rule = rules["lookup"]
-    assert (rule.shape, rule.env_names, rule.brand, rule.flat_layout_sentinel) == (
+    assert (rule.shape, agentdir.env_names(rule), rule.brand, rule.flat_layout_sentinel) == (
         "project-lookup",
         ("SENPI_CODING_AGENT_DIR",),
         None,
@@ -161,7 +161,7 @@ def test_lookup_shape(rules):
 
 def test_brand_shape(rules):
     rule = rules["brand"]
-    assert (rule.shape, rule.env_names, rule.flat_layout_sentinel) == (
+    assert (rule.shape, agentdir.env_names(rule), rule.flat_layout_sentinel) == (
         "brand-aware",
         ("SENPI_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR"),
         "settings.json",
@@ -182,7 +182,7 @@ def test_brand_shape(rules):
 
 def test_package_json_without_pi_config_means_pi(tmp_path):
     rule = agentdir.rule_for(write_build(tmp_path, LOOKUP, package={"name": "x"}))
-    assert (rule.env_names, rule.app_name, rule.config_dir) == (("PI_CODING_AGENT_DIR",), None, None)
+    assert (agentdir.env_names(rule), rule.app_name, rule.config_dir) == (("PI_CODING_AGENT_DIR",), None, None)
     assert resolve(rule, {}, tmp_path, "/h") == Resolved(Path("/h/.pi/agent"), "default", False)
 
 

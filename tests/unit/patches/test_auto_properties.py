@@ -22,7 +22,7 @@ PATCH = definition.load("directive-dedupe")
 MIN_BYTES = 60  # small, so that generated spans fall on both sides of it
 CONFIG = Config().with_patch("directive-dedupe", tags="auto", min_bytes=MIN_BYTES)
 KNOWN = set(PATCH.job_settings(CONFIG)["tags"])
-JS = Path(__file__).resolve().parents[1] / "js"
+JS = Path(__file__).resolve().parents[2] / "js"
 
 # The token grammar, written as regular expressions (the payload reads it by hand).
 TOKEN = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9_.:-]{0,39})(>|[ \t\r\n][^<>]{0,999}>)")

@@ -23,7 +23,7 @@ CONFIG = Config().with_patch("directive-dedupe", tags=list(TAGS))
 def node_dedupe(tmp_path_factory):
     payload = tmp_path_factory.mktemp("payload") / "payload.js"
     payload.write_text(PATCH.render_payload(CONFIG))
-    runner = Path(__file__).resolve().parents[1] / "js" / "payload.mjs"
+    runner = Path(__file__).resolve().parents[2] / "js" / "payload.mjs"
     proc = subprocess.Popen(
         ["node", str(runner), str(payload)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_payload_properties import CONFIG, PATCH, oracle_text, texts
+
+from unit.patches.test_payload_properties import CONFIG, PATCH, oracle_text, texts
 
 PROCESSED = {"user", "custom", "toolResult"}
 BOUNDARY = {"type": "claude_sdk_oauth_compact_boundary", "details": {"boundary": {"trigger": "auto"}}}
@@ -21,7 +22,7 @@ BOUNDARY = {"type": "claude_sdk_oauth_compact_boundary", "details": {"boundary":
 def node_handler(tmp_path_factory):
     path = tmp_path_factory.mktemp("ext") / "extension.js"
     path.write_text(PATCH.render_extension(CONFIG))
-    runner = Path(__file__).resolve().parents[1] / "js" / "extension.mjs"
+    runner = Path(__file__).resolve().parents[2] / "js" / "extension.mjs"
     proc = subprocess.Popen(["node", str(runner), str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def run(cases):

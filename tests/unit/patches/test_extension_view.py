@@ -20,7 +20,7 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 
 PATCH = definition.load("directive-dedupe")
-RUNNER = Path(__file__).resolve().parents[1] / "js" / "extension.mjs"
+RUNNER = Path(__file__).resolve().parents[2] / "js" / "extension.mjs"
 DIRECTIVE = "<ultrawork-mode>\n" + "rule: verify end to end.\n" * 200 + "</ultrawork-mode>"
 MARKER = PATCH.marker("ultrawork-mode")
 SAVED = len(DIRECTIVE.encode()) - len(MARKER.encode())  # what one collapsed copy saves
