@@ -123,6 +123,26 @@ def index(path: Path) -> SessionIndex:
     return found
 
 
+def _message_role(found: SessionIndex, entry: dict[str, Any], line: int, model: str | None) -> str | None:
+    """A message entry's role (None, and a warning, when it has none that can be read); an
+    assistant's model and every message's tools are noted on the way."""
+    message = entry.get("message")
+    if not isinstance(message, dict) or "role" not in message:
+        found.warn("message without a role", line)
+        return None
+    role = message["role"]
+    if not isinstance(role, str):
+        found.warn("message whose role is not a string", line)
+        return None
+    if role == "assistant":
+        own = message.get("model")
+        if own is not None and not isinstance(own, str):
+            found.warn("assistant model that is not a string (ignored)", line)
+        found.models[entry["id"]] = own if isinstance(own, str) and own else model
+    _note_tools(found.tools, message)
+    return role
+
+
 def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line: int, model: str | None) -> str | None:
     """Index one entry (or count why it is skipped); returns the model in force after it. A field of
     the wrong type is never guessed at: the entry is skipped, or the field treated as absent."""
@@ -140,20 +160,9 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         model = named if isinstance(named, str) and named else model
     role = None
     if kind == "message":
-        message = entry.get("message")
-        if not isinstance(message, dict) or "role" not in message:
-            found.warn("message without a role", line)
+        role = _message_role(found, entry, line, model)
+        if role is None:
             return model
-        role = message["role"]
-        if not isinstance(role, str):
-            found.warn("message whose role is not a string", line)
-            return model
-        if role == "assistant":
-            own = message.get("model")
-            if own is not None and not isinstance(own, str):
-                found.warn("assistant model that is not a string (ignored)", line)
-            found.models[entry["id"]] = own if isinstance(own, str) and own else model
-        _note_tools(found.tools, message)
     first_kept = entry.get("firstKeptEntryId")
     if kind == "compaction" and first_kept is not None and not isinstance(first_kept, str):
         found.warn("compaction whose firstKeptEntryId is not a string (keeps nothing before it)", line)

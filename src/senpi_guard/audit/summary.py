@@ -120,10 +120,8 @@ class Summary:
             if self.patched_over is None and row["est_tokens_patched"] > self.window:
                 self.patched_over = row["index"]
 
-    def result(self) -> dict[str, Any]:
-        full = self.lanes["full"]["bytes"]
-        saved = full["installed"] - full["dist"]
-        sent = {
+    def _sent(self) -> dict[str, Any]:
+        return {
             lane: {
                 "turns": totals["turns"],
                 "bytes": totals["bytes"],
@@ -134,33 +132,41 @@ class Summary:
             }
             for lane, totals in self.lanes.items()
         }
+
+    def _headline(self) -> dict[str, Any]:
+        full = self.lanes["full"]["bytes"]
+        saved = full["installed"] - full["dist"]
+        return {
+            "over": "full re-sends of senpi's Claude provider",
+            "turns": self.lanes["full"]["turns"],
+            "unpatched_bytes": full["installed"],
+            "patched_bytes": full["dist"],
+            "saved_bytes": saved,
+            "saved_percent": _percent(saved, full["installed"]),
+        }
+
+    def _every_call(self) -> dict[str, Any]:
         counted = ("full", "delta", "context", "summary")
         every = {config: sum(self.lanes[lane]["bytes"][config] for lane in counted) for config in CONFIGS}
+        return {
+            "over": "full re-sends, delta calls, other providers' calls and summary requests (unknown lanes left out)",
+            "turns": sum(self.lanes[lane]["turns"] for lane in counted),
+            "bytes": every,
+            "saved_percent": {
+                config: _percent(every["installed"] - every[config], every["installed"]) for config in CONFIGS
+            },
+        }
+
+    def result(self) -> dict[str, Any]:
         return {
             "turns": len(self.series["installed"]),
             "calls": self.calls,
             "sent_by": self.sent_by,
             "providers": self.providers,
-            "sent": sent,
+            "sent": self._sent(),
             "continuity": self.continuity,
-            "headline": {
-                "over": "full re-sends of senpi's Claude provider",
-                "turns": self.lanes["full"]["turns"],
-                "unpatched_bytes": full["installed"],
-                "patched_bytes": full["dist"],
-                "saved_bytes": saved,
-                "saved_percent": _percent(saved, full["installed"]),
-            },
-            "every_call": {
-                "over": (
-                    "full re-sends, delta calls, other providers' calls and summary requests (unknown lanes left out)"
-                ),
-                "turns": sum(self.lanes[lane]["turns"] for lane in counted),
-                "bytes": every,
-                "saved_percent": {
-                    config: _percent(every["installed"] - every[config], every["installed"]) for config in CONFIGS
-                },
-            },
+            "headline": self._headline(),
+            "every_call": self._every_call(),
             "cache_write": {
                 "full_turns": self.cache["turns"],
                 "bytes": self.cache["bytes"],

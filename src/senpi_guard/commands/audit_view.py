@@ -101,7 +101,7 @@ def _change(before: int, after: int) -> str:
     return f"{_percent(after - before, before)} more"
 
 
-def _lanes(s: dict[str, Any]) -> None:
+def _calls_line(s: dict[str, Any]) -> None:
     sent = s["sent"]
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(s["continuity"].items()))
     providers = ", ".join(f"{name} {n}" for name, n in sorted(s["providers"].items()))
@@ -118,6 +118,11 @@ def _lanes(s: dict[str, Any]) -> None:
             else ""
         )
     )
+
+
+def _lanes(s: dict[str, Any]) -> None:
+    _calls_line(s)
+    sent = s["sent"]
     by = s["sent_by"]
     _say(
         "which configuration sent each call: "
@@ -181,6 +186,20 @@ def print_summary(report: dict[str, Any]) -> None:
     _lanes(s)
     for line in money_view.lines(s.get("money")):
         _say(line)
+    _cache(s)
+    _recorded(s)
+    _extremes(s)
+    _say(
+        "columns: installed = senpi as installed (with its own dedupe where it has one), dist = with "
+        "the dist patch, ext = with the extension layer alone, both = with both layers; new = what a "
+        "prompt cache writes anew; recorded = senpi's own payloadBytes and the configuration it matches "
+        "(=? when several give those bytes; ! when none does); tokens are estimates (bytes / 4)"
+    )
+    if report["warnings"]:
+        _warnings(report)
+
+
+def _cache(s: dict[str, Any]) -> None:
     cache, losing = s["cache_write"], s["turns_losing_a_directive"]
     if cache["full_turns"]:
         written = cache["bytes"]
@@ -198,6 +217,9 @@ def print_summary(report: dict[str, Any]) -> None:
             f"prompt cache, other providers: {written['installed']:,} bytes written anew as installed, "
             f"{written['extension']:,} with the extension layer"
         )
+
+
+def _recorded(s: dict[str, Any]) -> None:
     rec = s["recorded_payload"]
     if rec["turns"]:
         found = ", ".join(f"{n} {_RECORDED_AS.get(config, config)}" for config, n in sorted(rec["recorded_as"].items()))
@@ -211,6 +233,9 @@ def print_summary(report: dict[str, Any]) -> None:
                 f"  MISMATCH at call #{miss['index']}: senpi recorded {miss['recorded']:,} bytes; the audit "
                 f"counts {sizes}"
             )
+
+
+def _extremes(s: dict[str, Any]) -> None:
     if s["skipped_turns"]["turns"]:
         first = s["skipped_turns"]["first"][0]
         _say(
@@ -233,18 +258,14 @@ def print_summary(report: dict[str, Any]) -> None:
             + ("still exceeds" if s["that_turn_over_window_patched"] else "fits")
         )
         _say(line)
-    _say(
-        "columns: installed = senpi as installed (with its own dedupe where it has one), dist = with "
-        "the dist patch, ext = with the extension layer alone, both = with both layers; new = what a "
-        "prompt cache writes anew; recorded = senpi's own payloadBytes and the configuration it matches "
-        "(=? when several give those bytes; ! when none does); tokens are estimates (bytes / 4)"
-    )
-    if report["warnings"]:
-        lines = report.get("warning_lines", {})
 
-        def where(what: str, n: int) -> str:
-            line = lines.get(what)
-            return "" if line is None else f" (line {line})" if n == 1 else f" (first at line {line})"
 
-        skipped = ", ".join(f"{n} {what}{where(what, n)}" for what, n in sorted(report["warnings"].items()))
-        print(f"warnings in {report['session']}: skipped {skipped}", file=sys.stderr)
+def _warnings(report: dict[str, Any]) -> None:
+    lines = report.get("warning_lines", {})
+
+    def where(what: str, n: int) -> str:
+        line = lines.get(what)
+        return "" if line is None else f" (line {line})" if n == 1 else f" (first at line {line})"
+
+    skipped = ", ".join(f"{n} {what}{where(what, n)}" for what, n in sorted(report["warnings"].items()))
+    print(f"warnings in {report['session']}: skipped {skipped}", file=sys.stderr)

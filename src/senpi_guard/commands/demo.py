@@ -102,17 +102,7 @@ def _demo(work: Path) -> int:
     _incidents(patch, installs, outcomes)
     after = looked()
     _say("5. " + states(after))
-    session_file = sample_session.write_sample_session(
-        work / "session.jsonl", turns=30, lanes=True, payload_from=work / f"src{SHAPES[0]}"
-    )
-    with audit.serializer([installs[0]], patch, config) as server:
-        report = audit.audit_session(session_file, server)
-    _say(
-        f"6. audit of a sample 30-step session on {installs[0].version} (a 25 kB <ultrawork-mode> in every "
-        "user message; senpi's continuity record on every call):"
-    )
-    for line in _audit_lines(report["summary"]):
-        _say("   " + line)
+    _audit(work, installs[0], patch, config)
     _say("7. revert restores the original bytes exactly and removes the extension layer:")
     reverting = flow()
     with reverting.store.lock():
@@ -128,6 +118,20 @@ def _demo(work: Path) -> int:
     )
     ok = all(a.after == State.PATCHED for a in after) and reverting.ok and bool(removed)
     return 0 if ok else 1
+
+
+def _audit(work: Path, install: Install, patch, config) -> None:
+    session_file = sample_session.write_sample_session(
+        work / "session.jsonl", turns=30, lanes=True, payload_from=work / f"src{SHAPES[0]}"
+    )
+    with audit.serializer([install], patch, config) as server:
+        report = audit.audit_session(session_file, server)
+    _say(
+        f"6. audit of a sample 30-step session on {install.version} (a 25 kB <ultrawork-mode> in every "
+        "user message; senpi's continuity record on every call):"
+    )
+    for line in _audit_lines(report["summary"]):
+        _say("   " + line)
 
 
 def _incidents(patch, installs: list[Install], outcomes) -> None:

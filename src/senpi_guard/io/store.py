@@ -9,10 +9,7 @@ import logging
 import os
 import re
 import stat
-import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +18,8 @@ from typing import Any, NamedTuple
 import platformdirs
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io.logs import crash_log as crash_log  # (the commands' one import for it)
+from senpi_guard.io.logs import log_dir as log_dir
 from senpi_guard.io.write import os_error, private_dirs, write_private
 
 APP = "senpi-guard"
@@ -30,34 +29,6 @@ LEGACY_PATCH = "directive-dedupe"
 PER_PATCH = ("located", "last_verify", "last_reconcile", "backoff")
 LOCK_TIMEOUT = 120.0
 log = logging.getLogger("senpi-guard")
-
-
-def log_dir() -> Path:
-    return Path(platformdirs.user_log_dir(APP))
-
-
-def crash_log(exc: BaseException) -> str:
-    """Write the traceback of an unexpected error where the user can find it; return the path (in
-    the log dir, else a new file in the system temp dir: the log dir may be what failed)."""
-    text = f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} senpi-guard {' '.join(sys.argv[1:])}\n" + "".join(
-        traceback.format_exception(exc)
-    )
-    folder = log_dir()
-    try:
-        private_dirs(folder)
-        path = folder / "crash.log"
-        with path.open("a", encoding="utf-8") as out:
-            out.write(text)
-        return str(path)
-    except OSError:
-        pass
-    try:
-        fd, name = tempfile.mkstemp(prefix="senpi-guard-crash-", suffix=".log")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        return name
-    except OSError:
-        return "(could not be written: " + "".join(traceback.format_exception_only(exc)).strip() + ")"
 
 
 def _acquire(lock, timeout: float, path: Path) -> None:

@@ -146,6 +146,12 @@ class DistSchedule:
             self.store.update_install(inst.package_dir, patch=patch_name, last_reconcile=result, backoff=None)
             return
         self.store.update_install(inst.package_dir, patch=patch_name, last_reconcile=result)
+        self._back_off(outcome)
+
+    def _back_off(self, outcome: pipeline.Outcome) -> None:
+        """A failure: retried when the install was still changing (an update landing), else not
+        tried again until its version or bytes change (a note says so, once)."""
+        inst, patch_name = outcome.install, outcome.patch
         target = str(outcome.files[0]) if outcome.files else None
         failed = (inst.version, _content_key(inst, target))
         self.stop.wait(self.quiet_period)  # was it an update still landing?
@@ -163,15 +169,12 @@ class DistSchedule:
         )
         kept = f"a copy of the hand-edited file is at {outcome.backups[0]}; " if outcome.backups else ""
         notify("senpi-guard could not patch senpi", f"senpi {inst.version}: {kept}{outcome.detail[:200]}")
-        self.store.update_install(
-            inst.package_dir,
-            patch=patch_name,
-            backoff={
-                "version": inst.version,
-                "sha256": failed[1],
-                "target": target,
-                "error": outcome.detail[:500],
-                "time": time.time(),
-            },
-        )
-        self.known[key] = Known(outcome.files, ())
+        backoff = {
+            "version": inst.version,
+            "sha256": failed[1],
+            "target": target,
+            "error": outcome.detail[:500],
+            "time": time.time(),
+        }
+        self.store.update_install(inst.package_dir, patch=patch_name, backoff=backoff)
+        self.known[(inst.real_dir, patch_name)] = Known(outcome.files, ())

@@ -121,12 +121,13 @@ def test_a_group_friendly_umask_still_makes_private_folders(tmp_path):
 
 
 def test_the_crash_log_falls_back_to_the_temp_dir_when_its_folder_cannot_be_made(tmp_path, monkeypatch):
+    from senpi_guard.io import logs
     from senpi_guard.io import store as store_mod
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setattr(store_mod, "log_dir", lambda: blocker / "log")  # (a file in the way)
-    monkeypatch.setattr(store_mod.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(logs, "log_dir", lambda: blocker / "log")  # (a file in the way)
+    monkeypatch.setattr(logs.tempfile, "tempdir", str(tmp_path))
     try:
         raise ValueError("boom")
     except ValueError as exc:
