@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from senpi_guard.core.patch import schema as names
 from senpi_guard.core.patch import settings as settings_mod
 from senpi_guard.core.patch.extra import EXTRA_PATCHES, extra_patch_folders
 from senpi_guard.core.patch.fixtures import SHAPE, folder_problem, load_fixtures
@@ -291,6 +292,7 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:  # (a key under the wrong [table] lands here too)
         raise ValueError(f"unknown top-level keys {', '.join(unknown)}")
+    names.check(data, root)
     files = data.get("payload") or []
     # (the payload may be split into several files, joined in the order given)
     payload = "".join((root / name).read_text("utf-8") for name in ([files] if isinstance(files, str) else files))

@@ -109,6 +109,18 @@ def shape_problem(raw: Any) -> str | None:
     return None
 
 
+def fixture_names(folder: Path) -> list[str]:
+    """The names of the fixtures in `folder`, as expand_fixture gives them (unreadable ones left out)."""
+    names = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            raw = json.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        names.append(raw.get("name", path.stem) if isinstance(raw, dict) else path.stem)
+    return names
+
+
 def folder_problem(folder: Path) -> str | None:
     """The first fixture file in `folder` this engine cannot expand, and why; None when all can."""
     for path in sorted(folder.glob("*.json")):
