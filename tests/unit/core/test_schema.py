@@ -28,7 +28,7 @@ def load_edited(tmp_path, old: str, new: str):
     [
         ('serialiser = "prompt"', 'serialiser = "promtp"', "audit.serialiser names the role 'promtp'"),
         ('write_order = ["upstream",', 'write_order = ["upstrem",', "write_order names the role 'upstrem'"),
-        ('target = "upstream"\n\n[audit]', 'target = "up"\n\n[audit]', "defer.target names the role 'up'"),
+        ('value = "defer"\ntarget = "upstream"', 'value = "defer"\ntarget = "up"', "defer.target names the role 'up'"),
         ('setting = "upstream_dedupe"', 'setting = "upstream_dedup"', "defer.setting names the setting"),
         ('when = { setting = "tags"', 'when = { setting = "tag"', "settings.min_bytes.when names the setting 'tag'"),
         ("hand_fix_risks = { upstream =", "hand_fix_risks = { upstreams =", "hand_fix_risks names the role"),

@@ -42,6 +42,8 @@ class Defer:
     setting: str
     value: str
     target: str
+    # what handing an install the patch is on to senpi's own code costs, said as "hands … : …"
+    cost: str = "hands the install to senpi's own code"
 
 
 @dataclass(frozen=True)
@@ -156,8 +158,8 @@ class Patch:
             rendered = s.render or (extension and s.extension_only)
             if rendered and (s.when is None or values.get(s.when[0]) == s.when[1]):
                 out[s.name] = list(v) if isinstance(v := values[s.name], tuple) else v
-                if s.kind == "tags" and isinstance(v, str):
-                    out["known"] = list(s.known)  # (a word such as "auto" keeps these at any size)
+                if s.kind == "tags" and isinstance(v, str) and s.known_as:
+                    out[s.known_as] = list(s.known)  # (a word such as "auto" keeps these at any size)
         return out
 
     def _slot(self, config: Config, extension: bool = False) -> dict[str, Any]:
@@ -167,11 +169,15 @@ class Patch:
 
     def job_settings(self, config: Config) -> dict[str, Any]:
         """What a replay's job tells the patch's own checks: the rendered settings and the marker;
-        `tags` is always a list (with tags = "auto", the known ones, and `autoMinBytes` is set)."""
+        a tags setting is always a list (for a word, its known tags), and a setting with `job_as`
+        is also given under that name while it is rendered."""
         slot = self._slot(config)
-        extra = {"maxMarkerBytes": self.max_marker_bytes} if self.marker_template else {}
-        if isinstance(slot.get("tags"), str):
-            extra |= {"tags": slot["known"], "autoMinBytes": slot.get("min_bytes", 0)}
+        extra: dict[str, Any] = {"maxMarkerBytes": self.max_marker_bytes} if self.marker_template else {}
+        for s in self.settings_schema:
+            if s.kind == "tags" and isinstance(slot.get(s.name), str):
+                extra[s.name] = list(s.known)
+            if s.job_as and s.name in slot:
+                extra[s.job_as] = slot[s.name]
         return {**slot, **extra}
 
     def deferred(self, config: Config, present: set[str]) -> bool:
