@@ -42,7 +42,7 @@ class Defer:
     setting: str
     value: str
     target: str
-    # what handing an install the patch is on to senpi's own code costs, said as "hands … : …"
+    # what taking the patch out of such an install costs, in words apply and verify print
     cost: str = "hands the install to senpi's own code"
 
 
