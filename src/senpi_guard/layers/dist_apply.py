@@ -19,12 +19,6 @@ from senpi_guard.prove import verify
 if TYPE_CHECKING:
     from senpi_guard.layers.dist import Reconciler
 
-# What handing an install patched by us to upstream's keep-last costs (it changes sent text).
-DEFER_COST = (
-    "hands full re-sends to upstream's keep-last dedupe, which changes what earlier messages "
-    "look like: the next full re-send of each live session misses the prompt cache once"
-)
-
 
 def report_drift(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
     kept = [] if dry_run else rec._keep_drifted(insp)
@@ -135,6 +129,7 @@ def write_files(
 
 def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep_reshapes: bool = False) -> Outcome:
     rule = f'{rec.patch.defer.setting} = "{rec.patch.defer.value}"'
+    cost = rec.patch.defer.cost  # (what handing it over costs: the patch says)
     hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
     if hand:
         return replace(
@@ -148,7 +143,7 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
         return replace(
             start,
             ok=True,
-            detail=f"left as it is: {rule} {DEFER_COST}; run `senpi-guard apply` to make that change",
+            detail=f"left as it is: {rule} {cost}; run `senpi-guard apply` to make that change",
         )
     plans = [(tf, rec._without_me(insp.install, tf)) for tf in ours]
     if not dry_run:  # (other patches left on a file are proven on what remains)
@@ -162,10 +157,10 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
             ok=True,
             would_write=rels,
             detail=f"dry run: would remove the patch "
-            f"and leave the install to senpi's own code ({rule})" + (f"; that {DEFER_COST}" if ours else ""),
+            f"and leave the install to senpi's own code ({rule})" + (f"; that {cost}" if ours else ""),
         )
     detail = (
-        f"{rule}: removed the patch, senpi's own code is in charge ({DEFER_COST})"
+        f"{rule}: removed the patch, senpi's own code is in charge ({cost})"
         if ours
         else f"{rule}: left to senpi's own code"
     )

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from senpi_guard.core import jssyntax
 from senpi_guard.core.patch import apply as edit
 from senpi_guard.core.patch import definition, reverse
+from senpi_guard.core.patch.kinds import wrap
 from senpi_guard.demo import sample
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
@@ -22,7 +23,7 @@ def patch_bytes(base: bytes, role: str = "prompt") -> bytes:
 def test_roundtrip_and_line_numbers(shape):
     base = sample.prompt_bridge_source(shape).encode()
     patched = patch_bytes(base)
-    assert reverse.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH) == base
     # every original code line keeps its number; only the return line changes, in place
     old, new = base.split(b"\n"), patched.split(b"\n")
     changed = [i for i, line in enumerate(old[:-1]) if new[i] != line]
@@ -35,7 +36,7 @@ def test_crlf_file_gets_crlf_payload():
     base = sample.prompt_bridge_source(2).replace("\n", "\r\n").encode()
     patched = patch_bytes(base)
     assert patched.count(b"\n") == patched.count(b"\r\n")
-    assert reverse.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH) == base
 
 
 @pytest.mark.parametrize("tail", ["", "\n"])
@@ -43,7 +44,7 @@ def test_no_source_map_line(tail):
     base = ("export function buildPromptBlocks(c) {\n    return c.blocks;\n}" + tail).encode()
     patched = patch_bytes(base)
     jssyntax.parse(patched)
-    assert reverse.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH) == base
 
 
 def test_sequence_and_parenthesized_returns_roundtrip():
@@ -53,37 +54,37 @@ def test_sequence_and_parenthesized_returns_roundtrip():
     )
     patched = patch_bytes(base)
     assert b"__senpiGuardDedupe(/*senpi-guard:seq*/(c.x, c.z))" in patched
-    assert reverse.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH) == base
 
 
 def test_remove_edit_refuses_a_changed_file():
     base = sample.prompt_bridge_source(2).encode()
     patched = patch_bytes(base).replace(b"USER:", b"USR:")
     with pytest.raises(edit.EditError):
-        reverse.remove_edit(patched, PATCH.callees)
+        reverse.remove_edit(patched, PATCH)
 
 
 def test_upstream_wrap_passes_first_parameter():
     base = sample.sample_source("prompt-directive-dedupe.js").encode()
     patched = patch_bytes(base, "upstream")
     assert patched.count(b"__senpiGuardUpstream({ blocks, collapsedDirectives: 0 }, blocks)") == 2
-    assert reverse.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH) == base
 
 
 def test_upstream_entry_guard_sits_on_the_first_line_and_comes_off():
     base = sample.sample_source("prompt-directive-dedupe.js").encode()
     patched = edit.render(PATCH, CONFIG, PATCH.target("upstream"), base, "prompt-directive-dedupe.js")
     head = next(line for line in patched.split(b"\n") if line.startswith(b"export function dedupeUltraworkBlocks"))
-    opening, closing = edit.entry_marks(PATCH.name)
+    opening, closing = wrap.entry_marks(PATCH.name)
     assert head.endswith(
         b"{" + opening + b"if (__senpiGuardSkip(blocks)) return "
         b"__senpiGuardUpstream(__senpiGuardSkipped, blocks);" + closing
     )
     code = patched[: patched.index(b"// senpi-guard: patched by")]
     assert code.count(b"\n") == base[: base.rindex(b"//# sourceMappingURL")].count(b"\n")  # lines kept
-    assert reverse.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH) == base
     with pytest.raises(edit.EditError):  # a change outside the guard: the sha256 does not match
-        reverse.remove_edit(patched.replace(b"const spans = []", b"const spans = [0]"), PATCH.callees)
+        reverse.remove_edit(patched.replace(b"const spans = []", b"const spans = [0]"), PATCH)
 
 
 def test_hand_fix_removal_gives_back_the_original():
@@ -161,7 +162,7 @@ def test_roundtrip_random_returns(names, crlf, indent, tail):
     patched = patch_bytes(base)
     jssyntax.parse(patched)
     assert patched.count(b"__senpiGuardDedupe(") >= len(names) + 1
-    assert reverse.remove_edit(patched, PATCH.callees) == base
+    assert reverse.remove_edit(patched, PATCH) == base
 
 
 def test_marker_length_and_tag_checks():
@@ -191,7 +192,7 @@ BINDING = (
 
 def test_an_entry_only_target_gets_one_statement_and_reverts_exactly():
     target = PATCH.target("binding")
-    assert target.wrap == "" and "__senpiGuardBranchAsSent(" in target.entry and target.callee == ""
+    assert target.spec.wrap == "" and "__senpiGuardBranchAsSent(" in target.spec.entry and target.spec.callee == ""
     patched = edit.render(PATCH, CONFIG, target, BINDING, "session-binding.js")
     jssyntax.parse(patched)
     lines = patched.split(b"\n")
@@ -200,7 +201,7 @@ def test_an_entry_only_target_gets_one_statement_and_reverts_exactly():
         b"/*senpi-guard:entry-end directive-dedupe*/"
     )
     assert b"return [];" in patched and b"return sentMessageHashes(messages);" in patched  # returns untouched
-    assert reverse.remove_edit(patched, PATCH.callees) == BINDING
+    assert reverse.remove_edit(patched, PATCH) == BINDING
     assert edit.read_header(patched).role == "binding"
 
 

@@ -65,7 +65,7 @@ def test_the_hand_added_hooks_goes_and_comes_back(before):
     assert b'matcher: "Bash"' not in patched.split(b"// senpi-guard:")[0]  # (the nested hooks went with it)
     code = patched[: patched.index(b"// senpi-guard: patched by")]
     assert code.count(b"\n") == base[: base.index(b"//# sourceMappingURL")].count(b"\n")  # every line keeps its number
-    assert reverse.remove_edit(patched, HOOKS.callees, HOOKS.name) == base
+    assert reverse.remove_edit(patched, HOOKS, HOOKS.name) == base
     recovered = reverse.recover(patched, HOOKS)
     assert classify(patched, recovered, patched, HOOKS.version, HOOKS.config_digest(Config())).state == State.PATCHED
 
@@ -88,9 +88,8 @@ def test_two_hooks_of_which_none_is_senpis_own_are_refused():
 def test_two_patches_on_one_file_are_composed_under_one_header_and_come_off_together():
     import dataclasses
 
-    other_target = dataclasses.replace(
-        TARGET, role="settings", property_name="settings", keep="{ autoCompactEnabled: true }"
-    )
+    own = dataclasses.replace(TARGET.spec, property_name="settings", keep="{ autoCompactEnabled: true }")
+    other_target = dataclasses.replace(TARGET, role="settings", spec=own)
     other = dataclasses.replace(HOOKS, name="other-repair", order=HOOKS.order + 1, targets=(other_target,))
     base = hand_fixed().replace(
         b"        settings: { autoCompactEnabled: true },\n",
@@ -108,7 +107,7 @@ def test_two_patches_on_one_file_are_composed_under_one_header_and_come_off_toge
     assert reverse.recover(both, HOOKS, {other.name: other}).base == base
     # one alone cannot be taken off a file another shares: refused, not guessed
     with pytest.raises(ValueError, match="also carries"):
-        reverse.remove_edit(both, (), HOOKS.name)
+        reverse.remove_edit(both, HOOKS, HOOKS.name)
     # without the other, it is the same file as the first one alone makes
     alone, _ = apply.compose(base, [apply.Step(HOOKS, TARGET, Config())], "options.js")
     assert alone == apply.render(HOOKS, Config(), TARGET, base, "options.js")

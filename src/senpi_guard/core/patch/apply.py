@@ -1,8 +1,8 @@
-"""Render our edit of a target file: wrap each return, add the payload between a header and an
-end line. Pure bytes -> bytes.
+"""Render our edit of a target file: each target's edit by its kind (core/patch/kinds/), each
+patch's region between its begin and end lines, one header naming every patch. Pure bytes -> bytes.
 
-Original line numbers are preserved: return expressions are wrapped in place and the payload goes
-after the last code line, just before `//# sourceMappingURL=`.
+Original line numbers are preserved: every kind edits in place and the regions go after the last
+code line, just before `//# sourceMappingURL=`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from senpi_guard.core import jssyntax
-from senpi_guard.core.jssyntax import FunctionDef, ReturnSite
-from senpi_guard.core.patch import properties
+from senpi_guard.core.patch import kinds
 from senpi_guard.core.patch.definition import Patch, Target
+from senpi_guard.core.patch.kinds import EditError
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 
@@ -44,14 +44,6 @@ def header_re(name: str | None = None) -> re.Pattern[bytes]:
 
 
 SOURCE_MAP_RE = re.compile(rb"^//# sourceMappingURL=", re.MULTILINE)
-# A sequence expression needs its own parentheses inside a call; this tag says we added them.
-SEQUENCE_TAG = b"/*senpi-guard:seq*/"
-
-
-# An entry statement sits between two comments naming its patch, right after the body's "{" (same
-# line); format 9 and older wrote them without the name.
-def entry_marks(name: str) -> tuple[bytes, bytes]:
-    return f"/*senpi-guard:entry {name}*/".encode(), f"/*senpi-guard:entry-end {name}*/".encode()
 
 
 class Header(NamedTuple):
@@ -92,10 +84,6 @@ class FileHeader(NamedTuple):
         return tuple(e.name for e in self.entries)
 
 
-class EditError(ValueError):
-    """The bytes are not what this edit expects; the message says why."""
-
-
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -113,55 +101,20 @@ def end_line(name: str) -> str:
     return f"// senpi-guard: end {name}"
 
 
-def wrap_expression(expr: bytes, node_type: str, template: str, params: Sequence[str | None]) -> bytes:
-    if node_type == "sequence_expression":
-        expr = SEQUENCE_TAG + b"(" + expr + b")"
-    prefix, _, suffix = template.partition("{expr}")
-    if "{param0}" in template:
-        if not params or not params[0]:
-            raise EditError("the wrapped function has no plain first parameter")
-        prefix, suffix = (s.replace("{param0}", params[0]) for s in (prefix, suffix))
-    return prefix.encode() + expr + suffix.encode()
-
-
-def apply_edit(
-    base: bytes,
-    returns: Sequence[ReturnSite],
-    template: str,
-    params: Sequence[str | None],
-    payload: str,
-    name: str,
-    entry: tuple[int, str] | None = None,
-) -> bytes:
-    """One patch's edit of `base` (which may carry earlier patches): returns wrapped, an entry
-    statement, and its payload between its begin and end lines. `entry`: (the byte after the body's
-    "{", the guard's code) when the target has one. The file's header is added by `compose`."""
-    nl = newline_of(base)
-    out = bytearray(base)
-    edits = [
-        (
-            site.expr.start,
-            site.expr.end,
-            wrap_expression(base[site.expr.start : site.expr.end], site.node_type, template, params),
-        )
-        for site in returns
-    ]
-    if entry is not None:
-        code = entry[1].replace("{param0}", params[0] or "") if params else entry[1]
-        opening, closing = entry_marks(name)
-        edits.append((entry[0], entry[0], opening + code.encode() + closing))
-    for start, end, text in sorted(edits, key=lambda e: e[0], reverse=True):
-        out[start:end] = text
-    lines = [begin_line(name), *payload.rstrip("\n").split("\n"), end_line(name)]
-    region = nl.join(line.encode("utf-8") for line in lines) + nl
+def add_region(edited: bytes, region: str, name: str, nl: bytes) -> bytes:
+    """Patch `name`'s region (its begin line, `region`'s lines, its end line) after the last code
+    line, just before `//# sourceMappingURL=`."""
+    lines = [begin_line(name), *region.rstrip("\n").split("\n"), end_line(name)]
+    text = nl.join(line.encode("utf-8") for line in lines) + nl
+    out = bytearray(edited)
     maps = list(SOURCE_MAP_RE.finditer(out))
     if maps:
         at = maps[-1].start()
-        out[at:at] = region
+        out[at:at] = text
     elif not out or out.endswith(b"\n"):
-        out += region
+        out += text
     else:
-        out += nl + region[: -len(nl)]
+        out += nl + text[: -len(nl)]
     return bytes(out)
 
 
@@ -221,54 +174,21 @@ def region_of(data: bytes, name: str) -> bytes | None:
     return None if end is None else data[start.start() : end.end()]
 
 
-def check_function_shape(where: str, definition: FunctionDef, needs_param: bool, wraps_returns: bool = True) -> None:
-    """Refuse function shapes the edit cannot handle."""
-    if definition.is_generator:
-        raise FatalError(
-            f"{definition.name} in {where} is a generator: unknown return shape, "
-            "senpi-guard does not know this version; report it with the file"
-        )
-    if wraps_returns and not definition.returns:
-        raise FatalError(
-            f"{definition.name} in {where} returns no value: unknown return shape, "
-            "senpi-guard does not know this version; report it with the file"
-        )
-    if needs_param and (not definition.params or not definition.params[0] or definition.reassigns_param0):
-        raise FatalError(
-            f"{definition.name} in {where} has no plain first parameter that stays "
-            "unchanged: unknown shape; report it with the file"
-        )
-
-
 def edit(patch: Patch, config: Config, target: Target, source: bytes, where: str) -> bytes | None:
     """One patch's edit of one target over `source` (the original, or it with earlier patches
-    applied); None when a repair finds nothing to repair."""
+    applied), by the target's edit kind, with the patch's region (its payload and what the kind keeps
+    there); None when a repair finds nothing to repair."""
     try:
         tree = jssyntax.parse(source)
     except jssyntax.JsSyntaxError as exc:
         raise FatalError(f"{where}: the unpatched code has a {exc}; reinstall senpi") from exc
-    if target.edit == "remove-duplicate-property":
-        removals = properties.duplicates(source, target.function, target.property_name, target.keep, where)
-        if not removals:
-            return None
-        restore = "\n".join(properties.restore_lines(removals))
-        return apply_edit(properties.remove(source, removals), (), "", (), restore, patch.name)
-    defs = jssyntax.find_definitions(tree, target.function)
-    if len(defs) != 1:
-        raise FatalError(f"{where}: expected one definition of {target.function}, found {len(defs)}; reinstall senpi")
-    check_function_shape(
-        f"{where}:{defs[0].line}", defs[0], "{param0}" in target.wrap + target.entry, bool(target.wrap)
+    edited = kinds.KINDS[target.edit].render(
+        kinds.Render(source, tree, target.function, target.spec, where, patch.name)
     )
-    entry = None
-    if target.entry and defs[0].body_open is not None:  # (an expression body gets no guard)
-        entry = (defs[0].body_open, target.entry)
-    elif not target.wrap:
-        raise FatalError(
-            f"{where}:{defs[0].line}: {target.function} has no braced body for its entry "
-            "statement: unknown shape; report it with the file"
-        )
-    returns = defs[0].returns if target.wrap else ()
-    return apply_edit(source, returns, target.wrap, defs[0].params, patch.render_payload(config), patch.name, entry)
+    if edited is None:
+        return None
+    region = "\n".join(part for part in (patch.render_payload(config), edited.region) if part)
+    return add_region(edited.data, region, patch.name, newline_of(source))
 
 
 class Step(NamedTuple):
@@ -315,13 +235,4 @@ def render(patch: Patch, config: Config, target: Target, base: bytes, where: str
 
 def finding(target: Target, base: bytes, where: str) -> str:
     """What status says about an unpatched file whose edit repairs something (else "")."""
-    if target.edit != "remove-duplicate-property":
-        return ""
-    removals = properties.duplicates(base, target.function, target.property_name, target.keep, where)
-    if not removals:
-        return ""
-    lines = ", ".join(str(r.line) for r in removals)
-    return (
-        f"line {lines}: a second `{target.property_name}` in one object shadows (or is shadowed by) senpi's "
-        f"own `{target.property_name}: {target.keep}`: {target.about}; apply removes the hand-added one"
-    )
+    return kinds.KINDS[target.edit].finding(target.spec, target.function, base, where)

@@ -12,35 +12,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from senpi_guard.core.patch import schema as names
 from senpi_guard.core.patch import settings as settings_mod
 from senpi_guard.core.patch.extra import EXTRA_PATCHES, extra_patch_folders
-from senpi_guard.core.patch.fixtures import load_fixtures
+from senpi_guard.core.patch.fixtures import SHAPE, folder_problem, load_fixtures
 from senpi_guard.core.patch.settings import Setting
+from senpi_guard.core.patch.targets import Target, parse_edits, parse_target
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 
 CONFIG_SLOT = "/*senpi-guard:config*/"
 CONFIG_SLOT_END = "/*senpi-guard:config-end*/"
-EDITS = ("wrap", "remove-duplicate-property")
-
-
-@dataclass(frozen=True)
-class Target:
-    role: str
-    function: str
-    required: bool
-    wrap: str = ""  # the call each return value goes through ("": returns are left alone)
-    entry: str = ""  # a statement placed first in the function's body, on its first line (optional)
-    edit: str = "wrap"  # or "remove-duplicate-property": a second `property` in an object literal
-    property_name: str = ""  # (remove-duplicate-property) the property that must appear once
-    keep: str = ""  # (remove-duplicate-property) senpi's own value of it, which is kept
-    about: str = ""  # (remove-duplicate-property) why a second one is harmful, for status
-    fixtures: str = ""  # the target's own fixtures (a folder under the patch), replayed through it
-    with_extension: bool = False  # its replay runs the patch's rendered extension too
-
-    @property
-    def callee(self) -> str:
-        return self.wrap.partition("(")[0]
 
 
 @dataclass(frozen=True)
@@ -60,6 +42,8 @@ class Defer:
     setting: str
     value: str
     target: str
+    # what taking the patch out of such an install costs, in words apply and verify print
+    cost: str = "hands the install to senpi's own code"
 
 
 @dataclass(frozen=True)
@@ -98,6 +82,7 @@ class Patch:
     order: int = 100  # patches are applied to a file in this order
     # what restoring the hand-applied fix costs where a role is present (revert says it), by role
     hand_fix_risks: dict[str, str] = field(default_factory=dict, hash=False)
+    edits: tuple[str, ...] = ()  # the edit kinds its targets use (what it names in patch.toml)
 
     def target(self, role: str) -> Target:
         return next(t for t in self.targets if t.role == role)
@@ -107,9 +92,9 @@ class Patch:
         """The target an install is named by (the first required one)."""
         return next((t for t in self.targets if t.required), self.targets[0])
 
-    @property
-    def callees(self) -> tuple[str, ...]:
-        return tuple(t.callee for t in self.targets if t.callee)
+    def specs(self, kind: str) -> tuple[Any, ...]:
+        """The parsed fields of each of its targets edited by `kind`."""
+        return tuple(t.spec for t in self.targets if t.edit == kind)
 
     @property
     def checks_path(self) -> Path:
@@ -173,8 +158,8 @@ class Patch:
             rendered = s.render or (extension and s.extension_only)
             if rendered and (s.when is None or values.get(s.when[0]) == s.when[1]):
                 out[s.name] = list(v) if isinstance(v := values[s.name], tuple) else v
-                if s.kind == "tags" and isinstance(v, str):
-                    out["known"] = list(s.known)  # (a word such as "auto" keeps these at any size)
+                if s.kind == "tags" and isinstance(v, str) and s.known_as:
+                    out[s.known_as] = list(s.known)  # (a word such as "auto" keeps these at any size)
         return out
 
     def _slot(self, config: Config, extension: bool = False) -> dict[str, Any]:
@@ -184,11 +169,15 @@ class Patch:
 
     def job_settings(self, config: Config) -> dict[str, Any]:
         """What a replay's job tells the patch's own checks: the rendered settings and the marker;
-        `tags` is always a list (with tags = "auto", the known ones, and `autoMinBytes` is set)."""
+        a tags setting is always a list (for a word, its known tags), and a setting with `job_as`
+        is also given under that name while it is rendered."""
         slot = self._slot(config)
-        extra = {"maxMarkerBytes": self.max_marker_bytes} if self.marker_template else {}
-        if isinstance(slot.get("tags"), str):
-            extra |= {"tags": slot["known"], "autoMinBytes": slot.get("min_bytes", 0)}
+        extra: dict[str, Any] = {"maxMarkerBytes": self.max_marker_bytes} if self.marker_template else {}
+        for s in self.settings_schema:
+            if s.kind == "tags" and isinstance(slot.get(s.name), str):
+                extra[s.name] = list(s.known)
+            if s.job_as and s.name in slot:
+                extra[s.job_as] = slot[s.name]
         return {**slot, **extra}
 
     def deferred(self, config: Config, present: set[str]) -> bool:
@@ -200,9 +189,19 @@ class Patch:
         )
 
     # ---- rendering -----------------------------------------------------------------------------
+    @property
+    def has_slot(self) -> bool:
+        return CONFIG_SLOT in self.payload_template and CONFIG_SLOT_END in self.payload_template
+
+    @property
+    def configures_payload(self) -> bool:
+        """Whether its payload is rendered with anything (a rendered setting, the marker): then it
+        needs a config slot; a payload without either is written as it is."""
+        return bool(self.marker_template) or any(s.render or s.extension_only for s in self.settings_schema)
+
     def render_payload(self, config: Config, extension: bool = False) -> str:
-        if not self.payload_template:
-            return ""
+        if not self.has_slot:  # (only a payload with nothing to configure may have none)
+            return self.payload_template
         literal = json.dumps(self._slot(config, extension), ensure_ascii=True, separators=(",", ":"))
         head, _, rest = self.payload_template.partition(CONFIG_SLOT)
         _, _, tail = rest.partition(CONFIG_SLOT_END)
@@ -234,6 +233,11 @@ class Patch:
         """Names exactly what gets written: this patch, its version and the rendered settings."""
         return f"{self.name} v{self.version} {self.config_digest(config)}"
 
+    def fixture_folders(self) -> list[Path]:
+        """Every folder of fixtures it replays: its own, its targets', its extension's."""
+        folders = [self.root / "fixtures", *(self.root / t.fixtures for t in self.targets if t.fixtures)]
+        return [*folders, *([self.extension.fixtures] if self.extension else [])]
+
     def fixtures(self) -> list[dict[str, Any]]:
         return load_fixtures(self.root / "fixtures")
 
@@ -246,29 +250,6 @@ def patches_root() -> Path:
     if checkout.is_dir():
         return checkout
     raise FatalError("senpi-guard's patches/ folder is missing from this installation; reinstall senpi-guard")
-
-
-def _target(t: dict[str, Any]) -> Target:
-    target = Target(
-        t["role"],
-        t["function"],
-        bool(t.get("required", False)),
-        t.get("wrap", ""),
-        t.get("entry", ""),
-        t.get("edit", "wrap"),
-        t.get("property", ""),
-        t.get("keep", ""),
-        t.get("about", ""),
-        t.get("fixtures", ""),
-        bool(t.get("with_extension", False)),
-    )
-    if target.edit not in EDITS:
-        raise ValueError(f"target {target.role!r} has the unknown edit {target.edit!r}")
-    if target.edit == "wrap" and not (target.wrap or target.entry):
-        raise ValueError(f"target {target.role!r} has neither a wrap nor an entry")
-    if target.edit == "remove-duplicate-property" and not (target.property_name and target.keep):
-        raise ValueError(f"target {target.role!r} names no property or no value to keep")
-    return target
 
 
 def _extension(root: Path, layer: dict[str, Any] | None) -> ExtensionLayer | None:
@@ -308,6 +289,7 @@ KNOWN_KEYS = frozenset(
         "headline",
         "audit",
         "order",
+        "edits",
     }
 )
 
@@ -316,6 +298,7 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:  # (a key under the wrong [table] lands here too)
         raise ValueError(f"unknown top-level keys {', '.join(unknown)}")
+    names.check(data, root)
     files = data.get("payload") or []
     # (the payload may be split into several files, joined in the order given)
     payload = "".join((root / name).read_text("utf-8") for name in ([files] if isinstance(files, str) else files))
@@ -326,11 +309,12 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
     )
     schema = tuple(Setting.parse(name, spec) for name, spec in data.get("settings", {}).items())
     defer = Defer(**data["defer"]) if data.get("defer") else None
+    edits = parse_edits(data)
     return Patch(
         data["name"],
         int(data["version"]),
         data.get("summary", ""),
-        tuple(_target(t) for t in data["targets"]),
+        tuple(parse_target(t, edits) for t in data["targets"]),
         root,
         payload,
         data.get("marker", ""),
@@ -347,6 +331,7 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
         dict(data.get("audit", {})),
         int(data.get("order", 100)),
         dict(data.get("hand_fix_risks", {})),
+        edits,
     )
 
 
@@ -361,12 +346,17 @@ def load(name: str, root: Path | None = None) -> Patch:
         patch = _parse(tomllib.loads((root / "patch.toml").read_text("utf-8")), root)
     except (OSError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as exc:
         raise FatalError(f"patch definition {root} is broken ({exc}); reinstall senpi-guard") from exc
-    if patch.payload_template and (
-        CONFIG_SLOT not in patch.payload_template or CONFIG_SLOT_END not in patch.payload_template
-    ):
-        raise FatalError(f"the payload of {root} has no config slot; reinstall senpi-guard")
+    if patch.configures_payload and not patch.has_slot:
+        raise FatalError(
+            f"the payload of {root} has no config slot ({CONFIG_SLOT}…{CONFIG_SLOT_END}) for the settings "
+            "and marker it renders; reinstall senpi-guard"
+        )
     if not patch.checks_path.is_file():
         raise FatalError(f"{patch.checks_path} is missing; reinstall senpi-guard")
+    for folder in patch.fixture_folders():
+        problem = folder_problem(folder)
+        if problem:
+            raise FatalError(f"patch {patch.name}: the fixture {problem}: a fixture is {SHAPE}; fix or remove it")
     return patch
 
 

@@ -86,3 +86,48 @@ def expand_fixture(raw: dict[str, Any], default_name: str) -> dict[str, Any]:
 
 def load_fixtures(folder: Path) -> list[dict[str, Any]]:
     return [expand_fixture(json.loads(p.read_text("utf-8")), p.stem) for p in sorted(folder.glob("*.json"))]
+
+
+SHAPE = '{"messages": [message or {"repeat": n, "messages": [...]}, ...], "directives": {key: {"tag": ...}}}'
+
+
+def shape_problem(raw: Any) -> str | None:
+    """What keeps `raw` from being a fixture this engine expands (see SHAPE), or None."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("messages"), list):
+        return 'it has no "messages" list'
+    for index, item in enumerate(raw["messages"]):
+        if not isinstance(item, dict):
+            return f"messages[{index}] is not an object"
+        if "repeat" in item and not (type(item["repeat"]) is int and isinstance(item.get("messages"), list)):
+            return f"messages[{index}] repeats without a whole `repeat` and a `messages` list"
+    directives = raw.get("directives", {})
+    if not isinstance(directives, dict) or not all(
+        isinstance(d, dict) and isinstance(d.get("tag"), str) and type(d.get("bytes", 0)) is int
+        for d in directives.values()
+    ):
+        return '"directives" does not give each key a {"tag": …, "bytes": n}'
+    return None
+
+
+def fixture_names(folder: Path) -> list[str]:
+    """The names of the fixtures in `folder`, as expand_fixture gives them (unreadable ones left out)."""
+    names = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            raw = json.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        names.append(raw.get("name", path.stem) if isinstance(raw, dict) else path.stem)
+    return names
+
+
+def folder_problem(folder: Path) -> str | None:
+    """The first fixture file in `folder` this engine cannot expand, and why; None when all can."""
+    for path in sorted(folder.glob("*.json")):
+        try:
+            problem = shape_problem(json.loads(path.read_text("utf-8")))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            problem = f"it cannot be read as JSON ({str(exc).splitlines()[0]})"
+        if problem:
+            return f"{path}: {problem}"
+    return None

@@ -1,5 +1,5 @@
 """What a settings change does to messages already sent. Settings marked `reshapes` in patch.toml
-(the tag list, min_bytes) change what earlier messages look like once re-rendered: a live session's
+(directive-dedupe: its tag list and min_bytes) change what earlier messages look like once re-rendered: a live session's
 next call no longer matches what it sent before. `apply` and `status` say what that costs; the
 watcher never makes such a change by itself."""
 
@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from senpi_guard.core.patch.definition import CONFIG_SLOT, CONFIG_SLOT_END, Patch
+from senpi_guard.core.patch.settings import Setting
 from senpi_guard.io.config import Config
 
 COST = {
@@ -31,23 +32,23 @@ def slot_in(data: bytes) -> dict[str, Any] | None:
         slot = json.loads(text[start + len(CONFIG_SLOT) : end])
     except (ValueError, RecursionError):
         return None
-    if not isinstance(slot, dict) or not _tags_ok(slot.get("tags"), word=True) or not _tags_ok(slot.get("known")):
-        return None
-    return slot
+    return slot if isinstance(slot, dict) else None
 
 
-def _tags_ok(value: Any, word: bool = False) -> bool:
+def _tags_ok(value: Any, words: tuple[str, ...] = ()) -> bool:
     return (
         value is None
-        or (word and value == "auto")
+        or (isinstance(value, str) and value in words)
         or (isinstance(value, list) and all(isinstance(t, str) for t in value))
     )
 
 
-def _tags_text(slot: dict[str, Any]) -> str:
-    tags = slot.get("tags")
-    if tags == "auto":
-        return f"auto ({len(slot.get('known') or [])} known tags, any other from {slot.get('min_bytes')} bytes)"
+def _tags_text(setting: Setting, slot: dict[str, Any]) -> str:
+    tags = slot.get(setting.name)
+    if isinstance(tags, str):
+        count = len(slot.get(setting.known_as) or []) if setting.known_as else 0
+        means = setting.word_means.format_map({**slot, "count": count}) if setting.word_means else ""
+        return f"{tags} ({means})" if means else tags
     if isinstance(tags, list):
         return f"{len(tags)} tags" if len(tags) > 3 else ", ".join(tags)
     return "unknown"
@@ -56,24 +57,28 @@ def _tags_text(slot: dict[str, Any]) -> str:
 def change(patch: Patch, old: dict[str, Any] | None, config: Config) -> str | None:
     """How the reshaping settings differ between a file rendered with `old` and what `config`
     renders now, in words; None when they do not (or the old ones cannot be read)."""
-    if old is None:
+    lists = [s for s in patch.settings_schema if s.kind == "tags" and s.reshapes]
+    if old is None or not all(_tags_ok(old.get(s.name), s.words) and _tags_ok(old.get(s.known_as)) for s in lists):
         return None
     new = patch.rendered(config)
-    keys = [s.name for s in patch.settings_schema if s.reshapes] + ["known"]
+    keys = [s.name for s in patch.settings_schema if s.reshapes] + [s.known_as for s in lists if s.known_as]
     same = [k for k in keys if _same(old.get(k), new.get(k))]
     if len(same) == len(keys):
         return None
-    said = []
-    if "tags" not in same or "known" not in same:
-        before, after = old.get("tags"), new.get("tags")
+    said, told = [], set()
+    for setting in lists:
+        told |= {setting.name, setting.known_as}
+        if {setting.name, setting.known_as} - {""} <= set(same):
+            continue
+        before, after = old.get(setting.name), new.get(setting.name)
         if isinstance(before, list) and isinstance(after, list):
             added = [t for t in after if t not in before]
             removed = [t for t in before if t not in after]
-            said.append("tags " + ", ".join([f"+{t}" for t in added] + [f"-{t}" for t in removed]))
+            said.append(f"{setting.name} " + ", ".join([f"+{t}" for t in added] + [f"-{t}" for t in removed]))
         else:
-            said.append(f"tags {_tags_text(old)} -> {_tags_text(new)}")
+            said.append(f"{setting.name} {_tags_text(setting, old)} -> {_tags_text(setting, new)}")
     for key in keys:
-        if key not in ("tags", "known") and key not in same:
+        if key not in told and key not in same:
             said.append(f"{key} {str(old.get(key))[:40]} -> {str(new.get(key))[:40]}")
     return "; ".join(said)
 

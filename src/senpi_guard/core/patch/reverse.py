@@ -1,27 +1,26 @@
-"""Undo edits: remove ours (the inverse of apply_edit) or a hand-applied hot-fix. Pure bytes -> bytes."""
+"""Undo edits: remove ours (each patch's region, then its edits kind by kind: core/patch/kinds/) or a
+hand-applied hot-fix. Pure bytes -> bytes."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from senpi_guard.core import jssyntax
-from senpi_guard.core.patch import properties
+from senpi_guard.core.patch import kinds
 from senpi_guard.core.patch.apply import (
     FILE_HEADER_RE,
     HEADER_RE,
-    SEQUENCE_TAG,
-    EditError,
     FileHeader,
     begin_line,
     end_line,
-    entry_marks,
     header_re,
     read_file_header,
     sha256,
 )
 from senpi_guard.core.patch.definition import Patch
+from senpi_guard.core.patch.kinds import EditError
 
 
 class Recovered(NamedTuple):
@@ -61,17 +60,24 @@ def remove_all(data: bytes, header: FileHeader, patches: Mapping[str, Patch]) ->
         raise EditError(f"it is patched by {', '.join(unknown)}, which this senpi-guard does not have")
     if header.legacy:  # one header per patch, each naming the bytes it saw: the last one on comes off first
         for name in reversed(header.names):
-            data = _remove_legacy(data, patches[name].callees, name)
+            data = _remove_legacy(data, patches[name], name)
         return data
-    return _remove_composed(data, header, lambda name: patches[name].callees)
+    return _remove_composed(data, header, patches.__getitem__)
 
 
-def _remove_composed(data: bytes, header: FileHeader, callees_of: Callable[[str], Sequence[str]]) -> bytes:
+def undo(data: bytes, region: bytes, patch: Patch, legacy: bool = False) -> bytes:
+    """Take patch's edits out of `data` (its region already cut out), kind by kind."""
+    for kind in kinds.undo_order(patch.edits):
+        data = kind.reverse(data, kinds.Undo(patch.name, region, patch.specs(kind.name), legacy))
+    return data
+
+
+def _remove_composed(data: bytes, header: FileHeader, patch_of: Callable[[str], Patch]) -> bytes:
     match = FILE_HEADER_RE.search(data)
     line_end = data.find(b"\n", match.end())
     data = data[: match.start()] + (b"" if line_end == -1 else data[line_end + 1 :])
     for name in reversed(header.names):
-        data = _remove_one(data, name, callees_of(name))
+        data = _remove_one(data, patch_of(name))
     if sha256(data) != header.original_sha256:
         raise EditError(
             "removing the senpi-guard edits does not give back the original bytes "
@@ -80,8 +86,9 @@ def _remove_composed(data: bytes, header: FileHeader, callees_of: Callable[[str]
     return data
 
 
-def _remove_one(data: bytes, name: str, callees: Sequence[str]) -> bytes:
-    """Undo one patch's apply_edit over a buffer that may carry earlier patches (no sha to check)."""
+def _remove_one(data: bytes, patch: Patch) -> bytes:
+    """Undo one patch's edit over a buffer that may carry earlier patches (no sha to check)."""
+    name = patch.name
     begin = re.compile(rb"^" + re.escape(begin_line(name).encode()) + rb"\r?\n", re.MULTILINE).search(data)
     if begin is None:
         raise EditError(f"the payload of {name} has no begin line")
@@ -92,9 +99,7 @@ def _remove_one(data: bytes, name: str, callees: Sequence[str]) -> bytes:
     start = begin.start()
     if not end.group(1):  # the region ended a file without a final newline: one was put before it
         start -= 2 if data[:start].endswith(b"\r\n") else 1 if data[:start].endswith(b"\n") else 0
-    cut = properties.restore(data[:start] + data[end.end() :], data[begin.start() : end.end()])
-    cut = _strip_entries(cut, name, legacy=False)
-    return _unwrap_calls(cut, callees) if callees else cut
+    return undo(data[:start] + data[end.end() :], data[begin.start() : end.end()], patch)
 
 
 def _declares(data: bytes, function: str) -> bool:
@@ -107,9 +112,9 @@ def _declares(data: bytes, function: str) -> bool:
         return False
 
 
-def remove_edit(patched: bytes, wrap_callees: Sequence[str], name: str | None = None) -> bytes:
-    """The original under a file only patch `name` (or the one patch on it) edited: today's format,
-    or the old one (of patch `name`: its region, entries and restores, to the bytes it saw)."""
+def remove_edit(patched: bytes, patch: Patch, name: str | None = None) -> bytes:
+    """The original under a file only `patch` edited (`name`: it is named so in the file, else it
+    is the one patch on it): today's format, or the old one (its edits, to the bytes it saw)."""
     header = read_file_header(patched)
     if header is None:
         raise EditError("no senpi-guard header line")
@@ -117,11 +122,11 @@ def remove_edit(patched: bytes, wrap_callees: Sequence[str], name: str | None = 
         others = [n for n in header.names if name is not None and n != name]
         if others:
             raise EditError(f"the file also carries {', '.join(others)}: take them off together")
-        return _remove_composed(patched, header, lambda _: wrap_callees)
-    return _remove_legacy(patched, wrap_callees, name)
+        return _remove_composed(patched, header, lambda _: patch)
+    return _remove_legacy(patched, patch, name)
 
 
-def _remove_legacy(patched: bytes, wrap_callees: Sequence[str], name: str | None = None) -> bytes:
+def _remove_legacy(patched: bytes, patch: Patch, name: str | None = None) -> bytes:
     header = next((h for h in read_file_header(patched).entries if name is None or h.name == name), None)
     if header is None:
         raise EditError(f"no senpi-guard header line of {name}")
@@ -132,13 +137,13 @@ def _remove_legacy(patched: bytes, wrap_callees: Sequence[str], name: str | None
         raise EditError("the senpi-guard payload has no end line")
     region = patched[start : end.end()]
     only = len(HEADER_RE.findall(patched)) == 1  # (unnamed entry marks, format 9 and older, are its)
-    cut = _strip_entries(properties.restore(patched[:start] + patched[end.end() :], region), header.name, only)
+    cut = patched[:start] + patched[end.end() :]
     candidates = [cut]
     if not end.group(1) and cut.endswith(b"\n"):
         candidates.append(cut[:-2] if cut.endswith(b"\r\n") else cut[:-1])
     for candidate in candidates:
         try:
-            base = _unwrap_calls(candidate, wrap_callees)
+            base = undo(candidate, region, patch, legacy=only)
         except jssyntax.JsSyntaxError:
             continue
         if sha256(base) == header.original_sha256:
@@ -146,36 +151,6 @@ def _remove_legacy(patched: bytes, wrap_callees: Sequence[str], name: str | None
     raise EditError(
         f"removing the senpi-guard edit does not give back the original bytes (sha256 {header.original_sha256[:12]}…)"
     )
-
-
-LEGACY_ENTRY_RE = re.compile(re.escape(b"/*senpi-guard:entry*/") + rb".*?" + re.escape(b"/*senpi-guard:entry-end*/"))
-
-
-def _strip_entries(source: bytes, name: str, legacy: bool) -> bytes:
-    """Remove the patch's entry statements (each on one line, between its two marker comments)."""
-    opening, closing = entry_marks(name)
-    source = re.sub(re.escape(opening) + rb".*?" + re.escape(closing), b"", source)
-    return LEGACY_ENTRY_RE.sub(b"", source) if legacy else source
-
-
-def _unwrap_calls(source: bytes, callees: Sequence[str]) -> bytes:
-    tree = jssyntax.parse(source)
-    edits: list[tuple[int, int, bytes]] = []
-    for callee in callees:
-        for call in jssyntax.find_calls(tree, callee):
-            children = call.child_by_field_name("arguments").named_children
-            args = [a for a in children if a.type != "comment"]
-            if not args:
-                raise EditError(f"{callee}() without arguments")
-            first = args[0]
-            tagged = children[0].type == "comment" and children[0].text == SEQUENCE_TAG
-            if tagged and first.type == "parenthesized_expression" and first.named_children:
-                first = first.named_children[0]
-            edits.append((call.start_byte, call.end_byte, source[first.start_byte : first.end_byte]))
-    out = bytearray(source)
-    for start, end, text in sorted(edits, reverse=True):
-        out[start:end] = text
-    return bytes(out)
 
 
 def remove_hand_fix(source: bytes, function: str) -> bytes:

@@ -37,6 +37,9 @@ class Setting:
     reshapes: bool = False  # a change alters what already-sent messages look like (see reshape.py)
     extension_only: bool = False  # (render = "extension") rendered into the extension layer alone
     whole: bool = False  # (number) whole numbers only
+    known_as: str = ""  # (tags) while a word stands for the list, the known tags are rendered under this key
+    word_means: str = ""  # (tags) how a word reads in a settings change ({count}: known tags; {<setting>})
+    job_as: str = ""  # a replay's job also carries the value under this key, while it is rendered
 
     @classmethod
     def parse(cls, name: str, data: dict[str, Any]) -> Setting:
@@ -61,6 +64,9 @@ class Setting:
             bool(data.get("reshapes", False)),
             extension_only=_extension_only(name, data),
             whole=bool(data.get("whole", False)),
+            known_as=data.get("known_as", ""),
+            word_means=data.get("word_means", ""),
+            job_as=data.get("job_as", ""),
         )
 
 
@@ -82,7 +88,7 @@ def check(setting: Setting, value: Any, where: str, marker: str = "", max_marker
     if not isinstance(value, list | tuple) or not value or not all(isinstance(t, str) for t in value):
         raise FatalError(
             f"{key} must be a non-empty list of tag names, e.g. {setting.name} = "
-            '["ultrawork-mode"]' + "".join(f' or "{w}"' for w in setting.words) + "; nothing was changed"
+            f'["{_example(setting)}"]' + "".join(f' or "{w}"' for w in setting.words) + "; nothing was changed"
         )
     for tag in value:
         if not TAG_PATTERN.fullmatch(tag):
@@ -95,6 +101,12 @@ def check(setting: Setting, value: Any, where: str, marker: str = "", max_marker
     if marker:
         check_markers(tuple(value), marker, max_marker_bytes)
     return tuple(value)
+
+
+def _example(setting: Setting) -> str:
+    """A tag to show in a message: the setting's own first default (or known) tag."""
+    tags = [*(setting.default if isinstance(setting.default, tuple) else ()), *setting.known]
+    return tags[0] if tags else "a-tag"
 
 
 def check_markers(tags: tuple[str, ...], marker: str, max_marker_bytes: int) -> None:
