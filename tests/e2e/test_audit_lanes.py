@@ -7,7 +7,7 @@ import sys
 import pytest
 from conftest import SHAPE_REL, run_cli
 
-from senpi_guard.core.patch.fixtures import directive_text
+from senpi_guard.core.patch.fixture_formats.context_template import directive_text
 from senpi_guard.demo import sample_session
 
 PROVIDER = {1: "claude-agent-sdk", 2: "claude-sdk-oauth", 3: "claude-sdk-oauth"}

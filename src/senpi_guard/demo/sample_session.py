@@ -217,7 +217,7 @@ def write_sample_session(
     every user message, tool calls (one to a custom tool) and results, a variant now and then,
     optional compactions (each later one keeping from the one before it, as senpi allows), and
     (with extras) the entry types and damage a real file can hold."""
-    from senpi_guard.core.patch.fixtures import directive_text
+    from senpi_guard.core.patch.fixture_formats.context_template import directive_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     directive = directive_text("ultrawork-mode", directive_bytes, "session")

@@ -21,7 +21,6 @@ from senpi_guard.core.patch import reshape
 from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.classify import State
 from senpi_guard.core.patch.definition import Patch
-from senpi_guard.core.patch.fixtures import load_fixtures
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io import write
@@ -246,7 +245,7 @@ def _run_replay(
             "host": host,
             "cwd": str(folder),
             **patch.job_settings(config),
-            "fixtures": load_fixtures(patch.extension.fixtures),
+            "fixtures": patch.load_fixtures(patch.extension.fixtures),
         }
         report = verify_mod.run_script(
             node.path,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.core.patch.definition import Patch
-from senpi_guard.core.patch.fixtures import FIXTURES_CODE, load_fixtures
+from senpi_guard.core.patch.fixtures import FIXTURES_CODE
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import write_private
@@ -221,7 +221,9 @@ def harness_job(mode: str, patch: Patch, config: Config, place: Mirror, pairs: d
         "checks": str(place.checks),
         "modules": {role: spec(pair) for role, pair in pairs.items()},
         "targetFixtures": {
-            t.role: load_fixtures(patch.root / t.fixtures) for t in patch.targets if t.fixtures and t.role in pairs
+            t.role: patch.load_fixtures(patch.root / t.fixtures)
+            for t in patch.targets
+            if t.fixtures and t.role in pairs
         },
     }
     if EXTENSION_COPY in place.extras:
@@ -262,7 +264,7 @@ def replay(
     node, version = nodes.node_for(package_dir)[:2]
     modules = list(pairs.values())
     timeout = config.verify_timeout
-    fixtures = fixtures_json(patch.root / "fixtures", sandbox.work_dir.parent / "cache")
+    fixtures = fixtures_json(patch, patch.root / "fixtures", sandbox.work_dir.parent / "cache")
     with mirror(
         package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner, extras_for(patch, config, pairs)
     ) as place:
@@ -300,19 +302,21 @@ def summarize(report: dict[str, Any]) -> VerifyReport:
     )
 
 
-def fixtures_json(folder: Path, cache_dir: Path | None = None) -> str:
+def fixtures_json(patch: Patch, folder: Path, cache_dir: Path | None = None) -> str:
     """The expanded fixtures as JSON text (a few MB), kept in `cache_dir` by a digest of the
     fixture files and of this expansion code: expanding and encoding them costs more than a replay's
     own checks."""
     sources = sorted(folder.glob("*.json"))
-    digest = hashlib.sha256(FIXTURES_CODE.read_bytes())
+    digest = hashlib.sha256(patch.fixtures_format.encode() + b"\0")
+    for code in FIXTURES_CODE:
+        digest.update(code.read_bytes())
     for path in sources:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     cached = cache_dir / f"fixtures-{digest.hexdigest()[:24]}.json" if cache_dir else None
     if cached is not None:
         with contextlib.suppress(OSError):
             return cached.read_text("utf-8")
-    text = json.dumps(load_fixtures(folder))
+    text = json.dumps(patch.load_fixtures(folder))
     if cached is not None:
         with contextlib.suppress(FatalError):  # not keeping it only costs the next run the expansion
             for old in cache_dir.glob("fixtures-*.json"):

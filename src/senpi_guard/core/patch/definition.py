@@ -15,7 +15,8 @@ from typing import Any
 from senpi_guard.core.patch import schema as names
 from senpi_guard.core.patch import settings as settings_mod
 from senpi_guard.core.patch.extra import EXTRA_PATCHES, extra_patch_folders
-from senpi_guard.core.patch.fixtures import SHAPE, folder_problem, load_fixtures
+from senpi_guard.core.patch.fixture_formats import FORMATS
+from senpi_guard.core.patch.fixtures import folder_problem, load_fixtures
 from senpi_guard.core.patch.settings import Setting
 from senpi_guard.core.patch.targets import Target, parse_edits, parse_target
 from senpi_guard.errors import FatalError
@@ -83,6 +84,7 @@ class Patch:
     # what restoring the hand-applied fix costs where a role is present (revert says it), by role
     hand_fix_risks: dict[str, str] = field(default_factory=dict, hash=False)
     edits: tuple[str, ...] = ()  # the edit kinds its targets use (what it names in patch.toml)
+    fixtures_format: str = ""  # how its fixture files are read (core/patch/fixture_formats)
 
     def target(self, role: str) -> Target:
         return next(t for t in self.targets if t.role == role)
@@ -239,7 +241,11 @@ class Patch:
         return [*folders, *([self.extension.fixtures] if self.extension else [])]
 
     def fixtures(self) -> list[dict[str, Any]]:
-        return load_fixtures(self.root / "fixtures")
+        return self.load_fixtures(self.root / "fixtures")
+
+    def load_fixtures(self, folder: Path) -> list[dict[str, Any]]:
+        """The fixtures in one of its folders, read in its own format (none when it has none)."""
+        return load_fixtures(folder, self.fixtures_format) if self.fixtures_format else []
 
 
 def patches_root() -> Path:
@@ -290,6 +296,7 @@ KNOWN_KEYS = frozenset(
         "audit",
         "order",
         "edits",
+        "fixtures_format",
     }
 )
 
@@ -332,6 +339,7 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
         int(data.get("order", 100)),
         dict(data.get("hand_fix_risks", {})),
         edits,
+        data.get("fixtures_format", ""),
     )
 
 
@@ -353,10 +361,7 @@ def load(name: str, root: Path | None = None) -> Patch:
         )
     if not patch.checks_path.is_file():
         raise FatalError(f"{patch.checks_path} is missing; reinstall senpi-guard")
-    for folder in patch.fixture_folders():
-        problem = folder_problem(folder)
-        if problem:
-            raise FatalError(f"patch {patch.name}: the fixture {problem}: a fixture is {SHAPE}; fix or remove it")
+    _check_fixtures(patch)
     return patch
 
 
@@ -379,3 +384,21 @@ def check_config(patches: list[Patch], config: Config) -> None:
     for patch in patches:
         patch.settings(config)
     config.check_claimed(set().union(*(p.top_level_keys() for p in patches)), [p.name for p in patches])
+
+
+def _check_fixtures(patch: Patch) -> None:
+    """Its fixture files are all of the format it names (a patch with fixtures must name one)."""
+    fmt, known = patch.fixtures_format, ", ".join(sorted(FORMATS))
+    if fmt and fmt not in FORMATS:
+        raise FatalError(f"patch {patch.name}: fixtures_format = {fmt!r} is not a fixture format (known: {known})")
+    for folder in patch.fixture_folders():
+        if not fmt:
+            if any(folder.glob("*.json")):
+                raise FatalError(
+                    f"patch {patch.name}: {folder} holds fixtures but patch.toml names no fixtures_format "
+                    f"(one of: {known}); add it"
+                )
+            continue
+        problem = folder_problem(folder, fmt)
+        if problem:
+            raise FatalError(f"patch {patch.name}: the fixture {problem}; fix or remove it")

@@ -1,4 +1,5 @@
-"""Fixture contexts for the replay: deterministic directive texts and `repeat` templates."""
+"""Fixture files: each folder's `*.json`, read and expanded by the patch's own format
+(core/patch/fixture_formats). Nothing here knows what a fixture holds."""
 
 from __future__ import annotations
 
@@ -6,107 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-FIXTURES_CODE = Path(__file__)  # (what expands the fixtures: a cache of them is keyed by it too)
-WORDS = (
-    "verify",
-    "every",
-    "claim",
-    "before",
-    "reporting",
-    "done",
-    "run",
-    "the",
-    "tests",
-    "read",
-    "files",
-    "fully",
-    "never",
-    "stop",
-    "early",
-    "plan",
-    "todo",
-    "items",
-    "parallel",
-    "agents",
-)
+from senpi_guard.core.patch.fixture_formats import CODE, FORMATS
+
+FIXTURES_CODE = (Path(__file__), *CODE)  # (what expands the fixtures: a cache of them is keyed by it too)
 
 
-def directive_text(tag: str, size: int, seed: str) -> str:
-    """A deterministic directive block of exactly `size` UTF-8 bytes (for size ≥ its tags)."""
-    head, tail = f"<{tag}>\n", f"\n</{tag}>"
-    lines: list[str] = []
-    total = len(head) + len(tail)
-    index = 0
-    while total < size:
-        words = " ".join(WORDS[(index * 7 + k + len(seed)) % len(WORDS)] for k in range(9))
-        line = f"{index + 1}. [{seed}] {words}."
-        lines.append(line)
-        total += len(line) + 1
-        index += 1
-    body = "\n".join(lines)
-    excess = len(head) + len(body) + len(tail) - size
-    if excess > 0:
-        body = body[: len(body) - excess]
-    return head + body + tail
-
-
-def _fill(value: Any, directives: dict[str, str], n: int) -> Any:
-    if isinstance(value, str):
-        for key, text in directives.items():
-            value = value.replace("{{" + key + "}}", text)
-        return value.replace("{{n}}", str(n))
-    if isinstance(value, list):
-        return [_fill(v, directives, n) for v in value]
-    if isinstance(value, dict):
-        return {k: _fill(v, directives, n) for k, v in value.items()}
-    return value
-
-
-def expand_fixture(raw: dict[str, Any], default_name: str) -> dict[str, Any]:
-    """`{{key}}` becomes the directive named `key`, `{{n}}` the repeat counter."""
-    directives = {
-        key: directive_text(d["tag"], int(d.get("bytes", 400)), d.get("seed", key))
-        for key, d in raw.get("directives", {}).items()
-    }
-    messages: list[Any] = []
-    for item in raw["messages"]:
-        if "repeat" in item:
-            for n in range(int(item["repeat"])):
-                messages.extend(_fill(item["messages"], directives, n))
-        else:
-            messages.append(_fill(item, directives, 0))
-    return {
-        "name": raw.get("name", default_name),
-        "about": raw.get("about", ""),
-        "checks": list(raw.get("checks", [])),
-        "growing": bool(raw.get("growing", False)),
-        "context": {"messages": messages},
-    }
-
-
-def load_fixtures(folder: Path) -> list[dict[str, Any]]:
-    return [expand_fixture(json.loads(p.read_text("utf-8")), p.stem) for p in sorted(folder.glob("*.json"))]
-
-
-SHAPE = '{"messages": [message or {"repeat": n, "messages": [...]}, ...], "directives": {key: {"tag": ...}}}'
-
-
-def shape_problem(raw: Any) -> str | None:
-    """What keeps `raw` from being a fixture this engine expands (see SHAPE), or None."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("messages"), list):
-        return 'it has no "messages" list'
-    for index, item in enumerate(raw["messages"]):
-        if not isinstance(item, dict):
-            return f"messages[{index}] is not an object"
-        if "repeat" in item and not (type(item["repeat"]) is int and isinstance(item.get("messages"), list)):
-            return f"messages[{index}] repeats without a whole `repeat` and a `messages` list"
-    directives = raw.get("directives", {})
-    if not isinstance(directives, dict) or not all(
-        isinstance(d, dict) and isinstance(d.get("tag"), str) and type(d.get("bytes", 0)) is int
-        for d in directives.values()
-    ):
-        return '"directives" does not give each key a {"tag": …, "bytes": n}'
-    return None
+def load_fixtures(folder: Path, fmt: str) -> list[dict[str, Any]]:
+    expand = FORMATS[fmt].expand
+    return [expand(json.loads(p.read_text("utf-8")), p.stem) for p in sorted(folder.glob("*.json"))]
 
 
 def fixture_names(folder: Path) -> list[str]:
@@ -121,13 +29,14 @@ def fixture_names(folder: Path) -> list[str]:
     return names
 
 
-def folder_problem(folder: Path) -> str | None:
-    """The first fixture file in `folder` this engine cannot expand, and why; None when all can."""
+def folder_problem(folder: Path, fmt: str) -> str | None:
+    """The first fixture file in `folder` that is not of the format `fmt`, and why (a file of that
+    format being ...); None when all are."""
     for path in sorted(folder.glob("*.json")):
         try:
-            problem = shape_problem(json.loads(path.read_text("utf-8")))
+            problem = FORMATS[fmt].problem(json.loads(path.read_text("utf-8")))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             problem = f"it cannot be read as JSON ({str(exc).splitlines()[0]})"
         if problem:
-            return f"{path}: {problem}"
+            return f"{path}: {problem}: a {fmt} fixture is {FORMATS[fmt].SHAPE}"
     return None

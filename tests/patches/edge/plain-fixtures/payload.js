@@ -1,0 +1,3 @@
+function __testPlain(blocks) {
+    return blocks;
+}
