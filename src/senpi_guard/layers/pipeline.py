@@ -245,17 +245,28 @@ class AgentDirLayer:
     def check(self, installs: list[Install], run: Run) -> list[Result]:
         """A release not installed (`check`): the extension as apply would render it, replayed
         through the release's own extension runner; no agent dir is looked at."""
-        usable = [i for i in installs if self.dist.inspection(i).state not in (State.UNSUPPORTED, State.ERROR)]
-        if not usable or self.patch.extension is None:
+        if self.patch.extension is None:
             return []
+        usable = [i for i in installs if self.dist.inspection(i).state not in (State.UNSUPPORTED, State.ERROR)]
+        # an install it cannot use: the dist layer says why, and without it this layer must (else a
+        # release nothing was proven on would pass)
+        refused = [
+            LayerOutcome(Path("-"), State.ERROR, State.ERROR, False, self.dist.inspection(i).detail, installs=[i])
+            for i in installs
+            if i not in usable and "dist" not in self.config.layers
+        ]
+        if not usable:
+            return self._ours(refused)
         path = Path(self.patch.extension.file_name)
         try:
             rendered = self.patch.render_extension(self.config)
             report = extension.replay(self.patch, self.config, rendered, usable, self.store, reuse=False)
         except FatalError as exc:
-            return self._ours([LayerOutcome(path, State.ABSENT, State.ABSENT, False, str(exc), installs=usable)])
+            failed = LayerOutcome(path, State.ABSENT, State.ABSENT, False, str(exc), installs=usable)
+            return self._ours([*refused, failed])
         detail = f"{report.checks_run} checks passed" if report.ok else "; ".join(map(str, report.failures[:3]))
-        return self._ours([LayerOutcome(path, State.ABSENT, State.ABSENT, report.ok, detail, report, installs=usable)])
+        replayed = LayerOutcome(path, State.ABSENT, State.ABSENT, report.ok, detail, report, installs=usable)
+        return self._ours([*refused, replayed])
 
     def keep(self, installs: list[Install], run: Run) -> list[Result]:
         keeping = run.keeping or Keeping()
