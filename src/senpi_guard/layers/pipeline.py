@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -83,7 +83,7 @@ class Layer(Protocol):
 
     def check(self, installs: list[Install], run: Run) -> list[Result]: ...
 
-    def keep(self, installs: list[Install], run: Run) -> list[Result]: ...
+    def keep(self, installs: list[Install], run: Run) -> Iterable[Result]: ...
 
 
 class DistLayer:
@@ -156,22 +156,23 @@ class DistLayer:
             results.append(self.reconciler.reconcile(install, dry_run=True))
         return results
 
-    def keep(self, installs: list[Install], run: Run) -> list[Result]:
+    def keep(self, installs: list[Install], run: Run) -> Iterator[Result]:
         """The watcher's round: each install its schedule says is due, reconciled as the config's
-        on_drift says, a change that would reshape sent messages left to `apply`."""
+        on_drift says, a change that would reshape sent messages left to `apply`. Each outcome is
+        handed over as it comes (the store's lock released), before the next install is looked at:
+        the schedule judges a failure by the bytes it failed on, and its quiet-period wait comes
+        between the installs, as a stop does."""
         keeping = run.keeping or Keeping()
-        results: list[Result] = []
         for install in installs:
             if self.reconciler.cancel.is_set():
-                break
+                return
             if not keeping.due(self.patch, install):
                 continue
             with self.reconciler.store.lock():
                 outcome = self.reconciler.reconcile(
                     install, on_drift=self.reconciler.config.on_drift, keep_reshapes=True
                 )
-            results.append(outcome)
-        return results
+            yield outcome
 
     # ---- the installed code, as audit replays sessions through it --------------------------
     def module_pairs(self, install: Install, roles: tuple[str, ...] | None = None) -> dict[str, verify_mod.ModulePair]:
