@@ -413,3 +413,18 @@ def test_check_of_a_folder_leaves_a_writers_temp_file_alone(capsys, pkg):
     temp.write_text("in flight\n")
     assert run_cli(capsys, "check", pkg)[0] == 0
     assert temp.read_text() == "in flight\n"
+
+
+@pytest.mark.parametrize("layers", ['["dist", "extension"]', '["extension"]'])
+def test_check_of_a_release_it_cannot_use_fails_whatever_the_layers(capsys, pkg, isolated_dirs, layers):
+    """A release whose code cannot be found breaks the pre-flight, with the extension layer alone too
+    (nothing was proven: it must never say the release is fine)."""
+    from conftest import write_user_config
+
+    write_user_config(isolated_dirs, f"layers = {layers}\n")
+    (pkg / "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js").unlink()
+    code, out, _ = run_cli(capsys, "check", pkg, "--json")
+    doc = json.loads(out)
+    row = next(r for r in doc["patches"] if r["patch"] == "directive-dedupe")
+    assert code == 1 and not doc["ok"] and not row["ok"], out
+    assert "buildPromptBlocks" in json.dumps(row), row

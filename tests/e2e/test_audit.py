@@ -248,3 +248,16 @@ def test_upstream_keep_last_loses_directives_ours_does_not(npm_install, tmp_path
     turns = [t for t in report["turns"] if t["call"] == "turn"]
     losing = [i for i, t in enumerate(turns) if t["directives"]["kept_installed"] < t["directives"]["distinct"]]
     assert losing == list(range(14, len(turns)))
+
+
+def test_audit_through_a_file_another_patch_shares(npm_install, tmp_path, capsys, monkeypatch):
+    """A target composed by another patch too (here a test-only one on prompt-bridge.js) is audited
+    through the installed senpi: the audit knows every patch the file may carry."""
+    monkeypatch.setenv("SENPI_GUARD_EXTRA_PATCHES", str(Path(__file__).parents[1] / "patches" / "prompt-blocks"))
+    pkg = npm_install(2)
+    code, _, err = run_cli(capsys, "apply", "--root", pkg)
+    assert code == 0, err
+    assert b"prompt-blocks" in (pkg / SHAPE_REL[2]).read_bytes()  # (both patches are in that file)
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=3, directive_bytes=2000)
+    report = audit_json(capsys, path, "--root", pkg)
+    assert str(pkg) in report["serializer"] and "SAMPLE" not in report["serializer"], report["serializer"]

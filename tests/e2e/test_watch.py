@@ -243,6 +243,22 @@ def test_backoff_attempts_once_logs_once_notifies_once(custom_package, tmp_path,
     assert watcher.stop() < 2.0
 
 
+def test_a_fix_that_lands_while_another_install_reconciles_is_tried(custom_package, npm_install, watch):
+    """A failed install is backed off on the bytes it failed on, not on what it holds once the round's
+    other installs are done: fixed while the next install reconciles, it is patched."""
+    broken = custom_package("export function buildPromptBlocks(c) {\n    return [;\n}", version="2026.9.9")
+    other = npm_install(2)
+    watcher = watch("--root", broken, "--root", other)
+    wait_for(
+        lambda: f"reconcile started install={other} patch=directive-dedupe" in watcher.text(),
+        what="the second install's reconcile",
+    )
+    target = broken / SHAPE_REL[2]
+    target.write_text(sample.prompt_bridge_source(2))  # (the user fixes it while the round goes on)
+    wait_for(lambda: patched(target), what="the fixed install patched")
+    assert patched(other / SHAPE_REL[2])
+
+
 def test_rescan_picks_up_a_new_node_version(env, tarballs, watch, monkeypatch):
     nvm = env / "nvm"
     first = nvm / "versions/node/v22.1.0"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -83,7 +83,7 @@ class Layer(Protocol):
 
     def check(self, installs: list[Install], run: Run) -> list[Result]: ...
 
-    def keep(self, installs: list[Install], run: Run) -> list[Result]: ...
+    def keep(self, installs: list[Install], run: Run) -> Iterable[Result]: ...
 
 
 class DistLayer:
@@ -156,22 +156,23 @@ class DistLayer:
             results.append(self.reconciler.reconcile(install, dry_run=True))
         return results
 
-    def keep(self, installs: list[Install], run: Run) -> list[Result]:
+    def keep(self, installs: list[Install], run: Run) -> Iterator[Result]:
         """The watcher's round: each install its schedule says is due, reconciled as the config's
-        on_drift says, a change that would reshape sent messages left to `apply`."""
+        on_drift says, a change that would reshape sent messages left to `apply`. Each outcome is
+        handed over as it comes (the store's lock released), before the next install is looked at:
+        the schedule judges a failure by the bytes it failed on, and its quiet-period wait comes
+        between the installs, as a stop does."""
         keeping = run.keeping or Keeping()
-        results: list[Result] = []
         for install in installs:
             if self.reconciler.cancel.is_set():
-                break
+                return
             if not keeping.due(self.patch, install):
                 continue
             with self.reconciler.store.lock():
                 outcome = self.reconciler.reconcile(
                     install, on_drift=self.reconciler.config.on_drift, keep_reshapes=True
                 )
-            results.append(outcome)
-        return results
+            yield outcome
 
     # ---- the installed code, as audit replays sessions through it --------------------------
     def module_pairs(self, install: Install, roles: tuple[str, ...] | None = None) -> dict[str, verify_mod.ModulePair]:
@@ -245,17 +246,28 @@ class AgentDirLayer:
     def check(self, installs: list[Install], run: Run) -> list[Result]:
         """A release not installed (`check`): the extension as apply would render it, replayed
         through the release's own extension runner; no agent dir is looked at."""
-        usable = [i for i in installs if self.dist.inspection(i).state not in (State.UNSUPPORTED, State.ERROR)]
-        if not usable or self.patch.extension is None:
+        if self.patch.extension is None:
             return []
+        usable = [i for i in installs if self.dist.inspection(i).state not in (State.UNSUPPORTED, State.ERROR)]
+        # an install it cannot use: the dist layer says why, and without it this layer must (else a
+        # release nothing was proven on would pass)
+        refused = [
+            LayerOutcome(Path("-"), State.ERROR, State.ERROR, False, self.dist.inspection(i).detail, installs=[i])
+            for i in installs
+            if i not in usable and "dist" not in self.config.layers
+        ]
+        if not usable:
+            return self._ours(refused)
         path = Path(self.patch.extension.file_name)
         try:
             rendered = self.patch.render_extension(self.config)
             report = extension.replay(self.patch, self.config, rendered, usable, self.store, reuse=False)
         except FatalError as exc:
-            return self._ours([LayerOutcome(path, State.ABSENT, State.ABSENT, False, str(exc), installs=usable)])
+            failed = LayerOutcome(path, State.ABSENT, State.ABSENT, False, str(exc), installs=usable)
+            return self._ours([*refused, failed])
         detail = f"{report.checks_run} checks passed" if report.ok else "; ".join(map(str, report.failures[:3]))
-        return self._ours([LayerOutcome(path, State.ABSENT, State.ABSENT, report.ok, detail, report, installs=usable)])
+        replayed = LayerOutcome(path, State.ABSENT, State.ABSENT, report.ok, detail, report, installs=usable)
+        return self._ours([*refused, replayed])
 
     def keep(self, installs: list[Install], run: Run) -> list[Result]:
         keeping = run.keeping or Keeping()
