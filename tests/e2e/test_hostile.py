@@ -16,7 +16,7 @@ import pytest
 from conftest import SHAPE_REL, hand_patched, harness_processes, rows_of, run_cli, tree_digest, wait_for
 
 from senpi_guard.demo import sample, sample_session
-from senpi_guard.prove import mirror
+from senpi_guard.prove import sandbox
 
 USER = "senpi-guard-test"
 REL = SHAPE_REL[2]
@@ -286,7 +286,7 @@ def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, i
     def mirrors() -> list[Path]:  # (its own: in the state dir, or as root replaying as nobody, in /tmp)
         return [
             *(verify_dir.glob(f"senpi-guard-verify-{proc.pid}-*") if verify_dir.is_dir() else ()),
-            *mirror.shared_temp().glob(f"senpi-guard-verify-{proc.pid}-*"),
+            *sandbox.shared_temp().glob(f"senpi-guard-verify-{proc.pid}-*"),
         ]
 
     wait_for(mirrors, what="the mirror")

@@ -16,7 +16,7 @@ from hostile_support import Inotify, spin
 from plugin import runs
 from realsenpi import DIST_ONLY, real_dir, senpi_guard
 
-from senpi_guard.prove import mirror
+from senpi_guard.prove import sandbox
 
 IN_ATTRIB = 0x4
 IN_CREATE = 0x100
@@ -103,7 +103,7 @@ def test_the_user_cannot_redirect_roots_hands_through_a_replay_folder(attacker, 
     victim_file = tmp_path / "victim-file"
     victim_file.write_bytes(b"root's")
     landed = users_dir / "landed"
-    tmp = mirror.shared_temp()  # (where root's replay folders for another user go)
+    tmp = sandbox.shared_temp()  # (where root's replay folders for another user go)
     tally = []
     for attempt in range(5 * runs(1)):  # (a busy machine may let one run's race go by: run again)
         if attempt >= runs(1) and any(dist > 0 for dist, _, _, _ in tally):
