@@ -274,7 +274,12 @@ export function buildPromptBlocks(context) {
 //# sourceMappingURL=prompt-bridge.js.map"""
 
 
-def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, isolated_dirs):
+def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, isolated_dirs, monkeypatch, tmp_path):
+    own_tmp = tmp_path / "tmp"  # (root's, sticky, world-writable as /tmp: no other run sweeps it first)
+    own_tmp.mkdir()
+    own_tmp.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(own_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
     pkg = custom_package(SLOW, version="2026.9.2")
     verify_dir = isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify"
     proc = subprocess.Popen(
@@ -283,7 +288,7 @@ def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, i
         stderr=subprocess.DEVNULL,
     )
 
-    def mirrors() -> list[Path]:  # (its own: in the state dir, or as root replaying as nobody, in /tmp)
+    def mirrors() -> list[Path]:  # (its own: in the state dir, or as root replaying as nobody, in TMPDIR)
         return [
             *(verify_dir.glob(f"senpi-guard-verify-{proc.pid}-*") if verify_dir.is_dir() else ()),
             *sandbox.shared_temp().glob(f"senpi-guard-verify-{proc.pid}-*"),
