@@ -4,13 +4,12 @@ root's, and its files for links to a file of root's. Root must never chown (or w
 they put there, and never run their code as root: the folders are made, filled and removed by the
 user's own process, and node runs as the user.
 
-The attack is timed from the events it races with, so one run is enough:
-- the dist replay: the release's own code, which node loads in the replay folder, says so (its
-  uid and its folder, in a log the attacker watches with inotify) and then waits on a FIFO; the
-  attacker swaps that folder's `pkg` and files, then lets node go on. Every folder the code ran in
-  is attacked while root is still using it; a folder that was not is a failure of this test.
+Each attack is timed from the event it races with, so one run is enough and none can miss:
+- the dist replay: the release's own code, which node loads in the replay folder, attacks that
+  folder itself the moment it runs (as whoever node runs as), before root is done with it;
 - the extension's replay (no code of the user's runs in it: a dist-only release's own runner does
-  not import): its folder is attacked from its IN_CREATE, as soon as its files exist; reported."""
+  not import): a process of the user's attacks its folder from its IN_CREATE, as soon as its files
+  exist (reported: the folder may be gone first)."""
 
 from __future__ import annotations
 
@@ -27,23 +26,36 @@ from realsenpi import DIST_ONLY, real_dir, senpi_guard
 from senpi_guard.prove import sandbox
 
 IN_CREATE = 0x100
-IN_MODIFY = 0x2
 IMPORTED = "package/dist/core/extensions/builtin/claude-sdk-oauth/tools.js"  # (the dist target imports it)
-# what the user adds to that module: who runs it, in which replay folder, then wait for the attacker
-HOLD = """\
-import { appendFileSync as sgAppend, readFileSync as sgRead } from "node:fs";
+# what the user adds to that module: note who runs it, then swap the replay folder it runs in
+ATTACK = """\
+import * as sgFs from "node:fs";
 if (process.env.SENPI_GUARD_ATTACK_DIR) {
-    const sgDir = process.env.SENPI_GUARD_ATTACK_DIR;
-    sgAppend(`${sgDir}/ran`, `${process.getuid()} ${process.argv[1].split("/").at(-2)}\\n`);
-    sgRead(`${sgDir}/go`); // (a FIFO: returns once the attacker has attacked this folder)
+    const sgLog = (name, line) => sgFs.appendFileSync(`${process.env.SENPI_GUARD_ATTACK_DIR}/${name}`, line + "\\n");
+    const sgFolder = process.argv[1].split("/").slice(0, -1).join("/");
+    const sgName = sgFolder.split("/").at(-1);
+    sgLog("ran", `${process.getuid()} ${sgName}`);
+    try {
+        sgFs.renameSync(`${sgFolder}/pkg`, `${sgFolder}/pkg.x`);
+        sgFs.symlinkSync(process.env.SENPI_GUARD_VICTIM_DIR, `${sgFolder}/pkg`);
+        for (const name of sgFs.readdirSync(sgFolder)) {
+            if (sgFs.lstatSync(`${sgFolder}/${name}`).isFile()) {
+                sgFs.symlinkSync(process.env.SENPI_GUARD_VICTIM_FILE, `${sgFolder}/.${name}.link`);
+                sgFs.renameSync(`${sgFolder}/.${name}.link`, `${sgFolder}/${name}`);
+            }
+        }
+        sgLog("attacks", `landed ${sgName}`);
+    } catch (error) {
+        sgLog("attacks", `missed ${sgName} ${error.code}`);
+    }
 }
 """
 
 
 @pytest.fixture(scope="module")
-def holding_tarball(tmp_path_factory) -> Path:
-    """The dist-only 2026.8.9 release, its prompt-bridge's tools.js holding node for the attacker."""
-    out = tmp_path_factory.mktemp("holding") / "holding.tgz"
+def attacking_tarball(tmp_path_factory) -> Path:
+    """The dist-only 2026.8.9 release, its prompt-bridge's tools.js attacking the replay folder."""
+    out = tmp_path_factory.mktemp("attacking") / "attacking.tgz"
     with (
         tarfile.open(real_dir() / DIST_ONLY["2026.8.9"], "r:gz") as source,
         tarfile.open(out, "w:gz", compresslevel=1) as archive,
@@ -51,19 +63,10 @@ def holding_tarball(tmp_path_factory) -> Path:
         for member in source:
             data = source.extractfile(member) if member.isreg() else None
             if member.name == IMPORTED:
-                code = HOLD.encode() + data.read()
+                code = ATTACK.encode() + data.read()
                 member.size, data = len(code), io.BytesIO(code)
             archive.addfile(member, data)
     return out
-
-
-def _swap_pkg(folder: Path, victim_dir: Path) -> bool:
-    try:
-        os.rename(folder / "pkg", folder / "pkg.x")
-    except OSError:
-        return False
-    os.symlink(victim_dir, folder / "pkg")
-    return True
 
 
 def _swap_files(folder: Path, victim_file: Path) -> bool:
@@ -89,45 +92,30 @@ def _as_soon_as_there(folder: Path, victim_file: Path) -> bool:
     return bool(hit) and hit[-1]
 
 
-def _attack(tmp: Path, attack_dir: Path, victim_dir: Path, victim_file: Path):
-    """As the user: each replay folder node announces is attacked, then node is let go; each
-    extension folder is attacked as soon as its files are there. Outcomes go to `attacks`."""
-    ran, attacks = attack_dir / "ran", attack_dir / "attacks"
-
-    def note(line: str) -> None:
-        with open(attacks, "a") as log:
-            log.write(line + "\n")
+def _attack(tmp: Path, attacks: Path, victim_file: Path):
+    """As the user: each extension replay folder attacked as soon as its files are there."""
 
     def attack(ready) -> None:
         watcher = Inotify()
-        watcher.watch(ran, IN_MODIFY)
         watcher.watch(tmp, IN_CREATE)
         ready()
-        announced = 0
         while True:
             for name in watcher.events():
-                if name == "":  # (the release's code, running in a replay folder, said where)
-                    lines = ran.read_text().splitlines()
-                    for line in lines[announced:]:
-                        folder = tmp / line.split()[1]
-                        landed = _swap_pkg(folder, victim_dir) and _swap_files(folder, victim_file)
-                        note(f"{'landed' if landed else 'missed'} {folder.name}")
-                        with open(attack_dir / "go", "w") as go:  # (node goes on)
-                            go.write("go")
-                    announced = len(lines)
-                elif name.startswith(sandbox.PREFIX) and "-ext-" in name:
-                    note(f"{'ext-landed' if _as_soon_as_there(tmp / name, victim_file) else 'ext-missed'} {name}")
+                if name.startswith(sandbox.PREFIX) and "-ext-" in name:
+                    landed = _as_soon_as_there(tmp / name, victim_file)
+                    with open(attacks, "a") as log:
+                        log.write(f"{'ext-landed' if landed else 'ext-missed'} {name}\n")
 
     return attack
 
 
 def test_the_user_cannot_redirect_roots_hands_through_a_replay_folder(
-    attacker, users_dir, open_dir, holding_tarball, tmp_path
+    attacker, users_dir, open_dir, attacking_tarball, tmp_path
 ):
     from hostile_support import Attacker
 
     tarball = users_dir / "evil.tgz"
-    tarball.write_bytes(holding_tarball.read_bytes())
+    tarball.write_bytes(attacking_tarball.read_bytes())
     os.chown(tarball, attacker.pw_uid, attacker.pw_gid)
     victim_dir = tmp_path / "victimdir"  # (root's, in root's 0700 pytest folder)
     victim_dir.mkdir()
@@ -138,14 +126,19 @@ def test_the_user_cannot_redirect_roots_hands_through_a_replay_folder(
     attack_dir.mkdir()
     for name in ("ran", "attacks"):
         (attack_dir / name).touch()
-    os.mkfifo(attack_dir / "go")
     for path in (attack_dir, *attack_dir.iterdir()):
         os.chown(path, attacker.pw_uid, attacker.pw_gid)
     tmp = open_dir / "tmp"  # (root's, sticky, world-writable as /tmp, and this test's alone)
     tmp.mkdir()
     tmp.chmod(0o1777)
-    with Attacker(attacker, _attack(tmp, attack_dir, victim_dir, victim_file)):
-        done = senpi_guard("check", tarball, env={"TMPDIR": str(tmp), "SENPI_GUARD_ATTACK_DIR": str(attack_dir)})
+    env = {
+        "TMPDIR": str(tmp),
+        "SENPI_GUARD_ATTACK_DIR": str(attack_dir),
+        "SENPI_GUARD_VICTIM_DIR": str(victim_dir),
+        "SENPI_GUARD_VICTIM_FILE": str(victim_file),
+    }
+    with Attacker(attacker, _attack(tmp, attack_dir / "attacks", victim_file)):
+        done = senpi_guard("check", tarball, env=env)
     ran = [line.split() for line in (attack_dir / "ran").read_text().splitlines()]
     attacks = (attack_dir / "attacks").read_text().split("\n")
     given = [p for p in (victim_dir, victim_dir / "secret", victim_file) if p.stat().st_uid != 0]
