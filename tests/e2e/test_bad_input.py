@@ -11,7 +11,7 @@ import pytest
 from conftest import SHAPE_REL, run_cli, tree_digest, write_user_config
 
 from senpi_guard.demo import sample
-from senpi_guard.prove import mirror
+from senpi_guard.prove import sandbox
 
 REL = SHAPE_REL[2]
 
@@ -163,7 +163,7 @@ def test_file_changed_between_read_and_write(npm_install, isolated_dirs):
     pkg = npm_install(2)
     target = pkg / REL
     # where its mirror lives: the state dir, or as root (replayed as nobody) the shared temp folder
-    places = [isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify", mirror.shared_temp()]
+    places = [isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify", sandbox.shared_temp()]
     env = dict(os.environ)
     proc = subprocess.Popen(
         [sys.executable, "-m", "senpi_guard", "apply", "--root", str(pkg)],

@@ -16,7 +16,7 @@ import pytest
 from conftest import SHAPE_REL, hand_patched, harness_processes, rows_of, run_cli, tree_digest, wait_for
 
 from senpi_guard.demo import sample, sample_session
-from senpi_guard.prove import mirror
+from senpi_guard.prove import sandbox
 
 USER = "senpi-guard-test"
 REL = SHAPE_REL[2]
@@ -274,7 +274,12 @@ export function buildPromptBlocks(context) {
 //# sourceMappingURL=prompt-bridge.js.map"""
 
 
-def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, isolated_dirs):
+def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, isolated_dirs, monkeypatch, tmp_path):
+    own_tmp = tmp_path / "tmp"  # (root's, sticky, world-writable as /tmp: no other run sweeps it first)
+    own_tmp.mkdir()
+    own_tmp.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(own_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
     pkg = custom_package(SLOW, version="2026.9.2")
     verify_dir = isolated_dirs / "xdg_state_home" / "senpi-guard" / "verify"
     proc = subprocess.Popen(
@@ -283,10 +288,10 @@ def test_a_killed_run_leaves_no_mirror_behind_for_long(custom_package, capsys, i
         stderr=subprocess.DEVNULL,
     )
 
-    def mirrors() -> list[Path]:  # (its own: in the state dir, or as root replaying as nobody, in /tmp)
+    def mirrors() -> list[Path]:  # (its own: in the state dir, or as root replaying as nobody, in TMPDIR)
         return [
             *(verify_dir.glob(f"senpi-guard-verify-{proc.pid}-*") if verify_dir.is_dir() else ()),
-            *mirror.shared_temp().glob(f"senpi-guard-verify-{proc.pid}-*"),
+            *sandbox.shared_temp().glob(f"senpi-guard-verify-{proc.pid}-*"),
         ]
 
     wait_for(mirrors, what="the mirror")

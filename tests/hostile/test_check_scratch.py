@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from hostile_support import IN_CREATE, Inotify
@@ -25,11 +24,12 @@ def _tarball(src: Path, out: Path) -> Path:
 
 
 def _started_check(tarball: Path, tmp: Path) -> tuple[subprocess.Popen, Path]:
-    """A check running, and its scratch folder the moment it is made (inotify)."""
+    """A check running (its TMPDIR `tmp`), and its scratch folder the moment it is made (inotify)."""
     watcher = Inotify()
     watcher.watch(tmp, IN_CREATE)
     proc = subprocess.Popen(
         [sys.executable, "-m", "senpi_guard", "check", str(tarball)],
+        env={**os.environ, "TMPDIR": str(tmp)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -42,7 +42,9 @@ def _started_check(tarball: Path, tmp: Path) -> tuple[subprocess.Popen, Path]:
 
 
 def test_sigterm_and_a_kill_leave_no_scratch(attacker, open_dir):
-    tmp = Path(tempfile.gettempdir())
+    tmp = open_dir / "tmp"  # (root's, sticky, world-writable as /tmp: no other run sweeps it first)
+    tmp.mkdir()
+    tmp.chmod(0o1777)
     tarball = _tarball(open_dir / "src", open_dir / "pack")
     proc, scratch = _started_check(tarball, tmp)
     proc.send_signal(signal.SIGTERM)
@@ -56,7 +58,7 @@ def test_sigterm_and_a_kill_leave_no_scratch(attacker, open_dir):
     proc.communicate()
     assert killed.exists()  # (a SIGKILL cannot be cleaned up after: the next run sweeps it)
     small = sample.npm_pack(_small(open_dir / "small"), open_dir / "small-pack")
-    done = senpi_guard("check", small)
+    done = senpi_guard("check", small, env={"TMPDIR": str(tmp)})
     assert done.returncode == 0, done.stderr
     assert not killed.exists(), f"the next check did not sweep {killed}"
 

@@ -1,7 +1,15 @@
 """The replay folders of `check` as root over a user's real senpi release (issue 24 follow-up,
-point 1): the user owns the folder node runs in, so the moment they can, they swap its `pkg` for a
-link to a folder of root's, and its files for links to root's files. Root must never chown (or
-write) through what they put there: the folders are made and filled by the user's own process."""
+point 1): the user owns the folder node runs in, so they swap its `pkg` for a link to a folder of
+root's, and its files for links to a file of root's. Root must never chown (or write) through what
+they put there, and never run their code as root: the folders are made, filled and removed by the
+user's own process, and node runs as the user.
+
+Each attack is timed from the event it races with, so one run is enough and none can miss:
+- the dist replay: the release's own code, which node loads in the replay folder, attacks that
+  folder itself the moment it runs (as whoever node runs as), before root is done with it;
+- the extension's replay (no code of the user's runs in it: a dist-only release's own runner does
+  not import): a process of the user's attacks its folder from its IN_CREATE, as soon as its files
+  exist (reported: the folder may be gone first)."""
 
 from __future__ import annotations
 
@@ -13,111 +21,132 @@ from pathlib import Path
 
 import pytest
 from hostile_support import Inotify, spin
-from plugin import runs
 from realsenpi import DIST_ONLY, real_dir, senpi_guard
 
-from senpi_guard.prove import mirror
+from senpi_guard.prove import sandbox
 
-IN_ATTRIB = 0x4
 IN_CREATE = 0x100
-EXTRA_FILES = 30_000  # empty top-level files: the mirror's link tree takes long enough to race
-PREFIX = "senpi-guard-verify-"
+IMPORTED = "package/dist/core/extensions/builtin/claude-sdk-oauth/tools.js"  # (the dist target imports it)
+# what the user adds to that module: note who runs it, then swap the replay folder it runs in
+ATTACK = """\
+import * as sgFs from "node:fs";
+if (process.env.SENPI_GUARD_ATTACK_DIR) {
+    const sgLog = (name, line) => sgFs.appendFileSync(`${process.env.SENPI_GUARD_ATTACK_DIR}/${name}`, line + "\\n");
+    const sgFolder = process.argv[1].split("/").slice(0, -1).join("/");
+    const sgName = sgFolder.split("/").at(-1);
+    sgLog("ran", `${process.getuid()} ${sgName}`);
+    try {
+        sgFs.renameSync(`${sgFolder}/pkg`, `${sgFolder}/pkg.x`);
+        sgFs.symlinkSync(process.env.SENPI_GUARD_VICTIM_DIR, `${sgFolder}/pkg`);
+        for (const name of sgFs.readdirSync(sgFolder)) {
+            if (sgFs.lstatSync(`${sgFolder}/${name}`).isFile()) {
+                sgFs.symlinkSync(process.env.SENPI_GUARD_VICTIM_FILE, `${sgFolder}/.${name}.link`);
+                sgFs.renameSync(`${sgFolder}/.${name}.link`, `${sgFolder}/${name}`);
+            }
+        }
+        sgLog("attacks", `landed ${sgName}`);
+    } catch (error) {
+        sgLog("attacks", `missed ${sgName} ${error.code}`);
+    }
+}
+"""
 
 
 @pytest.fixture(scope="module")
-def crowded_tarball(tmp_path_factory) -> Path:
-    """The dist-only 2026.8.9 release, with many empty files and one `secret` in package/."""
-    out = tmp_path_factory.mktemp("crowded") / "crowded.tgz"
+def attacking_tarball(tmp_path_factory) -> Path:
+    """The dist-only 2026.8.9 release, its prompt-bridge's tools.js attacking the replay folder."""
+    out = tmp_path_factory.mktemp("attacking") / "attacking.tgz"
     with (
         tarfile.open(real_dir() / DIST_ONLY["2026.8.9"], "r:gz") as source,
         tarfile.open(out, "w:gz", compresslevel=1) as archive,
     ):
         for member in source:
-            archive.addfile(member, source.extractfile(member) if member.isreg() else None)
-        for index in range(EXTRA_FILES):
-            info = tarfile.TarInfo(f"package/empty{index:05d}")
-            info.mode, info.mtime = 0o644, int(time.time())
-            archive.addfile(info, io.BytesIO(b""))
-        info = tarfile.TarInfo("package/secret")
-        info.mode, info.mtime = 0o644, int(time.time())
-        archive.addfile(info, io.BytesIO(b""))
+            data = source.extractfile(member) if member.isreg() else None
+            if member.name == IMPORTED:
+                code = ATTACK.encode() + data.read()
+                member.size, data = len(code), io.BytesIO(code)
+            archive.addfile(member, data)
     return out
 
 
-def _attack(tmp: Path, victim_dir: Path, victim_file: Path, landed: Path):
-    """As the user: for each replay folder, swap `pkg` for a link to root's folder (a dist mirror)
-    or every file for a link to root's file (the extension's), as soon as the folder lets them."""
+def _swap_files(folder: Path, victim_file: Path) -> bool:
+    try:
+        names = [n for n in os.listdir(folder) if os.path.isfile(folder / n) and not os.path.islink(folder / n)]
+    except OSError:
+        return False
+    for name in names:
+        os.symlink(victim_file, folder / f".{name}.link")
+        os.rename(folder / f".{name}.link", folder / name)
+    return bool(names)
 
-    def swap_pkg(folder: Path) -> bool:
-        try:
-            os.rename(folder / "pkg", folder / "pkg.x")
-        except OSError:
-            return False
-        os.symlink(victim_dir, folder / "pkg")
-        return True
 
-    def swap_files(folder: Path) -> bool:
-        try:
-            names = [n for n in os.listdir(folder) if not os.path.islink(folder / n)]
-        except OSError:
-            return False
-        for name in names:
-            os.symlink(victim_file, folder / f".{name}.link")
-            os.rename(folder / f".{name}.link", folder / name)
-        return bool(names)
+def _as_soon_as_there(folder: Path, victim_file: Path) -> bool:
+    """Swap the folder's files the moment there are any (until it is gone, or 30 s)."""
+    hit: list[bool] = []
+
+    def step() -> bool:
+        hit.append(_swap_files(folder, victim_file))
+        return hit[-1] or not folder.exists()
+
+    spin(time.monotonic() + 30, step)
+    return bool(hit) and hit[-1]
+
+
+def _attack(tmp: Path, attacks: Path, victim_file: Path):
+    """As the user: each extension replay folder attacked as soon as its files are there."""
 
     def attack(ready) -> None:
         watcher = Inotify()
-        watcher.watch(tmp, IN_CREATE | IN_ATTRIB)
+        watcher.watch(tmp, IN_CREATE)
         ready()
-        done: set[str] = set()
         while True:
             for name in watcher.events():
-                if not name.startswith(PREFIX) or name in done:
-                    continue
-                done.add(name)
-                swap = swap_files if "-ext-" in name else swap_pkg
-                hit: list[bool] = []
-
-                def step(swap=swap, folder=tmp / name, hit=hit) -> bool:
-                    hit.append(swap(folder))
-                    return hit[-1]
-
-                spin(time.monotonic() + 30, step)
-                if hit and hit[-1]:
-                    with open(landed, "a") as log:
-                        log.write(("ext" if "-ext-" in name else "dist") + "\n")
+                if name.startswith(sandbox.PREFIX) and "-ext-" in name:
+                    landed = _as_soon_as_there(tmp / name, victim_file)
+                    with open(attacks, "a") as log:
+                        log.write(f"{'ext-landed' if landed else 'ext-missed'} {name}\n")
 
     return attack
 
 
-def test_the_user_cannot_redirect_roots_hands_through_a_replay_folder(attacker, users_dir, crowded_tarball, tmp_path):
+def test_the_user_cannot_redirect_roots_hands_through_a_replay_folder(
+    attacker, users_dir, open_dir, attacking_tarball, tmp_path
+):
     from hostile_support import Attacker
 
     tarball = users_dir / "evil.tgz"
-    tarball.write_bytes(crowded_tarball.read_bytes())
+    tarball.write_bytes(attacking_tarball.read_bytes())
     os.chown(tarball, attacker.pw_uid, attacker.pw_gid)
     victim_dir = tmp_path / "victimdir"  # (root's, in root's 0700 pytest folder)
     victim_dir.mkdir()
     (victim_dir / "secret").write_bytes(b"root's")
     victim_file = tmp_path / "victim-file"
     victim_file.write_bytes(b"root's")
-    landed = users_dir / "landed"
-    tmp = mirror.shared_temp()  # (where root's replay folders for another user go)
-    tally = []
-    for attempt in range(5 * runs(1)):  # (a busy machine may let one run's race go by: run again)
-        if attempt >= runs(1) and any(dist > 0 for dist, _, _, _ in tally):
-            break
-        landed.write_text("")
-        os.chown(landed, attacker.pw_uid, attacker.pw_gid)
-        with Attacker(attacker, _attack(tmp, victim_dir, victim_file, landed)):
-            done = senpi_guard("check", tarball, env={"TMPDIR": str(tmp)})
-        given = [p for p in (victim_dir, victim_dir / "secret", victim_file) if p.stat().st_uid != 0]
-        hits = landed.read_text().split()
-        tally.append((hits.count("dist"), hits.count("ext"), len(given), done.returncode))
-        for path in given:
-            os.chown(path, 0, 0)
-        assert "Traceback" not in done.stdout + done.stderr, done.stderr
-    print(f"replay-folder attacks: (dist swaps landed, ext swaps landed, root's files given away, exit): {tally}")
-    assert all(given == 0 for _, _, given, _ in tally), f"root's files were given to the user: {tally}"
-    assert any(dist > 0 for dist, _, _, _ in tally), f"the attack never landed (the test proves nothing): {tally}"
+    attack_dir = users_dir / "attack"
+    attack_dir.mkdir()
+    for name in ("ran", "attacks"):
+        (attack_dir / name).touch()
+    for path in (attack_dir, *attack_dir.iterdir()):
+        os.chown(path, attacker.pw_uid, attacker.pw_gid)
+    tmp = open_dir / "tmp"  # (root's, sticky, world-writable as /tmp, and this test's alone)
+    tmp.mkdir()
+    tmp.chmod(0o1777)
+    env = {
+        "TMPDIR": str(tmp),
+        "SENPI_GUARD_ATTACK_DIR": str(attack_dir),
+        "SENPI_GUARD_VICTIM_DIR": str(victim_dir),
+        "SENPI_GUARD_VICTIM_FILE": str(victim_file),
+    }
+    with Attacker(attacker, _attack(tmp, attack_dir / "attacks", victim_file)):
+        done = senpi_guard("check", tarball, env=env)
+    ran = [line.split() for line in (attack_dir / "ran").read_text().splitlines()]
+    attacks = (attack_dir / "attacks").read_text().split("\n")
+    given = [p for p in (victim_dir, victim_dir / "secret", victim_file) if p.stat().st_uid != 0]
+    print(f"replay folders: the release's code ran in (uid, folder) {ran}; attacks {attacks}; exit {done.returncode}")
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    assert not given, f"root's files were given to the user: {given}"
+    assert (victim_dir / "secret").read_bytes() == victim_file.read_bytes() == b"root's"
+    assert {p.name for p in tmp.iterdir()} == set(), "a replay folder was left behind"
+    assert ran, f"no dist replay ran the release's code (nothing was attacked): {done.stdout}{done.stderr}"
+    assert {int(uid) for uid, _ in ran} == {attacker.pw_uid}, f"the user's code ran as uids {ran}"
+    assert all(f"landed {folder}" in attacks for _, folder in ran), f"a replay folder was not attacked: {attacks}"

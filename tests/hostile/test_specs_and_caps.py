@@ -97,12 +97,27 @@ def _tarball(path: Path, sizes: list[int]) -> Path:
     return path
 
 
+@pytest.fixture
+def own_tmp(open_dir) -> Path:
+    """A temp folder for check's scratch that is this test's alone (root's, sticky, world-writable,
+    as /tmp is): another run's cleanup or sweep of /tmp never reaches it, nor its sizes this one's."""
+    tmp = open_dir / "tmp"
+    tmp.mkdir()
+    tmp.chmod(0o1777)
+    return tmp
+
+
+def _scratches(tmp: Path, pid: int) -> list[Path]:
+    """The scratch folders of the check run as `pid` (check names them with its pid)."""
+    return list(tmp.glob(f"senpi-guard-check-{pid}-*"))
+
+
 def _watch_peak(folder: Path, proc: subprocess.Popen) -> int:
-    """The most bytes seen under check's scratch folders while `proc` runs (sampled)."""
+    """The most bytes seen under `proc`'s scratch folders while it runs (sampled)."""
     peak = 0
     while proc.poll() is None:
         total = 0
-        for scratch in folder.glob("senpi-guard-check-*"):
+        for scratch in _scratches(folder, proc.pid):
             for path in scratch.rglob("*"):
                 with contextlib.suppress(OSError):
                     total += path.lstat().st_size
@@ -111,40 +126,42 @@ def _watch_peak(folder: Path, proc: subprocess.Popen) -> int:
     return peak
 
 
-def test_an_unpack_past_a_cap_is_stopped_while_it_unpacks(attacker, open_dir, tmp_path):
+def test_an_unpack_past_a_cap_is_stopped_while_it_unpacks(attacker, open_dir, own_tmp, tmp_path):
     """Caps from the config (smaller than the defaults, to test quickly): bytes and entries."""
     config = tmp_path / "config.toml"
     config.write_text("check_max_bytes = 30_000_000\ncheck_max_entries = 500\n")
     big = _tarball(open_dir / "big.tgz", [12_000_000] * 5)  # 60 MB where 30 MB are allowed
     proc = subprocess.Popen(
         [sys.executable, "-m", "senpi_guard", "check", str(big)],
-        env={**os.environ, "SENPI_GUARD_CONFIG": str(config)},
+        env={**os.environ, "SENPI_GUARD_CONFIG": str(config), "TMPDIR": str(own_tmp)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    peak = _watch_peak(Path("/tmp"), proc)
+    peak = _watch_peak(own_tmp, proc)
     _out, err = proc.communicate()
     errors = [line for line in err.splitlines() if line.startswith("senpi-guard:")]
     assert proc.returncode == 1 and len(errors) == 1 and "more than 0.03 GB" in errors[0], err
     assert "check_max_bytes" in errors[0] and peak <= 30_000_000, (peak, errors)
     many = _tarball(open_dir / "many.tgz", [1] * 800)
-    done = senpi_guard("check", many, env={"SENPI_GUARD_CONFIG": str(config)})
+    done = senpi_guard("check", many, env={"SENPI_GUARD_CONFIG": str(config), "TMPDIR": str(own_tmp)})
     assert done.returncode == 1 and "more than 500 entries" in done.stderr, done.stderr
     print(f"caps: 60 MB refused at a peak of {peak / 1e6:.1f} MB unpacked; 800 entries refused at 500")
 
 
-def test_the_default_cap_is_1_gb(attacker, open_dir):
-    """1.1 GB of real zeros (about 1 MB packed): refused at 1 GB, long before the disk fills."""
+def test_the_default_cap_is_1_gb(attacker, open_dir, own_tmp):
+    """1.1 GB of real zeros (about 1 MB packed): refused at 1 GB, long before the disk fills. (Its
+    scratch in a temp folder of its own: another run's cleanup of /tmp could take it mid-unpack.)"""
     bomb = _tarball(open_dir / "bomb.tgz", [100_000_000, 1_000_000_000])
     started = time.monotonic()
-    done = senpi_guard("check", bomb)
+    done = senpi_guard("check", bomb, env={"TMPDIR": str(own_tmp)})
     took = time.monotonic() - started
     assert done.returncode == 1 and "more than 1 GB" in done.stderr, done.stderr
+    assert not list(own_tmp.iterdir()), "check left its scratch"
     print(f"default cap: a {bomb.stat().st_size / 1e6:.1f} MB tarball of 1.1 GB refused in {took:.1f}s")
 
 
-def test_a_folder_owned_by_a_user_is_copied_as_them_and_checked(attacker, open_dir):
+def test_a_folder_owned_by_a_user_is_copied_as_them_and_checked(attacker, open_dir, own_tmp):
     """`check DIR` as root over a user's folder: copied as the user, never read in place by root (a
     link out of it refused); the patches still check."""
     folder = open_dir / "users-package"
@@ -152,16 +169,12 @@ def test_a_folder_owned_by_a_user_is_copied_as_them_and_checked(attacker, open_d
     (folder / "dist" / "secret").symlink_to("/etc/shadow")  # (the user cannot read it: not copied)
     for path in [folder, *folder.rglob("*")]:
         os.chown(path, attacker.pw_uid, attacker.pw_gid, follow_symlinks=False)
-    done = senpi_guard("check", folder)
+    done = senpi_guard("check", folder, env={"TMPDIR": str(own_tmp)})
     assert done.returncode == 1 and "a link out of the folder" in done.stderr, done.stderr
     assert "root:" not in done.stdout
     (folder / "dist" / "secret").unlink()
-    done = senpi_guard("check", folder)
+    done = senpi_guard("check", folder, env={"TMPDIR": str(own_tmp)})
     assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
-
-
-def _scratches() -> set[Path]:
-    return set(Path("/tmp").glob("senpi-guard-check-*"))
 
 
 def _size(scratch: Path) -> int:
@@ -176,7 +189,7 @@ def _size(scratch: Path) -> int:
 
 
 @pytest.mark.parametrize("endless", ["link to /dev/zero", "fifo"])
-def test_a_users_folder_with_an_endless_file_is_refused_within_the_cap(attacker, open_dir, tmp_path, endless):
+def test_a_users_folder_with_an_endless_file_is_refused_within_the_cap(attacker, open_dir, own_tmp, tmp_path, endless):
     """The user's folder holds a link to /dev/zero (or a FIFO): the copy must not follow it past the
     cap (it used to copy forever, filling the disk), and the scratch must not stay behind."""
     config = tmp_path / "config.toml"
@@ -189,22 +202,21 @@ def test_a_users_folder_with_an_endless_file_is_refused_within_the_cap(attacker,
         (folder / "dist" / "endless").symlink_to("/dev/zero")
     for path in [folder, *folder.rglob("*")]:
         os.chown(path, attacker.pw_uid, attacker.pw_gid, follow_symlinks=False)
-    before = _scratches()
     proc = subprocess.Popen(
         [sys.executable, "-m", "senpi_guard", "check", str(folder)],
-        env={**os.environ, "SENPI_GUARD_CONFIG": str(config)},
+        env={**os.environ, "SENPI_GUARD_CONFIG": str(config), "TMPDIR": str(own_tmp)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     peak, deadline = 0, time.monotonic() + 60
     while proc.poll() is None and peak < 200_000_000 and time.monotonic() < deadline:
-        peak = max(peak, sum(_size(s) for s in _scratches() - before))
+        peak = max(peak, sum(_size(s) for s in _scratches(own_tmp, proc.pid)))
         time.sleep(0.02)
     if proc.poll() is None:
         proc.kill()
     _out, err = proc.communicate()
-    left = _scratches() - before
+    left = _scratches(own_tmp, proc.pid)  # (this check's own: never another run's)
     for scratch in left:
         shutil.rmtree(scratch, ignore_errors=True)
     errors = [line for line in err.splitlines() if line.startswith("senpi-guard:")]

@@ -151,9 +151,7 @@ def serializer(
         functions = _session_functions(chosen)
         exact = reconstruction == "senpi" or (reconstruction == "auto" and own)
         sandbox = dist.sandbox(chosen, pairs)
-        place = stack.enter_context(
-            mirror(chosen.package_dir, list(pairs.values()), patch.checks_path, sandbox.work_dir, sandbox.owner)
-        )
+        place = stack.enter_context(mirror(chosen.package_dir, list(pairs.values()), patch.checks_path, sandbox))
         job = _job(patch, config, place, chosen, pairs, functions, exact)
         if patch.extension is not None:  # the extension layer, as apply would install it
             rendered = place.root / patch.extension.file_name

@@ -19,7 +19,7 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io.store import Store
 from senpi_guard.io.unpack import Caps
 from senpi_guard.layers import pipeline
-from senpi_guard.prove import mirror
+from senpi_guard.prove import sandbox
 
 SUMMARY = "pre-flight a senpi release (npm spec, tarball or folder): would every patch apply? installs nothing"
 EXAMPLE = (
@@ -87,8 +87,8 @@ def _line(version: str, row: dict[str, Any]) -> str:
 
 def run(args) -> int:
     patches, config = common.load()
-    # (named with the pid: mirror.sweep removes what a killed check left)
-    with tempfile.TemporaryDirectory(prefix=f"{mirror.CHECK_PREFIX}{os.getpid()}-") as scratch:
+    # (named with the pid: sandbox.sweep removes what a killed check left)
+    with tempfile.TemporaryDirectory(prefix=f"{sandbox.CHECK_PREFIX}{os.getpid()}-") as scratch:
         caps = Caps(int(config.check_max_bytes), int(config.check_max_entries))
         package_dir = release.release_dir(args.release, Path(scratch), caps)
         install = discover.describe(package_dir, "check")

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from senpi_guard import discover, ui
 from senpi_guard.errors import FatalError
 from senpi_guard.io import unpack
-from senpi_guard.prove import mirror, owners
+from senpi_guard.prove import owners, sandbox
 
 GIT_SCHEMES = ("git+", "git:", "github:", "gitlab:", "bitbucket:", "gist:")
 GIT_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeload.github.com", "gist.github.com", "sr.ht")
@@ -147,8 +147,8 @@ def _roots_own(fd: int, st: os.stat_result, path: Path) -> Path:
                 "others: senpi-guard will not replay code in it as root; move it where only root can "
                 "write (chmod go-w), or pass its .tgz (npm pack)"
             )
-    mirror.pin(real, st)
-    mirror.check_pinned(real)
+    sandbox.pin(real, st)
+    sandbox.check_pinned(real)
     return real
 
 

@@ -22,8 +22,9 @@ from senpi_guard.layers import dist_apply, dist_files, dist_revert, where
 from senpi_guard.layers import house as house_mod
 from senpi_guard.layers.dist_apply import also, reshape_cost, reused, unexpected
 from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, install_spec, overall_detail, overall_state
-from senpi_guard.prove import mirror, nodes, owners, verify
+from senpi_guard.prove import nodes, verify
 from senpi_guard.prove.replays import ReplayMemo, replay_key
+from senpi_guard.prove.sandbox import Sandbox
 
 HOLDABLE = frozenset({State.UNPATCHED, State.STALE, State.PARTIAL, State.HAND_PATCHED})
 
@@ -214,12 +215,10 @@ class Reconciler:
             pairs[tf.target.role] = verify.ModulePair(tf.path, tf.target.function, base, candidate)
         return pairs
 
-    def sandbox(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.Sandbox:
+    def sandbox(self, install: Install, pairs: dict[str, verify.ModulePair]) -> Sandbox:
         """Where and as whom node replays this install's code (never another user's as root)."""
-        work_dir = self.store.state_dir / "verify"
-        mirror.sweep(work_dir)
         node = nodes.node_for(install.package_dir).path
-        return verify.Sandbox(work_dir, owners.run_as(install.package_dir, node, self.allow_foreign_root))
+        return Sandbox.judged(self.store.state_dir / "verify", install.package_dir, node, self.allow_foreign_root)
 
     def replay(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.VerifyReport:
         key = replay_key(self.patch, self.config, install.package_dir, pairs)

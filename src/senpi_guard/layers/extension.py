@@ -1,6 +1,7 @@
 """The extension layer: one senpi extension file in <agent dir>/extensions/, rendered from the patch
-(same tags, same marker), proven by replaying fixture sessions through it before it is written, and
-found again by its header line (never by folder contents: every other file there is the user's).
+(same tags, same marker), proven by replaying fixture sessions through it before it is written
+(layers/extension_replay), and found again by its header line (never by folder contents: every
+other file there is the user's).
 
 States: `installed` (what this senpi-guard renders), `stale` (ours, from another version or
 config), `modified` (ours, edited since: its content no longer matches the sha256 in its header),
@@ -9,14 +10,12 @@ config), `modified` (ours, edited since: its content no longer matches the sha25
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from senpi_guard.core import jssyntax, locate
 from senpi_guard.core.patch import reshape
 from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.classify import State
@@ -26,13 +25,9 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.io.write import os_error, private_dirs, write_private
-from senpi_guard.prove import mirror, nodes, owners, replays
-from senpi_guard.prove import verify as verify_mod
-from senpi_guard.prove.verify import Failure, VerifyReport
-
-HARNESS = "extension_harness.mjs"
-RUNNER_CLASS = b"class ExtensionRunner"
+from senpi_guard.io.write import os_error, write_private
+from senpi_guard.layers.extension_replay import replay
+from senpi_guard.prove.verify import VerifyReport
 
 
 @dataclass
@@ -123,148 +118,6 @@ def inspect(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
             reshapes=what or "",
         )
     return LayerStatus("installed", path, "", data)
-
-
-def _defines_runner(path: Path) -> bool:
-    """The file that defines and exports `class ExtensionRunner` (by syntax tree; a re-export, as
-    senpi's index.js files hold, does not count)."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return False
-    if RUNNER_CLASS not in data:
-        return False
-    try:
-        root = jssyntax.parse(data).root_node
-    except jssyntax.JsSyntaxError:
-        return False
-    for node in root.named_children:
-        declaration = node.child_by_field_name("declaration") if node.type == "export_statement" else None
-        name = declaration.child_by_field_name("name") if declaration is not None else None
-        if (
-            declaration is not None
-            and declaration.type == "class_declaration"
-            and name is not None
-            and name.text == b"ExtensionRunner"
-        ):
-            return True
-    return False
-
-
-def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Install | None, dict | None]:
-    """The installed senpi's own extension loader and runner, found by what its files export; None
-    when there is none (or root would have to run another user's code)."""
-    for install in installs:
-        if install.unsupported:
-            continue
-        files = locate.js_files(install.package_dir / "dist")
-        found = locate.find_exported_functions(files, ["loadExtensions", "createExtensionRuntime"])
-        runners = [f for f in files if _defines_runner(Path(f))]
-        if len(runners) != 1 or any(len({h.path for h in hits}) != 1 for hits in found.values()):
-            continue
-        return install, {"loader": str(found["loadExtensions"][0].path), "runner": runners[0]}
-    return None, None
-
-
-def _replay_key(patch: Patch, rendered: str, install: Install | None, host: dict | None, node) -> str:
-    """Everything the replay's result depends on: the rendered file, the checks, the fixtures, the
-    harness, the node, and the host senpi's loader, runner and dist/ (as status stamps them)."""
-
-    def sha(path: Path) -> str:
-        try:
-            return hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            return f"unreadable {time.time()}"  # never matches: the replay runs
-
-    fixtures = sorted(p for p in patch.extension.fixtures.rglob("*") if p.is_file())
-    parts = {
-        "extension": hashlib.sha256(rendered.encode()).hexdigest(),
-        "node": [node.path, node.version],
-        "harness": hashlib.sha256(mirror.harness_bytes(HARNESS)).hexdigest(),
-        "files": [sha(p) for p in (patch.extension.checks, *patch.scripts(), *fixtures)],
-        "host": {k: [v, sha(Path(v))] for k, v in sorted((host or {}).items())},
-        "dist": replays.package_stamp(install.package_dir) if install else None,
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
-def replay(
-    patch: Patch,
-    config: Config,
-    rendered: str,
-    installs: list[Install],
-    store: Store,
-    allow_foreign_root: bool = False,
-    reuse: bool = True,
-    cancel: threading.Event | None = None,
-) -> VerifyReport:
-    """Run the fixture sessions through the rendered extension with node: directly and, when an
-    installed senpi's own loader and runner import, through them. A passing replay is remembered by
-    everything it depends on (`reuse`: trust one from an earlier run)."""
-    install, host = _senpi_host(installs, allow_foreign_root)
-    node = nodes.node_for(install.package_dir if install else None)
-    memo = replays.ReplayMemo(store.state_dir / "replays.json")
-    key = _replay_key(patch, rendered, install, host, node)
-    known = memo.get(key, reuse)
-    if known is not None:
-        return known
-    # as root: node and the host's code never run as root over code anyone else could write
-    owner = owners.run_as(install.package_dir if install else None, node.path, allow_foreign_root)
-    if install is not None:
-        mirror.check_pinned(install.package_dir)  # (the folder check opened, still there)
-    report = _run_replay(patch, config, rendered, store, host, node, cancel, owner)
-    memo.put(key, report)
-    return report
-
-
-def _run_replay(
-    patch: Patch,
-    config: Config,
-    rendered: str,
-    store: Store,
-    host: dict | None,
-    node,
-    cancel: threading.Event | None = None,
-    owner: tuple[int, int] | None = None,
-) -> VerifyReport:
-    work = store.state_dir / "verify"
-    private_dirs(work)
-    mirror.sweep(work)  # (what a killed run left)
-    base = mirror.shared_temp() if owner else work  # (a folder that user can reach)
-    files = {
-        **{script.name: script.read_bytes() for script in patch.scripts()},  # (the checks import the span scan)
-        "extension-checks.mjs": Path(patch.extension.checks).read_bytes(),
-        **mirror.harness_files(HARNESS),
-        patch.extension.file_name: rendered.encode("utf-8"),
-    }
-    # made and filled by the owner itself (nothing chowned; root follows no path inside it)
-    with mirror.owned_folder(base, "-ext", owner, lambda folder: mirror.write_files(folder, files)) as folder:
-        job = {
-            "extension": str(folder / patch.extension.file_name),
-            "checks": str(folder / "extension-checks.mjs"),
-            "host": host,
-            "cwd": str(folder),
-            **patch.job_settings(config),
-            "fixtures": patch.load_fixtures(patch.extension.fixtures),
-        }
-        report = verify_mod.run_script(
-            node.path,
-            folder / HARNESS,
-            job,
-            config.verify_timeout,
-            cancel,
-            work,
-            "the extension's replay",
-            owners.popen_kwargs(owner),
-        )
-    failures = [Failure(r["fixture"], r["check"], r["detail"]) for r in report["results"] if not r["ok"]]
-    return VerifyReport(
-        not failures and bool(report["results"]),
-        failures,
-        len(report["results"]),
-        {"host": report["host"], "host_unavailable": report.get("hostUnavailable")},
-        node.version,
-    )
 
 
 def _keep_aside(path: Path, store: Store) -> str:

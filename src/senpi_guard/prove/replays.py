@@ -20,7 +20,7 @@ from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import write_private
-from senpi_guard.prove import mirror, nodes
+from senpi_guard.prove import nodes, sandbox
 from senpi_guard.prove.verify import ModulePair, VerifyReport
 
 KEPT = 64  # remembered replays on disk (the oldest go first)
@@ -33,7 +33,7 @@ def _sha(data: bytes) -> str:
 
 @functools.cache
 def _patch_digest(patch: Patch) -> list[str]:
-    harness = mirror.harness_bytes("harness.mjs")
+    harness = sandbox.harness_bytes("harness.mjs")
     fixtures = sorted(p for p in (patch.root / "fixtures").rglob("*") if p.is_file())
     return [
         *(_sha(path.name.encode() + path.read_bytes()) for path in patch.scripts()),

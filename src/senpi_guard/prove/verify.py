@@ -26,6 +26,7 @@ from senpi_guard.io.config import Config
 from senpi_guard.io.write import write_private
 from senpi_guard.prove import nodes
 from senpi_guard.prove.mirror import Mirror, mirror
+from senpi_guard.prove.sandbox import Sandbox
 
 
 class Cancelled(FatalError):
@@ -112,18 +113,18 @@ def run_script(
     job: dict[str, Any],
     timeout: float,
     cancel: threading.Event | None,
-    work_dir: Path,
+    sandbox: Sandbox,
     what: str,
-    popen_kwargs: dict[str, Any] | None = None,
     fixtures: str | None = None,
 ) -> dict[str, Any]:
-    """The one node harness client: run `script` with the job on stdin, cancellable (`cancel` kills
-    node within ~0.1 s) and bounded by `timeout`, and read its one JSON report. `fixtures`, when
+    """The one node harness client: run `script` (in a folder of `sandbox`) with the job on stdin,
+    as the sandbox's owner, cancellable (`cancel` kills node within ~0.1 s) and bounded by
+    `timeout`, and read its one JSON report. `fixtures`, when
     given, is JSON text spliced into the job as it is. The script writes its report after the job's
     reportTag, so what the code under test prints on stdout is never taken for it."""
     tag = f"senpi-guard-report-{secrets.token_hex(8)}:"
     # the job goes in through a file: communicate() in slices cannot resume writing a pipe
-    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=work_dir) as job_file:
+    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=sandbox.work_dir) as job_file:
         text = json.dumps({**job, "reportTag": tag})
         job_file.write(text if fixtures is None else text[:-1] + ', "fixtures": ' + fixtures + "}")
         job_file.seek(0)
@@ -133,7 +134,7 @@ def run_script(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            **(popen_kwargs or {}),
+            **sandbox.popen_kwargs(),
         )
         try:
             stdout, stderr = _communicate(proc, timeout, cancel)
@@ -192,9 +193,8 @@ def run_harness(
         job,
         timeout,
         cancel,
-        place.scratch or place.root,
+        place.sandbox,
         "the verification harness",
-        place.popen_kwargs(),
         fixtures,
     )
 
@@ -243,14 +243,6 @@ def extras_for(patch: Patch, config: Config, pairs: dict[str, ModulePair]) -> di
     return {EXTENSION_COPY: patch.render_extension(config).encode("utf-8")}
 
 
-@dataclass(frozen=True)
-class Sandbox:
-    """Where node runs: the folder for mirrors, and whom node runs as (None: as we are)."""
-
-    work_dir: Path
-    owner: tuple[int, int] | None = None
-
-
 def replay(
     package_dir: Path,
     pairs: dict[str, ModulePair],
@@ -265,9 +257,7 @@ def replay(
     modules = list(pairs.values())
     timeout = config.verify_timeout
     fixtures = fixtures_json(patch, patch.root / "fixtures", sandbox.work_dir.parent / "cache")
-    with mirror(
-        package_dir, modules, patch.checks_path, sandbox.work_dir, sandbox.owner, extras_for(patch, config, pairs)
-    ) as place:
+    with mirror(package_dir, modules, patch.checks_path, sandbox, extras_for(patch, config, pairs)) as place:
         job = harness_job("verify", patch, config, place, pairs)
         try:
             report = run_harness(node, place, job, timeout, cancel, fixtures)

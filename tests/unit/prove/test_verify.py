@@ -8,6 +8,7 @@ import pytest
 
 from senpi_guard.errors import FatalError
 from senpi_guard.prove import verify
+from senpi_guard.prove.sandbox import Sandbox
 
 READ_JOB = 'import { readFileSync } from "node:fs";\nconst job = JSON.parse(readFileSync(0, "utf8"));\n'
 
@@ -16,7 +17,7 @@ def run(tmp_path: Path, body: str) -> dict:
     node = shutil.which("node") or pytest.skip("node is not installed")
     script = tmp_path / "script.mjs"
     script.write_text(READ_JOB + body)
-    return verify.run_script(node, script, {"x": 1}, 10, None, tmp_path, "the test harness")
+    return verify.run_script(node, script, {"x": 1}, 10, None, Sandbox(tmp_path), "the test harness")
 
 
 def test_output_around_the_report_is_ignored(tmp_path):

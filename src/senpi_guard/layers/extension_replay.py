@@ -1,0 +1,146 @@
+"""The extension layer's proof: its fixture sessions replayed with node through the rendered file,
+directly and, when an installed senpi has them, through senpi's own extension loader and runner; in
+a prove/sandbox folder, as the owner prove/owners judges (as root, never another user's code as
+root), remembered by everything the result depends on."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from pathlib import Path
+
+from senpi_guard.core import jssyntax, locate
+from senpi_guard.core.patch.definition import Patch
+from senpi_guard.discover import Install
+from senpi_guard.io.config import Config
+from senpi_guard.io.store import Store
+from senpi_guard.prove import nodes, replays, sandbox
+from senpi_guard.prove import verify as verify_mod
+from senpi_guard.prove.sandbox import Sandbox
+from senpi_guard.prove.verify import VerifyReport
+
+HARNESS = "extension_harness.mjs"
+RUNNER_CLASS = b"class ExtensionRunner"
+
+
+def _defines_runner(path: Path) -> bool:
+    """The file that defines and exports `class ExtensionRunner` (by syntax tree; a re-export, as
+    senpi's index.js files hold, does not count)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if RUNNER_CLASS not in data:
+        return False
+    try:
+        root = jssyntax.parse(data).root_node
+    except jssyntax.JsSyntaxError:
+        return False
+    for node in root.named_children:
+        declaration = node.child_by_field_name("declaration") if node.type == "export_statement" else None
+        name = declaration.child_by_field_name("name") if declaration is not None else None
+        if (
+            declaration is not None
+            and declaration.type == "class_declaration"
+            and name is not None
+            and name.text == b"ExtensionRunner"
+        ):
+            return True
+    return False
+
+
+def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Install | None, dict | None]:
+    """The installed senpi's own extension loader and runner, found by what its files export; None
+    when there is none (or root would have to run another user's code)."""
+    for install in installs:
+        if install.unsupported:
+            continue
+        files = locate.js_files(install.package_dir / "dist")
+        found = locate.find_exported_functions(files, ["loadExtensions", "createExtensionRuntime"])
+        runners = [f for f in files if _defines_runner(Path(f))]
+        if len(runners) != 1 or any(len({h.path for h in hits}) != 1 for hits in found.values()):
+            continue
+        return install, {"loader": str(found["loadExtensions"][0].path), "runner": runners[0]}
+    return None, None
+
+
+def _replay_key(patch: Patch, rendered: str, install: Install | None, host: dict | None, node) -> str:
+    """Everything the replay's result depends on: the rendered file, the checks, the fixtures, the
+    harness, the node, and the host senpi's loader, runner and dist/ (as status stamps them)."""
+
+    def sha(path: Path) -> str:
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return f"unreadable {time.time()}"  # never matches: the replay runs
+
+    fixtures = sorted(p for p in patch.extension.fixtures.rglob("*") if p.is_file())
+    parts = {
+        "extension": hashlib.sha256(rendered.encode()).hexdigest(),
+        "node": [node.path, node.version],
+        "harness": hashlib.sha256(sandbox.harness_bytes(HARNESS)).hexdigest(),
+        "files": [sha(p) for p in (patch.extension.checks, *patch.scripts(), *fixtures)],
+        "host": {k: [v, sha(Path(v))] for k, v in sorted((host or {}).items())},
+        "dist": replays.package_stamp(install.package_dir) if install else None,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def replay(
+    patch: Patch,
+    config: Config,
+    rendered: str,
+    installs: list[Install],
+    store: Store,
+    allow_foreign_root: bool = False,
+    reuse: bool = True,
+    cancel: threading.Event | None = None,
+) -> VerifyReport:
+    """Run the fixture sessions through the rendered extension with node: directly and, when an
+    installed senpi's own loader and runner import, through them. A passing replay is remembered by
+    everything it depends on (`reuse`: trust one from an earlier run)."""
+    install, host = _senpi_host(installs, allow_foreign_root)
+    node = nodes.node_for(install.package_dir if install else None)
+    memo = replays.ReplayMemo(store.state_dir / "replays.json")
+    key = _replay_key(patch, rendered, install, host, node)
+    known = memo.get(key, reuse)
+    if known is not None:
+        return known
+    # as root: node and the host's code never run as root over code anyone else could write
+    package_dir = install.package_dir if install else None
+    place = Sandbox.judged(store.state_dir / "verify", package_dir, node.path, allow_foreign_root)
+    report = _run_replay(patch, config, rendered, place, host, node, cancel)
+    memo.put(key, report)
+    return report
+
+
+def _run_replay(
+    patch: Patch,
+    config: Config,
+    rendered: str,
+    place: Sandbox,
+    host: dict | None,
+    node,
+    cancel: threading.Event | None = None,
+) -> VerifyReport:
+    files = {
+        **{script.name: script.read_bytes() for script in patch.scripts()},  # (the checks import the span scan)
+        "extension-checks.mjs": Path(patch.extension.checks).read_bytes(),
+        patch.extension.file_name: rendered.encode("utf-8"),
+    }
+    with place.folder("-ext", HARNESS, files) as folder:
+        job = {
+            "extension": str(folder / patch.extension.file_name),
+            "checks": str(folder / "extension-checks.mjs"),
+            "host": host,
+            "cwd": str(folder),
+            **patch.job_settings(config),
+            "fixtures": patch.load_fixtures(patch.extension.fixtures),
+        }
+        report = verify_mod.run_script(
+            node.path, folder / HARNESS, job, config.verify_timeout, cancel, place, "the extension's replay"
+        )
+    stats = {"host": report["host"], "host_unavailable": report.get("hostUnavailable")}
+    return verify_mod.summarize({"results": report["results"], "stats": stats, "node": node.version})
