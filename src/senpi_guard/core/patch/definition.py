@@ -15,8 +15,7 @@ from typing import Any
 from senpi_guard.core.patch import schema as names
 from senpi_guard.core.patch import settings as settings_mod
 from senpi_guard.core.patch.extra import EXTRA_PATCHES, extra_patch_folders
-from senpi_guard.core.patch.fixture_formats import FORMATS
-from senpi_guard.core.patch.fixtures import folder_problem, load_fixtures
+from senpi_guard.core.patch.fixtures import check_formats, load_fixtures
 from senpi_guard.core.patch.settings import Setting
 from senpi_guard.core.patch.targets import Target, parse_edits, parse_target
 from senpi_guard.errors import FatalError
@@ -361,7 +360,7 @@ def load(name: str, root: Path | None = None) -> Patch:
         )
     if not patch.checks_path.is_file():
         raise FatalError(f"{patch.checks_path} is missing; reinstall senpi-guard")
-    _check_fixtures(patch)
+    check_formats(patch.name, patch.fixtures_format, patch.fixture_folders())
     return patch
 
 
@@ -384,21 +383,3 @@ def check_config(patches: list[Patch], config: Config) -> None:
     for patch in patches:
         patch.settings(config)
     config.check_claimed(set().union(*(p.top_level_keys() for p in patches)), [p.name for p in patches])
-
-
-def _check_fixtures(patch: Patch) -> None:
-    """Its fixture files are all of the format it names (a patch with fixtures must name one)."""
-    fmt, known = patch.fixtures_format, ", ".join(sorted(FORMATS))
-    if fmt and fmt not in FORMATS:
-        raise FatalError(f"patch {patch.name}: fixtures_format = {fmt!r} is not a fixture format (known: {known})")
-    for folder in patch.fixture_folders():
-        if not fmt:
-            if any(folder.glob("*.json")):
-                raise FatalError(
-                    f"patch {patch.name}: {folder} holds fixtures but patch.toml names no fixtures_format "
-                    f"(one of: {known}); add it"
-                )
-            continue
-        problem = folder_problem(folder, fmt)
-        if problem:
-            raise FatalError(f"patch {patch.name}: the fixture {problem}; fix or remove it")

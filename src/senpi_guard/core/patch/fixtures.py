@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.core.patch.fixture_formats import CODE, FORMATS
+from senpi_guard.errors import FatalError
 
 FIXTURES_CODE = (Path(__file__), *CODE)  # (what expands the fixtures: a cache of them is keyed by it too)
 
@@ -18,7 +19,7 @@ def load_fixtures(folder: Path, fmt: str) -> list[dict[str, Any]]:
 
 
 def fixture_names(folder: Path) -> list[str]:
-    """The names of the fixtures in `folder`, as expand_fixture gives them (unreadable ones left out)."""
+    """The names of the fixtures in `folder` (a "name" in the file, else its stem; unreadable ones left out)."""
     names = []
     for path in sorted(folder.glob("*.json")):
         try:
@@ -40,3 +41,21 @@ def folder_problem(folder: Path, fmt: str) -> str | None:
         if problem:
             return f"{path}: {problem}: a {fmt} fixture is {FORMATS[fmt].SHAPE}"
     return None
+
+
+def check_formats(patch: str, fmt: str, folders: list[Path]) -> None:
+    """Every fixture file of a patch is of the format it names (a patch with fixtures must name one)."""
+    known = ", ".join(sorted(FORMATS))
+    if fmt and fmt not in FORMATS:
+        raise FatalError(f"patch {patch}: fixtures_format = {fmt!r} is not a fixture format (known: {known})")
+    for folder in folders:
+        if not fmt:
+            if any(folder.glob("*.json")):
+                raise FatalError(
+                    f"patch {patch}: {folder} holds fixtures but patch.toml names no fixtures_format "
+                    f"(one of: {known}); add it"
+                )
+            continue
+        problem = folder_problem(folder, fmt)
+        if problem:
+            raise FatalError(f"patch {patch}: the fixture {problem}; fix or remove it")
