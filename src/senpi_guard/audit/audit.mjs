@@ -29,22 +29,11 @@ const isText = (b) => b !== null && typeof b === "object" && b.type === "text" &
 const blocksOf = (r) => (Array.isArray(r) ? r : r && Array.isArray(r.blocks) ? r.blocks : null);
 const bytes = (text) => Buffer.byteLength(text, "utf8");
 
-function spansOf(text) {
-    const found = [];
-    for (const tag of job.tags) {
-        const open = `<${tag}>`;
-        const close = `</${tag}>`;
-        for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, at + 1)) {
-            const end = text.indexOf(close, at);
-            if (end === -1) {
-                break;
-            }
-            found.push(text.slice(at, end + close.length));
-            at = end + close.length - 1;
-        }
-    }
-    return found;
-}
+// What the patch counts in a text, from its own module (`audit_counts` in its patch.toml): the
+// spans it keeps one copy of, and its markers per tag. A patch that names none counts nothing.
+const counting = job.counts ? await import(pathToFileURL(job.counts).href) : null;
+const spansOf = counting ? (text) => counting.spansOf(text, job) : () => [];
+const countMarkers = counting ? (texts) => counting.countMarkers(texts, job) : () => ({});
 
 const spanCache = new WeakMap(); // message object -> its spans (the same object across calls)
 function messageSpans(message) {
@@ -69,23 +58,6 @@ function findMessageSpans(message) {
         }
     }
     return spans;
-}
-
-// Markers per tag, found by the text every marker shares (one scan per block, not one per tag).
-const MARKER_TAIL = job.marker.slice(job.marker.indexOf("{tag}") + "{tag}".length);
-const MARKER_HEAD = job.marker.slice(0, job.marker.indexOf("{tag}"));
-function countMarkers(texts) {
-    const counts = {};
-    for (const text of texts) {
-        for (let at = text.indexOf(MARKER_TAIL); at !== -1; at = text.indexOf(MARKER_TAIL, at + 1)) {
-            const start = text.lastIndexOf(MARKER_HEAD, at);
-            const tag = start === -1 ? "" : text.slice(start + MARKER_HEAD.length, at);
-            if (job.tags.includes(tag) || (job.autoMinBytes > 0 && /^[A-Za-z][A-Za-z0-9_.:-]{0,39}$/.test(tag))) {
-                counts[tag] = (counts[tag] ?? 0) + 1;
-            }
-        }
-    }
-    return counts;
 }
 
 // Length of the common prefix: whole chunks compared as strings (memcmp speed), then the last chunk

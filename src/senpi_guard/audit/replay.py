@@ -90,6 +90,7 @@ def _job(
     job = verify.harness_job("audit", patch, config, place, pairs)
     job["prompt"] = job["modules"].get(patch.audit.get("serialiser", ""))
     job["upstream"] = job["modules"].get(patch.audit.get("after", ""))
+    job["counts"] = str(place.root / patch.audit_counts) if patch.audit_counts else None  # (placed with its scripts)
 
     def spec(name: str) -> dict[str, Any] | None:
         path = functions.get(name)

@@ -84,6 +84,7 @@ class Patch:
     hand_fix_risks: dict[str, str] = field(default_factory=dict, hash=False)
     edits: tuple[str, ...] = ()  # the edit kinds its targets use (what it names in patch.toml)
     fixtures_format: str = ""  # how its fixture files are read (core/patch/fixture_formats)
+    audit_counts: str = ""  # its node module (beside checks.mjs) that says what `audit` counts in a text
 
     def target(self, role: str) -> Target:
         return next(t for t in self.targets if t.role == role)
@@ -296,8 +297,15 @@ KNOWN_KEYS = frozenset(
         "order",
         "edits",
         "fixtures_format",
+        "audit_counts",
     }
 )
+
+
+def _audit_counts(name: str, root: Path) -> str:
+    if name and not (Path(name).name == name and name.endswith(".mjs") and (root / name).is_file()):
+        raise ValueError(f"audit_counts = {name!r} is not a .mjs file beside its checks.mjs")
+    return name
 
 
 def _parse(data: dict[str, Any], root: Path) -> Patch:
@@ -339,6 +347,7 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
         dict(data.get("hand_fix_risks", {})),
         edits,
         data.get("fixtures_format", ""),
+        _audit_counts(data.get("audit_counts", ""), root),
     )
 
 
