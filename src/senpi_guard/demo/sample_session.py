@@ -202,6 +202,21 @@ SPECIAL_CALLS = {
 }
 
 
+def _compaction(writer: _Writer, turn: int, number: int, last: str | None, since: list[str]) -> str:
+    """A compaction entry; every other one names the previous compaction as its first kept entry
+    (senpi then keeps nothing from before it)."""
+    kept = last if number % 2 == 0 else since[-4]
+    entry = {
+        "type": "compaction",
+        "summary": f"Steps up to {turn} are done.",
+        "firstKeptEntryId": kept,
+        "tokensBefore": 150000,
+    }
+    compaction = writer.emit(entry, sent=True)
+    writer.next_call = ("flatten", "compaction")
+    return compaction
+
+
 def write_sample_session(
     path: Path,
     turns: int = 30,
@@ -248,20 +263,8 @@ def write_sample_session(
                 writer.boundary = True  # Claude Code compacted its own resident session here
             if compact_every and turn and turn % compact_every == 0:
                 compactions += 1
-                # every other compaction names the previous compaction as its first kept entry:
-                # senpi then keeps nothing from before it
-                kept = last_compaction if compactions % 2 == 0 else since_compaction[-4]
-                last_compaction = writer.emit(
-                    {
-                        "type": "compaction",
-                        "summary": f"Steps up to {turn} are done.",
-                        "firstKeptEntryId": kept,
-                        "tokensBefore": 150000,
-                    },
-                    sent=True,
-                )
+                last_compaction = _compaction(writer, turn, compactions, last_compaction, since_compaction)
                 since_compaction = since_compaction[-4:]
-                writer.next_call = ("flatten", "compaction")
         if extras:
             writer.damage()
     if payload_from is not None:

@@ -185,6 +185,18 @@ def _host_text(report: VerifyReport) -> str:
     return f"{host} (node {report.node_version})"
 
 
+def _not_proven(path: Path, status: LayerStatus, report: VerifyReport) -> LayerOutcome:
+    first = report.failures[0] if report.failures else "no checks ran"
+    return LayerOutcome(
+        path,
+        status.state,
+        status.state,
+        False,
+        f"verification failed, nothing was written: {first} ({len(report.failures)} failed of {report.checks_run})",
+        report,
+    )
+
+
 def install(
     patch: Patch,
     config: Config,
@@ -216,15 +228,7 @@ def install(
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc))
     if not report.ok:
-        first = report.failures[0] if report.failures else "no checks ran"
-        return LayerOutcome(
-            path,
-            status.state,
-            status.state,
-            False,
-            f"verification failed, nothing was written: {first} ({len(report.failures)} failed of {report.checks_run})",
-            report,
-        )
+        return _not_proven(path, status, report)
     cost = f"; {reshape.cost('extension', status.reshapes)}" if status.reshapes else ""
     if dry_run:
         return LayerOutcome(
