@@ -20,7 +20,10 @@ def verify_with(full_senpi, entry: str | None) -> set[str]:
     if entry is not None:
         patch = dataclasses.replace(
             patch,
-            targets=tuple(dataclasses.replace(t, entry=entry) if t.role == "binding" else t for t in patch.targets),
+            targets=tuple(
+                dataclasses.replace(t, spec=dataclasses.replace(t.spec, entry=entry)) if t.role == "binding" else t
+                for t in patch.targets
+            ),
         )
     outcome = Reconciler(patch, Config(), reuse_stored_replays=False).verify(describe(full_senpi.package_dir, "npm"))
     assert outcome.report is not None, outcome.detail
