@@ -311,10 +311,15 @@ def test_watch_q_and_quiet_mean_the_same_the_log_file_only(pkg, flag, isolated_d
     try:
         from conftest import wait_for
 
-        wait_for(lambda: log.is_file() and "after=patched" in log.read_text(), what="the startup reconcile logged")
+        # (from a fresh clone nothing is remembered: the startup reconcile proves both layers with node)
+        wait_for(
+            lambda: log.is_file() and "after=patched" in log.read_text(),
+            timeout=120,
+            what="the startup reconcile logged",
+        )
     finally:
         proc.terminate()
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=120)
     assert out == "" and "reconcile" not in err, err
 
 
