@@ -96,6 +96,7 @@ class DistLayer:
         self.patch = reconciler.patch
         self.present: dict[Path, set[str]] = {}  # what each install's inspection found, for the extension
         self.inspections: dict[Path, Inspection] = {}  # (inspect only: a read-only run)
+        self.checked: dict[Path, Outcome] = {}  # (check: each release's dry run, for the extension)
 
     def present_of(self, install: Install) -> set[str]:
         if install.package_dir not in self.present:
@@ -152,9 +153,17 @@ class DistLayer:
         """A release not installed (`check`): what apply would do, as a dry run, proven afresh."""
         results: list[Result] = []
         for install in installs:
-            self.inspection(install)
-            results.append(self.reconciler.reconcile(install, dry_run=True))
+            outcome = self.checked[install.package_dir] = self.reconciler.reconcile(install, dry_run=True)
+            results.append(outcome)
         return results
+
+    def found(self, install: Install) -> tuple[State, str]:
+        """What this layer found of an install (its state, and why), from the check's dry run when
+        one ran, else from an inspection."""
+        if (outcome := self.checked.get(install.package_dir)) is not None:
+            return outcome.before, outcome.detail
+        insp = self.inspection(install)
+        return insp.state, insp.detail
 
     def keep(self, installs: list[Install], run: Run) -> Iterator[Result]:
         """The watcher's round: each install its schedule says is due, reconciled as the config's
@@ -248,11 +257,11 @@ class AgentDirLayer:
         through the release's own extension runner; no agent dir is looked at."""
         if self.patch.extension is None:
             return []
-        usable = [i for i in installs if self.dist.inspection(i).state not in (State.UNSUPPORTED, State.ERROR)]
+        usable = [i for i in installs if self.dist.found(i)[0] not in (State.UNSUPPORTED, State.ERROR)]
         # an install it cannot use: the dist layer says why, and without it this layer must (else a
         # release nothing was proven on would pass)
         refused = [
-            LayerOutcome(Path("-"), State.ERROR, State.ERROR, False, self.dist.inspection(i).detail, installs=[i])
+            LayerOutcome(Path("-"), State.ERROR, State.ERROR, False, self.dist.found(i)[1], installs=[i])
             for i in installs
             if i not in usable and "dist" not in self.config.layers
         ]
