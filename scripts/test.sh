@@ -15,16 +15,36 @@ while [ "${1:-}" = "--fast" ] || [ "${1:-}" = "--dev" ]; do
 done
 step() { printf '==> %s\n' "$*"; }
 
-step "python venv in .venv"
-python3 -m venv .venv
-step "pip: upgrade pip"
-.venv/bin/python -m pip install --quiet --upgrade pip
-if [ "$dev" = 1 ]; then
-    step "pip: install senpi-guard with its test extras, editable (an edit to src/ is what runs)"
-    .venv/bin/python -m pip install --quiet -e ".[test]"
+# The venv is made again only when what it is made from changed: pyproject.toml, the install mode,
+# python itself and, for the real (non-editable) install, the files that go into the wheel.
+stamp_of() {
+    {
+        printf 'dev=%s\n' "$dev"
+        python3 -c 'import sys; print(sys.version)'
+        sha256sum pyproject.toml
+        if [ "$dev" = 0 ]; then
+            find src patches -type f ! -name '*.pyc' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+        fi
+    } | sha256sum | cut -d' ' -f1
+}
+stamp=$(stamp_of)
+if [ -x .venv/bin/python ] && [ "$(cat .venv/.senpi-guard-setup 2>/dev/null)" = "$stamp" ]; then
+    step "venv in .venv is up to date (pyproject.toml, python and the package unchanged)"
 else
-    step "pip: install senpi-guard with its test extras (a real, non-editable install)"
-    .venv/bin/python -m pip install --quiet ".[test]"
+    step "python venv in .venv"
+    rm -f .venv/.senpi-guard-setup
+    python3 -m venv .venv
+    step "pip: upgrade pip"
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    if [ "$dev" = 1 ]; then
+        step "pip: install senpi-guard with its test extras, editable (an edit to src/ is what runs)"
+        .venv/bin/python -m pip install --quiet -e ".[test]"
+    else
+        step "pip: install senpi-guard with its test extras (a real, non-editable install)"
+        .venv/bin/python -m pip uninstall --quiet --yes senpi-guard 2>/dev/null || true
+        .venv/bin/python -m pip install --quiet ".[test]"
+    fi
+    echo "$stamp" > .venv/.senpi-guard-setup
 fi
 if [ "$fast" = 0 ]; then
     if [ ! -x .ci/tools/node_modules/.bin/pnpm ] || [ ! -x .ci/tools/node_modules/.bin/bun ] \

@@ -38,12 +38,14 @@ def temp_folders_laid_out_like_installs(tmp_path_factory):
         yield
         return
     base = tmp_path_factory.getbasetemp()
+    # pytest-of-<user> down to this run's folder (under xdist, one more level: popen-gwN)
+    ancestors = [folder for folder in (*reversed(base.parents), base) if "pytest-of-" in str(folder)]
     made = pytest.TempPathFactory.mktemp
 
     def mktemp(self, basename: str, numbered: bool = True) -> Path:
         path = made(self, basename, numbered)
         # (again each time: another pytest on this machine makes pytest-of-<user> private again)
-        for folder in (base.parent, base, path):
+        for folder in (*ancestors, path):
             folder.chmod(0o755)
         return path
 
@@ -343,3 +345,47 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if real in parents:
             item.add_marker(pytest.mark.real)
+
+
+# What a whole run must not fall below (raise these when tests are added; never lower them to make a
+# run pass: a test removed to make the suite faster is a weaker suite).
+FLOOR_TESTS, FLOOR_REAL = 711, 78
+
+
+def _counted(reports) -> tuple[int, int]:
+    """Tests that ran (their call phase reported), and of them those of the real tier."""
+    calls = [r for r in reports if getattr(r, "when", None) == "call"]
+    return len(calls), sum(1 for r in calls if "real" in r.keywords)
+
+
+def _tally(config) -> tuple[int, int, int, int]:
+    stats = config.pluginmanager.get_plugin("terminalreporter").stats
+    ran = [r for key in ("passed", "failed", "xfailed", "xpassed") for r in stats.get(key, [])]
+    return (*_counted(ran), *_counted(stats.get("passed", [])))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A whole run (no selection) that passed with fewer tests than the floor fails."""
+    config = session.config
+    if getattr(config, "workerinput", None) is not None:  # (an xdist worker: the controller counts)
+        return
+    total, real, _, _ = _tally(config)
+    whole = not config.option.keyword and not config.option.markexpr and config.args in ([], ["tests"])
+    if whole and exitstatus == 0 and (total < FLOOR_TESTS or real < FLOOR_REAL):
+        config.stash[_BELOW_FLOOR] = f"FAILED: {total} tests ran ({real} real-build), fewer than the floor"
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_BELOW_FLOOR = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if getattr(config, "workerinput", None) is not None:
+        return
+    total, real, passed, real_passed = _tally(config)
+    terminalreporter.write_line(
+        f"senpi-guard tests: {passed} of {total} passed; real-build tests: {real_passed} of {real} passed"
+        f" (a whole run has at least {FLOOR_TESTS} and {FLOOR_REAL})"
+    )
+    if _BELOW_FLOOR in config.stash:
+        terminalreporter.write_line(config.stash[_BELOW_FLOOR], red=True, bold=True)
