@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything the tests need, from this checkout alone, then the tests.
-#   bash scripts/test.sh          ruff (lint + format check), lint-imports + every test (real npm/pnpm/bun/yarn, the real senpi builds; ~33 min on 2 cores, CI)
+#   bash scripts/test.sh          ruff (lint + format check), lint-imports + every test (real npm/pnpm/bun/yarn, the real senpi builds) in nproc+1 xdist workers
 #   bash scripts/test.sh --fast   ruff, lint-imports + the unit tests (tests/unit; ~15 s when the venv is up to date)
 #   bash scripts/test.sh --dev    as the first, with senpi-guard installed editable (for working on src/)
 # Extra arguments go to pytest (e.g. a test file and -k NAME). Needs python3 (>= 3.11), node (>= 18)
@@ -71,6 +71,9 @@ if [ "$fast" = 1 ]; then
     step "pytest tests/unit"
     .venv/bin/python -m pytest -q -p no:cacheprovider tests/unit "$@"
 else
-    step "pytest (unit + e2e)"
-    .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+    # workers: the tests wait on node, npm and file events as much as they compute, so one more
+    # worker than cores keeps both busy (SENPI_GUARD_TEST_WORKERS=0: one process, no xdist)
+    workers=${SENPI_GUARD_TEST_WORKERS:-$(( $(nproc) + 1 ))}
+    step "pytest, every tier ($workers workers)"
+    .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist worksteal "$@"
 fi

@@ -41,7 +41,8 @@ def temp_folders_laid_out_like_installs(tmp_path_factory):
     # pytest-of-<user> down to this run's folder (under xdist, one more level: popen-gwN); with
     # --basetemp, that folder alone (never a shared parent such as /tmp)
     chain = [*reversed(base.parents), base]
-    top = next((i for i, folder in enumerate(chain) if folder.name.startswith("pytest-of-")), len(chain) - 1)
+    given = len(chain) - (2 if os.environ.get("PYTEST_XDIST_WORKER") else 1)  # (--basetemp's own folder)
+    top = next((i for i, folder in enumerate(chain) if folder.name.startswith("pytest-of-")), given)
     ancestors = chain[top:]
     made = pytest.TempPathFactory.mktemp
 

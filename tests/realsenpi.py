@@ -13,11 +13,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 REPO = Path(__file__).resolve().parents[1]
 SUPPORT = REPO / "tests" / "real" / "support"
@@ -139,13 +141,41 @@ class FullInstall:
     node_bin: Path
 
 
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """`base/name`, made by `make(folder)` once per run: under pytest-xdist the first worker to get
+    here makes it (the others wait on a lock beside it) and every worker shares it read-only; a
+    half-made folder (a worker killed mid-way) is made again."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # (the run's own folder, above popen-gwN)
+    folder, done = base / f"made-once-{name}", base / f"made-once-{name}.done"
+    with FileLock(str(base / f"made-once-{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(mode=0o755)
+            make(folder)
+            done.touch()
+    return folder
+
+
+def copy_install(prefix: Path, dest: Path) -> Path:
+    """A copy of the npm prefix `prefix` (cp -a: modes, times and links as npm left them; npm's bin
+    links are relative, so the copy's `bin/senpi` runs the copy)."""
+    subprocess.run(["cp", "-a", f"{prefix}/.", str(dest)], check=True)
+    return dest
+
+
 @pytest.fixture(scope="session")
 def full_senpi(real_builds, node24, tmp_path_factory) -> FullInstall:
     """The full published 2026.8.22-2 package, installed once per run with npm on node 24 (npm
-    fetches its two platform natives from the registry)."""
-    prefix = tmp_path_factory.mktemp("real-full")
-    package_dir = npm_global(real_builds / FULL_TARBALL, prefix, node24, offline=False)
-    return FullInstall(prefix, package_dir, prefix / "bin" / "senpi", node24)
+    fetches its two platform natives from the registry); each worker patches a copy of its own."""
+    pristine = made_once(
+        tmp_path_factory,
+        "full-senpi",
+        lambda folder: npm_global(real_builds / FULL_TARBALL, folder, node24, offline=False),
+    )
+    prefix = copy_install(pristine, tmp_path_factory.mktemp("real-full"))
+    return FullInstall(prefix, prefix / SCOPED, prefix / "bin" / "senpi", node24)
 
 
 # ---- running the real senpi -------------------------------------------------------------------

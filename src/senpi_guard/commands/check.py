@@ -7,8 +7,6 @@ unpacked or run as root (commands/release.py)."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +85,7 @@ def _line(version: str, row: dict[str, Any]) -> str:
 
 def run(args) -> int:
     patches, config = common.load()
-    # (named with the pid: sandbox.sweep removes what a killed check left)
-    with tempfile.TemporaryDirectory(prefix=f"{sandbox.CHECK_PREFIX}{os.getpid()}-") as scratch:
+    with sandbox.check_scratch() as scratch:
         caps = Caps(int(config.check_max_bytes), int(config.check_max_entries))
         package_dir = release.release_dir(args.release, Path(scratch), caps)
         install = discover.describe(package_dir, "check")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io.unpack import as_user
+from senpi_guard.io.unpack import STOP_SIGNALS, as_user
 from senpi_guard.io.write import private_dirs
 from senpi_guard.prove import owners
 
@@ -150,11 +151,33 @@ def _owned_folder(base: Path, tag: str, owner: tuple[int, int] | None, fill: Cal
             ) from exc
 
     make_private(base)
-    as_user(owner, make, "making the replay folder")
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # (made and in the `try` at once)
     try:
+        as_user(owner, make, "making the replay folder")
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # (a SIGTERM that came meanwhile is raised here)
         yield folder
     finally:
         as_user(owner, lambda: shutil.rmtree(folder, ignore_errors=True), "removing the replay folder")
+
+
+@contextmanager
+def check_scratch() -> Iterator[Path]:
+    """`check`'s scratch folder in the temp folder, named with the pid (`sweep` removes what a killed
+    check left), removed when the block ends: ^C and SIGTERM are held from the moment it is made
+    until the block's `finally` is armed, so a stop in between cannot leave it behind."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix=f"{CHECK_PREFIX}{os.getpid()}-")
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    with scratch as name:  # (its cleanup also removes read-only folders an unpack made)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # (a stop that came meanwhile is raised here)
+        yield Path(name)
 
 
 @dataclass(frozen=True)
