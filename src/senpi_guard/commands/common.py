@@ -94,6 +94,7 @@ def outcome_json(outcome: pipeline.Outcome) -> dict[str, Any]:
         "ok": outcome.ok,
         "changed": outcome.changed,
         "would_write": outcome.would_write,
+        "diff": outcome.diff,  # (a dry run: the unified diff of what apply would write)
         "backups": outcome.backups,
         "patch": outcome.patch,
         "targets": sorted(outcome.present),

@@ -55,6 +55,7 @@ class LayerOutcome:
     step: str = ""  # what to run when it is not as wanted ("" when nothing, or the detail says it)
     patch: str = ""
     standing: bool = False  # (the watcher) a problem left alone, reported once
+    would_write: bool = False  # (a dry run) apply would write the file
 
     layer: ClassVar[str] = "extension"
 
@@ -71,6 +72,8 @@ class LayerOutcome:
             "ok": self.ok,
             "detail": self.detail,
             "kept": self.kept,
+            "changed": self.before != self.after,
+            "would_write": self.would_write,
             "next": self.step or None,
             "checks": report.checks_run if report else None,
             "verification": None
@@ -238,6 +241,7 @@ def install(
             True,
             f"dry run: verified ({report.checks_run} checks), would write {path}{cost}",
             report,
+            would_write=True,
         )
     try:
         kept = [_keep_aside(path, store)] if status.state == "modified" else []

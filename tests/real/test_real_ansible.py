@@ -1,0 +1,124 @@
+"""The Ansible module (integrations/ansible) run by the real `ansible-playbook` against localhost, on a
+real senpi build: check mode writes nothing and says it would change, the first run changes, the
+second changes nothing, `state: absent` restores every byte, and a failure is senpi-guard's one line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from realsenpi import REPO
+
+pytestmark = pytest.mark.real
+
+MODULE_FQCN = "senpi_guard.fleet.senpi_guard"
+EXTENSION = "senpi-guard-directive-dedupe.js"
+
+
+def tree_hashes(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+@pytest.fixture
+def playbook(tmp_path, isolated_dirs):
+    """Run one task of the module (its arguments as a dict) with the real ansible-playbook, locally;
+    returns (the json callback's task result, its stats for localhost)."""
+    if shutil.which("ansible-playbook", path=str(Path(sys.executable).parent)) is None:
+        pytest.fail("ansible-playbook is not in the venv (ansible-core is a test dependency)")
+    collections = tmp_path / "collections" / "ansible_collections" / "senpi_guard"
+    collections.mkdir(parents=True)
+    (collections / "fleet").symlink_to(REPO / "integrations" / "ansible")
+    exe = Path(sys.executable).parent / "senpi-guard"
+
+    def play(args: dict, *flags: str) -> tuple[dict, dict]:
+        book, tree = tmp_path / "play.yml", tmp_path / "tree"
+        shutil.rmtree(tree, ignore_errors=True)
+        task = {MODULE_FQCN: {"executable": str(exe), **args}}
+        book.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [task]}]))
+        env = {
+            **os.environ,
+            "ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "collections"),
+            "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.tree",  # (the task's result, as JSON, in `tree`)
+            "ANSIBLE_CALLBACK_TREE_DIR": str(tree),
+            "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
+            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
+            "ANSIBLE_NOCOLOR": "1",
+        }
+        argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local"]
+        argv += ["-e", f"ansible_python_interpreter={sys.executable}", *flags, str(book)]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        recap = re.search(r"^localhost\s+:\s+(.*)$", done.stdout, re.MULTILINE)
+        assert recap, f"no recap (exit {done.returncode}): {done.stdout[-2000:]} {done.stderr[-2000:]}"
+        print(recap.group(0))
+        stats = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", recap.group(1))}
+        result = json.loads((tree / "localhost").read_text())
+        return {**result, "stdout": done.stdout}, stats
+
+    return play
+
+
+def test_present_is_apply_check_mode_writes_nothing_and_absent_restores_every_byte(dist_only, playbook, isolated_dirs):
+    package = dist_only("2026.8.9")
+    pristine = tree_hashes(package)
+    extension = isolated_dirs / "agent" / "extensions" / EXTENSION
+    root = {"root": str(package)}
+
+    result, stats = playbook(root, "--check", "--diff")
+    assert stats["changed"] == 1 and stats["failed"] == 0, result
+    assert tree_hashes(package) == pristine and not extension.exists()  # check mode wrote nothing
+    shown = result["stdout"]  # (Ansible shows a task's diff, and takes it out of the result)
+    assert "+++" in shown and "prompt-bridge.js" in shown and EXTENSION in shown, shown[-3000:]
+
+    result, stats = playbook(root)
+    assert stats["changed"] == 1 and stats["failed"] == 0, result
+    assert tree_hashes(package) != pristine and extension.is_file()
+    states = {i["patch"]: i["state"] for i in result["senpi_guard"]["installs"]}
+    assert states["directive-dedupe"] == "patched", states
+
+    result, stats = playbook(root)
+    assert stats["changed"] == 0 and stats["failed"] == 0, result
+
+    result, stats = playbook({**root, "state": "absent"}, "--check")
+    assert stats["changed"] == 1 and tree_hashes(package) != pristine and extension.is_file()
+
+    result, stats = playbook({**root, "state": "absent"})
+    assert stats["changed"] == 1 and stats["failed"] == 0, result
+    assert tree_hashes(package) == pristine and not extension.exists()
+    result, stats = playbook({**root, "state": "absent"})
+    assert stats["changed"] == 0, result
+
+
+def test_layers_go_into_the_config_and_check_mode_leaves_it(dist_only, playbook, isolated_dirs):
+    package = dist_only("2026.8.9")
+    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
+    extension = isolated_dirs / "agent" / "extensions" / EXTENSION
+    args = {"root": str(package), "layers": ["dist"]}
+
+    result, stats = playbook(args, "--check", "--diff")
+    assert stats["changed"] == 1 and not config.exists() and not extension.exists(), result
+    assert '+layers = ["dist"]' in result["stdout"], result["stdout"][-3000:]
+
+    result, stats = playbook(args)
+    assert stats["changed"] == 1 and 'layers = ["dist"]' in config.read_text(), result
+    assert not extension.exists()  # (the extension layer is left out, as the config now says)
+    _result, stats = playbook(args)
+    assert stats["changed"] == 0
+
+
+def test_a_failure_is_senpi_guards_one_line(playbook, tmp_path):
+    not_senpi = tmp_path / "not-senpi"
+    not_senpi.mkdir()
+    result, stats = playbook({"root": str(not_senpi)})
+    assert stats["failed"] == 1, result
+    assert "\n" not in result["msg"] and str(not_senpi) in result["msg"], result["msg"]
