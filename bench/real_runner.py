@@ -4,9 +4,10 @@ one process; the JavaScript is real_runner.mjs), for bench/real_overhead.py.
 Part 1: the same 1,000-message ~5 MB context called again and again (three kinds of content), against
 a runner with no extension (senpi's own deep copy of the messages): extra <= 3% of that.
 
-Part 2 (issue 27, goal 1): at 100, 1,000 and 10,000 messages, calls that each add one message, as in a
-session (ours saw the previous call), alternated with a runner with no extension and one with a no-op
-handler; senpi's model and appendEntry bound, so the view, the budget and the per-call record run:
+Part 2 (issue 27, goal 1): at 100, 1,000 and 10,000 messages, calls that each add one message (from
+N+1 to N+calls), as in a session (ours saw the previous call), alternated with a runner with no
+extension and one with a no-op handler; senpi's model and appendEntry bound, so the view, the
+budget and the per-call record run:
  (a) ours beyond the no-op <= 3% of emitContext with no extension, at 1,000 messages;
  (b) ours beyond the no-op <= 0.5 ms at 10,000 messages;
  (c) emitContext with ours within 2x of it with the no-op handler, at every size.
@@ -136,7 +137,7 @@ def growth_rows(growth: dict[str, dict]) -> tuple[list[dict], dict]:
         bare, noop, ours = summary(s["bare"]), summary(s["noop"]), summary(s["ours"])
         beyond = paired(h["noop"], h["ours"])
         whole = paired(s["noop"], s["ours"])
-        label = f"{n:,} msgs + 1, {ui.size(g['bytes'])}"
+        label = f"{n:,} msgs, each call +1 (to {n + len(s['ours']):,}), {ui.size(g['bytes'])}"
         rows.append(row(f"emitContext, no extension [{label}]", bare, "ms"))
         rows.append(
             row(
