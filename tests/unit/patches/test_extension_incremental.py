@@ -126,6 +126,27 @@ def test_each_call_equals_the_full_rewrite_and_its_record_counts_it(history, dat
         assert (record["in"], record["out"]) == (text_bytes(sent["messages"]), text_bytes(call["full"]))
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_past_the_whole_pass_the_events_start_over(history, data):
+    """A long history (where the identity pass samples) changed anywhere with senpi's event: each
+    call still equals the full rewrite, which only the event can tell the handler."""
+    clock = Clock()
+    messages = [clock.stamp({"role": "user", "content": f"{BULK} step {k}"}) for k in range(100)]
+    steps = [{"events": [], "messages": messages}]
+    for _ in range(data.draw(st.integers(1, 6))):
+        events, messages = step(data, clock, messages)
+        if len(messages) >= WHOLE and not events and data.draw(st.booleans()):
+            k = data.draw(st.integers(0, len(messages) - 1))  # (an edit, as /tree makes one)
+            events, messages = (
+                ["session_tree"],
+                [*messages[:k], *[clock.stamp(b) for b in [data.draw(bodies)]], *messages[k + 1 :]],
+            )
+        steps.append({"events": events, "messages": messages[:150]})
+    for number, call in enumerate(history(steps)):
+        assert call["incremental"] == call["full"], f"call {number} (after {steps[number]['events']})"
+
+
 def test_a_call_that_adds_one_message_reuses_the_previous_outputs_and_events_start_over(tmp_path):
     """A rewritten message of the previous call is returned as that very object when a call only adds
     messages; after a history event, or when an old message changed, it is computed again."""
