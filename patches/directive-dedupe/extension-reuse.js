@@ -68,20 +68,23 @@ function __senpiGuardPrint(message) {
 // work per call is one identity pass plus what the call adds.
 //
 // The identity pass (__senpiGuardReusable) checks that the call holds at least as many messages,
-// compares the previous call's last __senpiGuardTailKeys messages in full (role and every text),
-// and compares prints (a number, see __senpiGuardPrint) of the first and last messages and of an
-// evenly spaced sample: every message below 64 of them, about 48 of a longer history.
+// compares in full (role, boundary and every text: what decides an output) the previous call's last
+// __senpiGuardTailKeys messages and every "anchor" (a message it rewrote, one holding a first copy,
+// a boundary: the only messages whose output or effect is reused), and compares prints (a number,
+// see __senpiGuardPrint) of the first and last messages and of an evenly spaced sample (every
+// message below 64 of them, about 48 of a longer history) to start over sooner.
 // The trade-offs, plainly:
-// - Unseen: a rewrite, in place, of an old message that keeps its print (role, timestamp, entry id,
-//   every part's kind and length, the sampled characters of each text), and, past 64 messages, any
-//   rewrite of an old message the sample misses on that call (the sample moves on each call). senpi
-//   itself never does that: its history grows, is cut at the end (a retry: the tail check sees it),
-//   or changes with an event that starts over (compaction, /tree, fork, a new session, /reload).
-//   Another extension's `context` handler that ran before this one, rewriting old messages
-//   differently from call to call, could.
-// - Safe even then: what was sent before never changes. Each kept message gets the very output it
-//   got before (the same object), so nothing already sent, cached or hashed for a restart is
-//   rewritten; a new message is deduplicated against the first copies of what was sent before it.
+// - Sound: what is sent is either the message senpi handed in, as it is now, or the output of a
+//   rewritten message whose text and whose first copies were compared in full and found unchanged.
+//   Nothing reused can carry an old text that has since changed.
+// - Unseen: an in-place rewrite, by another extension's `context` handler that ran before this one,
+//   of an old message that is not an anchor and that the sample misses, which adds a directive
+//   copy: it goes out in full (a full recomputation might have collapsed it). That is bytes not
+//   saved, never a wrong text. senpi itself never does that: its history grows, is cut at the end (a
+//   retry: the tail check sees it), or changes with an event that starts over (compaction, /tree,
+//   fork, a new session, /reload). Nor is an old message turned into a compaction boundary seen
+//   (senpi only appends those, as Claude Code compacts).
+// - What was sent before never changes: each kept message gets the very output it got before.
 // - The sizes the budget and the call record count are those measured when each message was new.
 // - Kept between calls: a number per message, the rewritten messages (senpi holds them for the
 //   call anyway), the first copy of each directive and the last few messages' texts.
@@ -93,7 +96,8 @@ export function __senpiGuardForget() {
 }
 
 function __senpiGuardStart() {
-    return { n: 0, calls: 0, prints: [], outs: [], changed: [], keys: [], notes: [], state: __senpiGuardFresh(),
+    return { n: 0, calls: 0, prints: [], outs: [], changed: [], keys: [], anchors: [], anchorKeys: [], notes: [],
+        state: __senpiGuardFresh(),
         totals: __senpiGuardTotals(null), bytesIn: 0, bytesOut: 0 };
 }
 
@@ -112,6 +116,14 @@ function __senpiGuardReusable(last, messages) {
     const keys = last.keys;
     for (let k = 0; k < keys.length; k++) {
         if (!__senpiGuardMatches(keys[k], messages[n - keys.length + k])) {
+            return 0;
+        }
+    }
+    // every message whose output or effect is reused, in full: those it rewrote, those holding a
+    // first copy later ones were collapsed against, and boundaries (a few per session, not per message)
+    const anchors = last.anchors;
+    for (let k = 0; k < anchors.length; k++) {
+        if (!__senpiGuardMatches(last.anchorKeys[k], messages[anchors[k]])) {
             return 0;
         }
     }
@@ -142,6 +154,7 @@ function __senpiGuardExtend(run, messages, from) {
     for (let index = from; index < messages.length; index++) {
         const message = messages[index];
         const before = run.state.collapsed.length;
+        const seen = run.state.firsts.size + run.state.kept.size;
         const result = __senpiGuardMessage(message, run.state);
         const change = __senpiGuardChange(message, result);
         const note = __senpiGuardNote(message, result, change, run.state.collapsed.slice(before));
@@ -150,12 +163,17 @@ function __senpiGuardExtend(run, messages, from) {
         if (result !== message) {
             run.changed.push(index);
         }
+        const boundary = __senpiGuardIsBoundary(message);
+        if (result !== message || boundary || run.state.firsts.size + run.state.kept.size !== seen) {
+            run.anchors.push(index);
+            run.anchorKeys.push(__senpiGuardMessageKey(message));
+        }
         run.notes.push(note);
         __senpiGuardCount(run.totals, note);
         const bytes = __senpiGuardTextBytes(message);
         run.bytesIn += bytes;
         run.bytesOut += result === message ? bytes : __senpiGuardTextBytes(result);
-        if (__senpiGuardIsBoundary(message)) {
+        if (boundary) {
             run.state = __senpiGuardFresh();
             run.totals.epochs++;
         }

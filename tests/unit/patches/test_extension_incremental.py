@@ -147,6 +147,54 @@ def test_past_the_whole_pass_the_events_start_over(history, data):
         assert call["incremental"] == call["full"], f"call {number} (after {steps[number]['events']})"
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_past_the_whole_pass_a_directive_message_changed_without_an_event_is_seen(history, data):
+    """A long history (where the identity pass samples) whose messages holding a directive (a first
+    copy, or a later one rewritten) lose it in place, with no event at all: nothing reused may carry
+    the old text or count the old first copy, so each call equals the full rewrite."""
+    clock = Clock()
+    holding = sorted(set(data.draw(st.lists(st.integers(0, 99), min_size=2, max_size=6))))
+    messages = [
+        clock.stamp({"role": "user", "content": f"{BULK} step {k}" if k in holding else f"plain step {k}"})
+        for k in range(100)
+    ]
+    steps = [{"events": ["session_start"], "messages": messages}]  # (nothing from the last example)
+    while len(holding) > 1 and data.draw(st.booleans()):
+        k = data.draw(st.sampled_from(holding))
+        holding.remove(k)
+        messages = [*messages[:k], clock.stamp({"role": "user", "content": f"edited {k}"}), *messages[k + 1 :]]
+        if data.draw(st.booleans()):
+            messages = [*messages, clock.stamp({"role": "user", "content": "one more"})]
+        steps.append({"events": [], "messages": messages})
+    for number, call in enumerate(history(steps)):
+        assert call["incremental"] == call["full"], f"call {number}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_past_the_whole_pass_any_change_without_an_event_sends_no_stale_text(history, data):
+    """Old messages of a long history rewritten anyhow, with no event (only another extension could):
+    each message sent is the full rewrite's or the message as handed in, never an old text (a
+    message that gained a directive copy may go out in full: bytes not saved). A compaction
+    boundary is left out: senpi only ever appends one (as Claude Code compacts)."""
+    clock = Clock()
+    messages = [
+        clock.stamp({"role": "user", "content": f"{BULK} step {k}" if k % 7 == 0 else f"plain {k}"}) for k in range(100)
+    ]
+    steps = [{"events": ["session_start"], "messages": messages}]
+    for _ in range(data.draw(st.integers(1, 6))):
+        k = data.draw(st.integers(0, len(messages) - 1))
+        plain = bodies.filter(lambda body: "diagnostics" not in body)  # (a boundary is only ever appended)
+        messages = [*messages[:k], clock.stamp(data.draw(plain)), *messages[k + 1 :]]
+        steps.append({"events": [], "messages": messages})
+    for number, (sent, call) in enumerate(zip(steps, history(steps), strict=True)):
+        for index, (out, full, handed) in enumerate(
+            zip(call["incremental"], call["full"], sent["messages"], strict=True)
+        ):
+            assert out in (full, handed), f"call {number}, message {index}"
+
+
 def test_a_call_that_adds_one_message_reuses_the_previous_outputs_and_events_start_over(tmp_path):
     """A rewritten message of the previous call is returned as that very object when a call only adds
     messages; after a history event, or when an old message changed, it is computed again."""
