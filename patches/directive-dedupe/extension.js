@@ -11,8 +11,9 @@
 // caches). Untouched messages and parts are returned as the very same objects; the input is never
 // changed; on any error nothing is returned and senpi sends the messages as they were.
 //
-// extension-view.js and extension-budget.js follow in the same file: what each call saved and
-// carried (kept per message beside the reuse below), the footer status, /senpi-guard, the budget.
+// extension-reuse.js, extension-view.js and extension-budget.js follow in the same file: what is
+// kept between calls (so that a call processes only the messages it adds), what each call saved
+// and carried, the footer status, /senpi-guard, the budget.
 const __senpiGuardRoles = new Set(["user", "custom", "toolResult"]);
 
 function __senpiGuardIsBoundary(message) {
@@ -66,31 +67,6 @@ function __senpiGuardMessageKey(message) {
     return { role: message.role, content: typeof content === "string" ? content : content.map(__senpiGuardText) };
 }
 
-// A cheap print of what a message carries (its parts' kinds and lengths, not their bytes): where it
-// is the previous call's, the size measured then still holds (a tool call's arguments are not in it).
-function __senpiGuardPrint(message) {
-    if (message === null || typeof message !== "object") {
-        return "";
-    }
-    const length = (value) => (typeof value === "string" ? value.length : -1);
-    let print = `${message.role}:${length(message.command)}:${length(message.output)}:${length(message.summary)}`;
-    const content = message.content;
-    if (typeof content === "string") {
-        return `${print}:${content.length}`;
-    }
-    for (const part of Array.isArray(content) ? content : []) {
-        print += part !== null && typeof part === "object"
-            ? `|${part.type}:${length(part.text)}:${length(part.thinking)}:${length(part.name)}` : "|";
-    }
-    return print;
-}
-
-// Whether a message's reuse key holds all of its text (so a match means the same size).
-const __senpiGuardPinned = (message) => message !== null && typeof message === "object"
-    && __senpiGuardRoles.has(message.role) && (typeof message.content === "string"
-        || (Array.isArray(message.content) && message.content.every((part) => part === null
-            || typeof part !== "object" || part.type === "text" || part.type === "image")));
-
 const __senpiGuardText = (part) => (part !== null && typeof part === "object" && part.type === "text"
     && typeof part.text === "string" ? part.text : null);
 
@@ -136,81 +112,6 @@ function __senpiGuardChange(message, output) {
     return { parts: output.content.flatMap((part, index) => (part === message.content[index] ? [] : [[index, part.text]])) };
 }
 
-function __senpiGuardReapply(message, change) {
-    if (change === null) {
-        return message;
-    }
-    if (change.text !== undefined) {
-        return { ...message, content: change.text };
-    }
-    const parts = message.content.slice();
-    for (const [index, text] of change.parts) {
-        parts[index] = { ...parts[index], text };
-    }
-    return { ...message, content: parts };
-}
-
-// The previous call: each message's key and change, and the dedupe state after the last one. senpi
-// sends each call the previous call's messages (deep copies) and then new ones: when this call
-// starts with exactly the previous one's messages, their changes and the state are reused and only
-// the new messages are processed (anything else starts over from the first message).
-let __senpiGuardLast = null;
-
-// The messages with later copies replaced, or null when nothing changed.
-export function __senpiGuardDedupeMessages(messages) {
-    if (!Array.isArray(messages)) {
-        return null;
-    }
-    const last = __senpiGuardLast;
-    __senpiGuardLast = null; // (until this call completes: a failure part-way leaves nothing to reuse)
-    let reused = 0;
-    if (last !== null && last.keys.length <= messages.length) {
-        while (reused < last.keys.length && __senpiGuardMatches(last.keys[reused], messages[reused])) {
-            reused++;
-        }
-        reused = reused === last.keys.length ? reused : 0;
-    }
-    let state = reused > 0 ? last.state : __senpiGuardFresh();
-    const keys = reused > 0 ? last.keys : [];
-    const changes = reused > 0 ? last.changes : [];
-    const notes = reused > 0 ? last.notes : []; // (what each message saved: extension-view.js)
-    const totals = __senpiGuardTotals(reused > 0 ? last.totals : null);
-    let out = null;
-    messages.forEach((message, index) => {
-        let result;
-        if (index < reused) {
-            result = __senpiGuardReapply(message, changes[index]);
-            if (!__senpiGuardPinned(message)) { // (its key holds no content: its size may differ)
-                const print = __senpiGuardPrint(message);
-                if (print !== notes[index].print) {
-                    const size = __senpiGuardSize(result);
-                    totals.bytes += size - notes[index].size;
-                    notes[index] = { ...notes[index], size, print };
-                }
-            }
-        }
-        else {
-            const before = state.collapsed.length;
-            result = __senpiGuardMessage(message, state);
-            keys.push(__senpiGuardMessageKey(message));
-            const change = __senpiGuardChange(message, result);
-            changes.push(change);
-            notes.push(__senpiGuardNote(message, result, change, state.collapsed.slice(before)));
-            __senpiGuardCount(totals, notes[index]);
-            if (__senpiGuardIsBoundary(message)) {
-                state = __senpiGuardFresh();
-                totals.epochs++;
-            }
-        }
-        if (result !== message) {
-            out ??= messages.slice();
-            out[index] = result;
-        }
-    });
-    __senpiGuardLast = { keys, changes, state, notes, totals };
-    return out;
-}
-
 // ---- what each call sent, for `senpi-guard audit` ---------------------------------------------
 // One small custom session entry per call (customType below; senpi never puts a custom entry into
 // the context): which layers sent it (this extension's patch version and a print of its dedupe
@@ -235,17 +136,16 @@ export function __senpiGuardSettingsPrint() {
     return hash.toString(16).padStart(8, "0");
 }
 
-function __senpiGuardTextBytes(messages) {
+// The UTF-8 bytes of a message's texts (what the call record counts).
+function __senpiGuardTextBytes(message) {
+    const content = message !== null && typeof message === "object" ? message.content : null;
+    if (typeof content === "string") {
+        return Buffer.byteLength(content, "utf8");
+    }
     let total = 0;
-    for (const message of Array.isArray(messages) ? messages : []) {
-        const content = message !== null && typeof message === "object" ? message.content : null;
-        if (typeof content === "string") {
-            total += Buffer.byteLength(content, "utf8");
-        }
-        for (const part of Array.isArray(content) ? content : []) {
-            const text = __senpiGuardText(part);
-            total += text === null ? 0 : Buffer.byteLength(text, "utf8");
-        }
+    for (const part of Array.isArray(content) ? content : []) {
+        const text = __senpiGuardText(part);
+        total += text === null ? 0 : Buffer.byteLength(text, "utf8");
     }
     return total;
 }
@@ -282,8 +182,9 @@ function __senpiGuardDistLayer() {
 
 const __senpiGuardClaude = new Set(["claude-sdk-oauth", "claude-agent-sdk"]);
 
-function __senpiGuardRecord(pi, ctx, before, after) {
-    if (__senpiGuardConfig().record_calls === "off" || typeof pi.appendEntry !== "function") {
+// `run`: what the call's rewrite kept (extension-reuse.js): its message count and text bytes.
+function __senpiGuardRecord(pi, ctx, run) {
+    if (run === null || __senpiGuardConfig().record_calls === "off" || typeof pi.appendEntry !== "function") {
         return;
     }
     const provider = ctx !== null && typeof ctx === "object" && ctx.model && typeof ctx.model === "object" ? ctx.model.provider : null;
@@ -297,8 +198,7 @@ function __senpiGuardRecord(pi, ctx, before, after) {
     const compacting = ctx !== null && typeof ctx === "object" && typeof ctx.isCompacting === "function" && ctx.isCompacting() === true;
     pi.appendEntry(__senpiGuardEntryType, {
         v: 1, patch: __senpiGuardPatch.version, settings: __senpiGuardSettingsPrint(), dist,
-        messages: Array.isArray(before) ? before.length : 0,
-        in: __senpiGuardTextBytes(before), out: __senpiGuardTextBytes(after), ...(compacting ? { compacting } : {}),
+        messages: run.n, in: run.bytesIn, out: run.bytesOut, ...(compacting ? { compacting } : {}),
     });
 }
 
@@ -313,17 +213,23 @@ export default function senpiGuardDirectiveDedupe(pi) {
     catch {
         // (a host without those events or commands: the dedupe alone)
     }
+    // what the previous call kept is dropped wherever senpi may change the history it hands in
+    for (const event of ["session_start", "session_compact", "session_tree", "session_shutdown", "session_abort"]) {
+        pi.on(event, () => {
+            __senpiGuardForget();
+        });
+    }
     pi.on("context", (event, ctx) => {
         let messages;
         try {
-            messages = __senpiGuardDedupeMessages(event && event.messages);
+            messages = __senpiGuardDedupeIncremental(event && event.messages);
         }
         catch {
             return undefined; // fail closed: senpi sends the messages unchanged
         }
         view.call(event && event.messages, ctx); // (never throws; it only reads what the call carries)
         try {
-            __senpiGuardRecord(pi, ctx, event.messages, messages ?? event.messages);
+            __senpiGuardRecord(pi, ctx, __senpiGuardLast);
         }
         catch {
             // (the audit infers this call's configuration instead)

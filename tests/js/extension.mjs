@@ -3,15 +3,20 @@
 // [{"whole": messages, "prefixes": [messages, …]}, …]} (inputs are deep-frozen: mutation throws).
 // Or {"scenario": {"ctx": {...}, "steps": [...]}} -> {"steps": [...]}: one session through a fake
 // senpi (its UI calls, aborts and stderr recorded), for the status, /senpi-guard and budget code.
+// Or {"history": [{"events": [name, …], "messages": [...]}, …]} -> {"calls": [{"incremental",
+// "full", "record"}, …]}: each step's session events, then one `context` call on its messages (a
+// fresh frozen copy, as senpi hands in), beside the stateless full rewrite and the call's record.
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
 const extension = await import(pathToFileURL(process.argv[2]).href);
 const handlers = new Map();
 const commands = new Map();
+const records = [];
 extension.default({
     on: (event, h) => handlers.set(event, [...(handlers.get(event) ?? []), h]),
     registerCommand: (name, options) => commands.set(name, options),
+    appendEntry: (customType, data) => records.push({ customType, data }),
 });
 const handler = handlers.get("context")[0];
 const stdoutWrite = process.stdout.write.bind(process.stdout);
@@ -32,6 +37,10 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
         continue;
     }
     const request = JSON.parse(line);
+    if (request.history) {
+        process.stdout.write(JSON.stringify({ calls: await history(request.history) }) + "\n");
+        continue;
+    }
     if (request.scenario) {
         process.stdout.write(JSON.stringify({ steps: await scenario(request.scenario) }) + "\n");
         continue;
@@ -100,4 +109,20 @@ async function scenario({ ctx: spec, steps }) {
         out.push({ result, log });
     }
     return out;
+}
+
+async function history(steps) {
+    const calls = [];
+    for (const step of steps) {
+        for (const event of step.events ?? []) {
+            for (const h of handlers.get(event) ?? []) {
+                await h({ type: event }, {});
+            }
+        }
+        records.length = 0;
+        const incremental = run(freeze(structuredClone(step.messages)));
+        const fresh = extension.__senpiGuardDedupeMessages(freeze(structuredClone(step.messages)));
+        calls.push({ incremental, full: fresh ?? step.messages, record: records.length === 1 ? records[0].data : null });
+    }
+    return calls;
 }

@@ -51,13 +51,13 @@ def test_the_entry_changes_no_lane_and_a_restart_still_resumes(full_senpi, isola
             if name == "on":  # the same file, its entry appended on the reply instead (loaded with -e)
                 text = (agent / "extensions" / OURS).read_text("utf-8")
                 moved = tmp_path / "on-reply.js"
-                handler = "            __senpiGuardRecord(pi, ctx, event.messages, messages ?? event.messages);\n"
+                handler = "            __senpiGuardRecord(pi, ctx, __senpiGuardLast);\n"
                 assert text.count(handler) == 1
                 moved.write_text(
                     text.replace(handler, "").replace(
                         '    pi.on("context", (event, ctx) => {',
                         '    pi.on("message_end", (event, ctx) => { if (event.message.role === "assistant") '
-                        "__senpiGuardRecord(pi, ctx, [], []); });\n"
+                        "__senpiGuardRecord(pi, ctx, { n: 0, bytesIn: 0, bytesOut: 0 }); });\n"
                         '    pi.on("context", (event, ctx) => {',
                         1,
                     ),
