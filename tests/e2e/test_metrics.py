@@ -13,6 +13,7 @@ from conftest import run_cli
 from prometheus_client.parser import text_string_to_metric_families
 from test_audit_money_cli import priced_package, with_cost
 
+from senpi_guard.commands import metrics as cli_metrics
 from senpi_guard.demo import sample, sample_session
 
 COUNTED = ("full", "delta", "context", "summary")
@@ -55,11 +56,15 @@ def test_status_metrics_are_the_json_rows(tmp_path, capsys):
         assert value(found["senpi_guard_install_as_wanted"], install=install) == float(row["as_wanted"])
         for sub in row["patches"]:
             where = {"install": install, "patch": sub["patch"]}
-            dist = value(found["senpi_guard_install_layer_patched"], **where, layer="dist")
-            assert dist == float(sub["layers"]["dist"] == "patched")
-            if sub["layers"]["extension"] is not None:
-                ext = value(found["senpi_guard_install_layer_patched"], **where, layer="extension")
-                assert ext == float(sub["layers"]["extension"] == "installed")
+            for layer, done in (("dist", "patched"), ("extension", "installed")):
+                state = sub["layers"][layer]
+                if state is None:
+                    assert (*sorted({**where, "layer": layer}.items()),) not in found[
+                        "senpi_guard_install_layer_patched"
+                    ]
+                    continue
+                assert value(found["senpi_guard_install_layer_patched"], **where, layer=layer) == float(state == done)
+                assert value(found["senpi_guard_install_layer_state"], **where, layer=layer, state=state) == 1
             last = sub["last_verify"]
             if last:
                 assert value(found["senpi_guard_install_last_verify_ok"], **where) == float(last["ok"])
@@ -183,3 +188,13 @@ def test_formats_that_ask_for_two_things_are_usage_errors(tmp_path, capsys):
         assert code == 2 and said in err and not list(tmp_path.iterdir()), err
         # (with --json the error is a JSON document too, as every --json error is)
         assert (json.loads(out)["error"] == said) if "--json" in args else out == ""
+
+
+def test_the_docs_name_every_metric_and_their_sample_file_is_what_the_commands_write():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text("utf-8")
+    every = cli_metrics.STATUS_NAMES | cli_metrics.AUDIT_NAMES
+    assert not cli_metrics.STATUS_NAMES & cli_metrics.AUDIT_NAMES  # (each family is one command's)
+    for name in every:
+        assert f"| `{name}` |" in doc, f"docs/metrics.md has no row for {name}"
+    sample = doc.split("```text\n", 1)[1].split("```", 1)[0]
+    assert set(metrics(sample)) == every

@@ -80,6 +80,9 @@ def status_families(rows: list[dict[str, Any]], watcher: dict[str, Any] | None) 
         "senpi_guard_install_layer_patched",
         "1 when the layer is in place for the install (dist: patched; extension: installed), else 0.",
     )
+    layer_state = Family(
+        "senpi_guard_install_layer_state", "1 for each layer of each patch, its state as status --json names it."
+    )
     verified = Family("senpi_guard_install_last_verify_ok", "1 when the last verification of the patch passed, else 0.")
     verified_at = Family(
         "senpi_guard_install_last_verify_timestamp_seconds", "When the patch was last verified (Unix time)."
@@ -94,16 +97,17 @@ def status_families(rows: list[dict[str, Any]], watcher: dict[str, Any] | None) 
         wanted.add(float(row["as_wanted"]), install=install)
         for sub in row["patches"]:
             labels = {"install": install, "patch": sub["patch"]}
-            layer.add(float(sub["layers"]["dist"] == State.PATCHED), **labels, layer="dist")
-            if sub["layers"]["extension"] is not None:
-                layer.add(float(sub["layers"]["extension"] == State.INSTALLED), **labels, layer="extension")
+            for name, done in (("dist", State.PATCHED), ("extension", State.INSTALLED)):
+                if sub["layers"][name] is not None:  # (a patch without an extension has no such layer)
+                    layer.add(float(sub["layers"][name] == done), **labels, layer=name)
+                    layer_state.add(1, **labels, layer=name, state=str(sub["layers"][name]))
             last = sub["last_verify"]
             if last and isinstance(last.get("time"), int | float) and not isinstance(last.get("time"), bool):
                 verified.add(float(bool(last.get("ok"))), **labels)
                 verified_at.add(float(last["time"]), **labels)
     running.add(float(bool(watcher)))
     stamp.add(time.time())
-    return [info, state, wanted, layer, verified, verified_at, running, stamp]
+    return [info, state, wanted, layer, layer_state, verified, verified_at, running, stamp]
 
 
 # --- audit ----------------------------------------------------------------------------------------
@@ -208,7 +212,7 @@ def _but_base(values: dict[str, dict[str, float]]) -> dict[str, dict[str, float]
 
 def _by_config(name: str, text: str, values: dict[str, dict[str, float]]) -> Family:
     """Per provider and configuration (the configurations as audit's --json names them)."""
-    family = Family(name, text + " Configurations: installed, dist, extension, both (as audit --json).")
+    family = Family(name, text + " configuration: as audit --json names it (installed, dist, extension, both).")
     for provider, per in sorted(values.items()):
         for config, value in per.items():
             family.add(value, provider=provider, configuration=config)
