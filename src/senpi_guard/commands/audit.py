@@ -12,14 +12,17 @@ from senpi_guard import discover
 from senpi_guard.audit import plot, session
 from senpi_guard.audit import replay as audit
 from senpi_guard.commands import audit_view as view
-from senpi_guard.commands import common
+from senpi_guard.commands import common, metrics
 from senpi_guard.core import agentdir
 from senpi_guard.errors import FatalError, UsageError
 from senpi_guard.io import store
 from senpi_guard.layers import pipeline
 
 SUMMARY = "per-call prompt bytes of senpi sessions, as sent, with and without the patch"
-EXAMPLE = "senpi-guard audit --latest\n  senpi-guard audit ~/.senpi/agent/sessions/x.jsonl --json --plot turns.png"
+EXAMPLE = (
+    "senpi-guard audit --latest\n  senpi-guard audit ~/.senpi/agent/sessions/x.jsonl --json --plot turns.png\n"
+    "  senpi-guard audit --all --textfile /var/lib/node_exporter/textfile_collector"
+)
 EXITS = (
     "0 audited; 1 no such session, not a session file, node could not run senpi's code, or "
     "(with --all) some session could not be audited (each named on stderr, the others audited)"
@@ -28,7 +31,9 @@ DESCRIPTION = """Per-call prompt bytes of senpi sessions, as sent (full re-send 
 records), with and without the patch and the extension layer.
 --json prints one object {"sessions": [...]}: per session its turns, summary and warnings (with the
 first line each is about), or {"session", "error"} for one that could not be audited; a run that
-stops adds its "error"."""
+stops adds its "error".
+--format prometheus prints per provider the calls, bytes, tokens and dollars over the sessions
+audited (docs/metrics.md); --textfile DIR writes them to DIR/senpi_guard.prom."""
 
 
 def configure(parser) -> None:
@@ -52,6 +57,7 @@ def configure(parser) -> None:
     )
     common.add_install_options(parser)
     common.add_foreign_root(parser)
+    metrics.add_options(parser)
 
 
 def _agent_dirs(installs) -> list[Path]:
@@ -147,7 +153,10 @@ class JsonStream:
         sys.stdout.flush()
 
 
-def _audit_one(path: Path, server: audit.Serializer, stream: JsonStream | None, args, many: bool) -> None:
+Stream = JsonStream | metrics.AuditMetrics  # (metrics take the same rows and reports as --json)
+
+
+def _audit_one(path: Path, server: audit.Serializer, stream: Stream | None, args, many: bool) -> None:
     session.read_header(path)
     if stream:
         stream.start(path, server)
@@ -171,7 +180,7 @@ def _unexpected(exc: Exception) -> str:
     )
 
 
-def _audit_each(files: list[Path], server: audit.Serializer, stream: JsonStream | None, args) -> int:
+def _audit_each(files: list[Path], server: audit.Serializer, stream: Stream | None, args) -> int:
     """Every session, each failure its own (one bad file does not end --all); the exit code."""
     code = 0
     for path in files:
@@ -192,6 +201,7 @@ def _audit_each(files: list[Path], server: audit.Serializer, stream: JsonStream 
 
 
 def run(args) -> int:
+    fmt = metrics.chosen(args)
     found = discover.explicit(args.root) if args.root else discover.discover()
     files = _sessions(args, _agent_dirs(found.installs) if not args.session else [agentdir.default_agent_dir()])
     if args.session:
@@ -202,12 +212,12 @@ def run(args) -> int:
     patch = next((p for p in patches if p.audit), None)
     if patch is None:
         raise FatalError("no installed patch says how to audit a session; reinstall senpi-guard")
-    stream: JsonStream | None = None
+    stream: Stream | None = None
     try:
         with audit.serializer(
             found.installs, patch, config, args.allow_foreign_root, args.reconstruction, sample_ok=args.sample
         ) as server:
-            stream = JsonStream() if args.json else None
+            stream = JsonStream() if args.json else metrics.AuditMetrics(args) if fmt == "prometheus" else None
             code = _audit_each(files, server, stream, args)
     except KeyboardInterrupt:
         if stream:

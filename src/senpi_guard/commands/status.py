@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from senpi_guard import ui
-from senpi_guard.commands import common
+from senpi_guard.commands import common, metrics
 from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
@@ -16,12 +16,16 @@ from senpi_guard.layers import pipeline
 from senpi_guard.prove import nodes, owners
 
 SUMMARY = "show each install's state, its last verification and the watcher"
-EXAMPLE = "senpi-guard status\n  senpi-guard status --json | jq '.installs[].state'"
+EXAMPLE = (
+    "senpi-guard status\n  senpi-guard status --json | jq '.installs[].state'\n"
+    "  senpi-guard status --textfile /var/lib/node_exporter/textfile_collector"
+)
 EXITS = "0 every install is patched (or left to upstream by config); 1 anything else"
 
 
 def configure(parser) -> None:
     common.add_install_options(parser)
+    metrics.add_options(parser)
 
 
 def _when(stamp: Any) -> str:
@@ -285,9 +289,12 @@ def _print_extension(layer: dict[str, Any]) -> None:
 
 
 def run(args) -> int:
+    fmt = metrics.chosen(args)
     rows, store = collect(args)
     running = store.running_watcher()
-    if args.json:
+    if fmt == "prometheus":
+        metrics.emit(args, metrics.status_families(rows, running), metrics.AUDIT_NAMES)
+    elif args.json:
         print(json.dumps({"installs": rows, "watcher": running}, indent=2))
     else:
         if not ui.quiet():
