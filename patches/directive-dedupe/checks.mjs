@@ -1,4 +1,5 @@
 import { pathToFileURL } from "node:url";
+import { resendSession } from "./resend.mjs";
 import { align, commonPrefix, contextTexts, countMarkers, countSpans, mapPosition, markersOf } from "./spans.mjs";
 
 export { spansOf } from "./spans.mjs"; // (the extension's checks import it from here)
@@ -123,6 +124,7 @@ export function stats(r) {
             surviving: [...r.distinct].filter((span) => upstreamText.includes(span)).length,
         };
         out.pipelineBytes = after.blocks ? r.util.textBytes(after.blocks) : null;
+        out.resend = resendSession(r);
     }
     // the one line `verify` prints for a headline fixture (what senpi sends as installed -> patched)
     const installed = out.upstreamOnly?.bytes ?? out.originalBytes;

@@ -224,7 +224,30 @@ def test_verify_command_reports_figures(npm_install, capsys):
     run_cli(capsys, "apply", "--root", pkg)
     code, out, _ = run_cli(capsys, "verify", "--root", pkg)
     assert code == 0
-    assert "incident-70: 1,789,022 -> 68,645 bytes" in out
+    changes = next(line for line in out.splitlines() if line.startswith("  changes  "))
+    assert "incident-70: 1,789,022 -> 68,645 bytes" in changes
+    assert "as installed every copy is re-sent on each full re-send" in changes  # (the why, same line)
+
+
+def test_verify_beside_upstream_keep_last_leads_with_cache_writes(npm_install, capsys):
+    pkg = npm_install(3)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    code, out, _ = run_cli(capsys, "verify", "--root", pkg)
+    assert code == 0
+    changes = next(line for line in out.splitlines() if line.startswith("  changes  "))
+    assert (
+        changes.index("cache-write tokens") < re.search(r"\d{1,3}(,\d{3})+ bytes", changes).start()
+    )  # the bytes come last, with the why
+    assert "an estimate on a sample session of each shape" in changes
+    assert "upstream's keep-last rewrites every earlier copy" in changes
+    assert re.search(r"is larger \([\d,]+ -> [\d,]+ bytes\) because every distinct directive is kept", changes)
+    assert "bytes" not in next(line for line in out.splitlines() if line.startswith("  detail   "))
+    doc = json.loads(run_cli(capsys, "verify", "--json", "--root", pkg)[1])
+    figures = doc["installs"][0]["changes"]["per_call"]
+    assert (
+        figures["incident-70"]["patched"]["cache_write_tokens"]
+        < figures["incident-70"]["installed"]["cache_write_tokens"] / 4
+    )
 
 
 def test_older_payload_version_is_stale_and_repatched(npm_install, capsys):

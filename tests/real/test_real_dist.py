@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -146,3 +147,51 @@ def test_dist_patch_on_a_real_build(dist_only, version, node_name, monkeypatch):
     reverted = senpi_guard("revert", "--root", pkg, "--json")
     assert reverted.returncode == 0, reverted.stdout
     assert tree_digest(pkg) == pristine
+
+
+def changes_line(out: str) -> str:
+    return next(line for line in out.splitlines() if line.lstrip().startswith("changes "))
+
+
+BYTES = r"\d{1,3}(,\d{3})+ bytes"  # (a raw byte count)
+
+
+@pytest.mark.parametrize("version", ["2026.8.1", "2026.8.9"])
+def test_status_apply_and_verify_say_what_the_patch_changes_on_this_senpi(dist_only, version):
+    pkg = dist_only(version)
+    keep_last = SHAPES[version] == 3
+    before = changes_line(senpi_guard("status", "--root", pkg).stdout)
+    # never verified: the words, no figure
+    assert ("beside upstream's keep-last" in before) == keep_last and not re.search(r"\d", before)
+    for said in (senpi_guard("apply", "--root", pkg), senpi_guard("verify", "--root", pkg)):
+        assert said.returncode == 0, said.stdout + said.stderr
+        line = changes_line(said.stdout)
+        detail = next(x for x in said.stdout.splitlines() if x.startswith("  detail "))
+        assert not re.search(BYTES, detail)  # a byte count is said only with its why
+        if keep_last:  # cache writes lead; the larger re-send comes last, with why it is larger
+            assert line.index("cache-write tokens") < re.search(BYTES, line).start()
+            assert "an estimate on a sample session of each shape" in line
+            assert "upstream's keep-last rewrites every earlier copy" in line and "because every distinct" in line
+            assert 'upstream\'s keep-last is cheaper for this shape: set upstream_dedupe = "defer"' in line
+            assert "unpriced: no model registry" in line  # (a dist-only build bundles no pi-ai)
+        else:
+            assert re.search(r"incident-70: 1,790,855 -> 70,478 bytes", line)
+            assert "as installed every copy is re-sent" in line and "tokens" not in line
+    after = changes_line(senpi_guard("status", "--root", pkg).stdout)
+    assert after.split("changes", 1)[1].strip() == line.split("changes", 1)[1].strip()  # recorded, not replayed
+
+
+def test_verify_on_the_full_package_prices_per_call_at_its_registry(unpacked):
+    said = senpi_guard("verify", "--root", unpacked["2026.8.22-2"], "--json")  # (read-only: nothing installed)
+    install = next(i for i in json.loads(said.stdout)["installs"] if i["patch"] == "directive-dedupe")
+    changes = install["changes"]
+    assert changes["prices"].endswith("pi-ai/dist/providers/data/anthropic.json")
+    long, short = changes["per_call"]["incident-70"], changes["per_call"]["incident-3"]
+    assert long["patched"]["usd"] < long["installed"]["usd"] / 3  # the 70-copy session: cheaper patched
+    assert short["patched"]["usd"] > short["installed"]["usd"]  # the 4-call one: keep-last is cheaper
+    assert re.search(
+        r"incident-70 \(71 calls\): [\d,]+ -> [\d,]+ cache-write tokens, "
+        r"[\d,]+ -> [\d,]+ prompt tokens, \$[\d.]+ -> \$[\d.]+",
+        changes["text"],
+    )
+    assert "claude-opus-4-5 at the list price in senpi's model registry" in changes["text"]

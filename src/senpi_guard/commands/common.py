@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard import discover, ui
+from senpi_guard.audit import resend
 from senpi_guard.core.patch import definition
 from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
@@ -76,13 +77,25 @@ def load() -> tuple[list[definition.Patch], config_mod.Config]:
     return patches, config
 
 
-def print_results(flow, as_json: bool, next_steps: bool = False) -> None:
-    """What a pipeline run did: the dist layer per install, then the extension layer per agent dir."""
+def print_results(flow, as_json: bool, next_steps: bool = False, say_changes: bool = True) -> None:
+    """What a pipeline run did: the dist layer per install, then the extension layer per agent dir;
+    with `say_changes`, what the patch changes on each install (its `changes` line)."""
     outcomes, layers = flow.split()
-    print_outcomes(outcomes, as_json, next_steps=next_steps, layers=layers)
+    headlines = {name: dist.patch.headline for name, dist in flow.dists.items()} if say_changes else {}
+    changes = {id(o): changes_of(o, headlines.get(o.patch, ())) for o in outcomes}
+    print_outcomes(outcomes, as_json, next_steps=next_steps, layers=layers, changes=changes)
 
 
-def outcome_json(outcome: pipeline.Outcome) -> dict[str, Any]:
+def changes_of(outcome: pipeline.Outcome, headline: tuple[str, ...]) -> dict[str, Any]:
+    """What the patch changes on this install, figures first (audit/resend.py); {} without a
+    passed replay or headline figures."""
+    report = outcome.report
+    if report is None or not report.ok or not headline:
+        return {}
+    return resend.sentence(report.stats, headline, "upstream" in outcome.present, outcome.install.package_dir)
+
+
+def outcome_json(outcome: pipeline.Outcome, changes: dict[str, Any] | None = None) -> dict[str, Any]:
     report = outcome.report
     return {
         "package_dir": str(outcome.install.package_dir),
@@ -109,6 +122,7 @@ def outcome_json(outcome: pipeline.Outcome) -> dict[str, Any]:
             "failures": [str(f) for f in report.failures],
         },
         "millis": outcome.millis,
+        "changes": changes or None,
     }
 
 
@@ -130,13 +144,18 @@ def state_line(o: pipeline.Outcome) -> str:
 
 
 def print_outcomes(
-    outcomes: list[pipeline.Outcome], as_json: bool, next_steps: bool = False, layers: list | None = None
+    outcomes: list[pipeline.Outcome],
+    as_json: bool,
+    next_steps: bool = False,
+    layers: list | None = None,
+    changes: dict[int, dict[str, Any]] | None = None,
 ) -> None:
     """One block per install (and one per agent dir for the extension layer when it was acted on);
     `next_steps` adds what to run when an install is not as wanted."""
     layers = layers or []
+    changes = changes or {}
     if as_json:
-        doc: dict[str, Any] = {"installs": [outcome_json(o) for o in outcomes]}
+        doc: dict[str, Any] = {"installs": [outcome_json(o, changes.get(id(o))) for o in outcomes]}
         if layers:
             doc["extension"] = [layer.as_json() for layer in layers]
         print(json.dumps(doc, indent=2))
@@ -154,6 +173,8 @@ def print_outcomes(
             print(f"  backup   {', '.join(o.backups)}")
         if o.detail and not proven_only(o):
             print(f"  {'detail ' if o.ok else ui.paint('error: ', 'bad')}  {o.detail}")
+        if changes.get(id(o)):
+            print(f"  changes  {changes[id(o)]['text']}")
         step = pipeline.next_step(o) if next_steps else None
         if step:
             print(f"  next     {step}")

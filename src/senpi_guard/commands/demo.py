@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from senpi_guard.audit import replay as audit
+from senpi_guard.audit import resend
 from senpi_guard.commands import common
 from senpi_guard.core.patch.classify import State
 from senpi_guard.demo import sample, sample_session
@@ -95,7 +96,7 @@ def _demo(work: Path) -> int:
     applying = flow()
     with applying.store.lock():
         applying.run("apply", installs, pipeline.Run())
-    common.print_results(applying, False)
+    common.print_results(applying, False, say_changes=False)  # (step 4 says what it changes)
     outcomes, layers = applying.split()
     if not applying.ok or not all(o.report is not None for o in outcomes) or not layers:
         return 1
@@ -140,16 +141,16 @@ def _incidents(patch, installs: list[Install], outcomes) -> None:
         "variant), as each senpi sends it as installed and patched:"
     )
     _say(f"   {'senpi':<12}{'context':<14}{'as installed':>14}{'patched':>11}{'change':>9}{'directives kept':>26}")
-    for install, outcome in zip(installs, outcomes, strict=True):
-        for name in patch.headline:
-            stats = outcome.report.stats.get(name, {})
-            if stats:
-                _say(f"   {install.version:<12}" + _incident_row(name, stats))
+    older, newer = installs[0], installs[1]
+    for name in patch.headline:
+        stats = outcomes[0].report.stats.get(name, {})
+        if stats:
+            _say(f"   {older.version:<12}" + _incident_row(name, stats))
+    _say(f"   On {older.version} every copy is re-sent: senpi-guard sends one.")
+    said = resend.sentence(outcomes[1].report.stats, patch.headline, True, newer.package_dir)
     _say(
-        f"   On {installs[0].version} every copy is re-sent: senpi-guard sends one. On 2026.8.4-2+ senpi "
-        "already keeps one copy, the last, and drops the variant: senpi-guard sends a little more (the "
-        "first copy and the variant: both directives) and in exchange what was sent never changes, so "
-        "the provider's prompt cache keeps hitting instead of being written anew."
+        f"   On {newer.version} (2026.8.4-2+) senpi already keeps one copy, the last, so what matters there "
+        f"is the prompt cache, {said.get('text', 'not measured')}"
     )
 
 

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from senpi_guard import ui
+from senpi_guard.audit import resend
 from senpi_guard.commands import common, metrics
 from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
@@ -112,7 +113,21 @@ def _patch_row(flow, dist, results, install, record, place) -> dict[str, Any]:
         "amiss": amiss,
         "last_verify": _dict(record.get("last_verify")),
         "last_reconcile": _dict(record.get("last_reconcile")),
+        "changes": _changes(patch, insp, _dict(record.get("last_verify"))),
     }
+
+
+def _changes(patch, insp, last: dict[str, Any] | None) -> str | None:
+    """What the patch changes on this install: from the figures its last passed replay recorded
+    (priced here, no replay), else in words."""
+    if not patch.headline or insp.state in (State.CLEAN, State.UPSTREAM, State.UNSUPPORTED, State.ERROR):
+        return None
+    if not insp.primary:
+        return None
+    keep_last = "upstream" in insp.present
+    figures = last.get("figures") if last and last.get("ok") else None
+    said = resend.sentence(figures, patch.headline, keep_last, insp.install.package_dir) if figures else {}
+    return said.get("text") or resend.unverified(keep_last)
 
 
 def _combined(states: list[State]) -> State:
@@ -247,6 +262,8 @@ def _print_patch(sub: dict[str, Any], several: bool) -> None:
         print(f"  target    {sub['target'] if ui.verbose() else sub['target_rel']}")
     if sub["shape"]:
         print(f"  shape     senpi {sub['shape']}")
+    if sub.get("changes"):
+        print(f"  changes   {sub['changes']}")
     last = sub["last_verify"]
     if sub["target"] and sub["state"] != State.CLEAN:
         verdict = (

@@ -257,8 +257,15 @@ class Reconciler:
                 "node": report.node_version,
                 "failures": [str(f) for f in report.failures[:5]],
                 "patch": self.patch.patch_id(self.config),
+                "figures": self.headline_figures(report),
             },
         )
+
+    def headline_figures(self, report: verify.VerifyReport) -> dict[str, Any]:
+        """The headline fixtures' figures (what `status` says the patch changes, without a replay)."""
+        keys = ("headline", "resend", "upstreamOnly", "pipelineBytes")
+        figures = {name: report.stats.get(name) or {} for name in self.patch.headline}
+        return {name: {k: stats[k] for k in keys if k in stats} for name, stats in figures.items() if stats}
 
     # ---- acting ------------------------------------------------------------------------
     def reconcile(
@@ -349,11 +356,8 @@ class Reconciler:
         what = "not installed" if absent else "not as apply writes it"
         what = "the installed patch" if installed else f"{what}; the patch apply would write"
         if report.ok:
+            # (what it changes, figures first, is the command's `changes` line: audit/resend.py)
             detail = f"{what} passed {report.checks_run} checks (node {report.node_version}{reused(report)})"
-            for name in self.patch.headline:
-                figure = (report.stats.get(name) or {}).get("headline")
-                if figure:
-                    detail += f"; {name}: {figure}"
         else:
             detail = f"{what} FAILED its replay: " + "; ".join(str(f) for f in report.failures[:3])
         return replace(
