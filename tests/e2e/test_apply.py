@@ -232,7 +232,7 @@ def test_verify_command_reports_figures(npm_install, capsys):
 def test_verify_beside_upstream_keep_last_leads_with_cache_writes(npm_install, capsys):
     pkg = npm_install(3)
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
-    code, out, _ = run_cli(capsys, "verify", "--root", pkg)
+    code, out, _ = run_cli(capsys, "verify", "-v", "--root", pkg)
     assert code == 0
     changes = next(line for line in out.splitlines() if line.startswith("  changes  "))
     assert (

@@ -163,7 +163,7 @@ def test_status_apply_and_verify_say_what_the_patch_changes_on_this_senpi(dist_o
     before = changes_line(senpi_guard("status", "--root", pkg).stdout)
     # never verified: the words, no figure
     assert ("beside upstream's keep-last" in before) == keep_last and not re.search(r"\d", before)
-    for said in (senpi_guard("apply", "--root", pkg), senpi_guard("verify", "--root", pkg)):
+    for said in (senpi_guard("apply", "-v", "--root", pkg), senpi_guard("verify", "-v", "--root", pkg)):
         assert said.returncode == 0, said.stdout + said.stderr
         line = changes_line(said.stdout)
         detail = next(x for x in said.stdout.splitlines() if x.startswith("  detail "))
@@ -177,8 +177,15 @@ def test_status_apply_and_verify_say_what_the_patch_changes_on_this_senpi(dist_o
         else:
             assert re.search(r"incident-70: 1,790,855 -> 70,478 bytes", line)
             assert "as installed every copy is re-sent" in line and "tokens" not in line
-    after = changes_line(senpi_guard("status", "--root", pkg).stdout)
+    after = changes_line(senpi_guard("status", "-v", "--root", pkg).stdout)
     assert after.split("changes", 1)[1].strip() == line.split("changes", 1)[1].strip()  # recorded, not replayed
+    brief = changes_line(senpi_guard("status", "--root", pkg).stdout)  # (without -v: the figures alone)
+    if keep_last:
+        assert re.search(r"incident-70 \(71 calls\) [\d,]+ -> [\d,]+ cache-write tokens", brief), brief
+        assert 'incident-3 (4 calls) ' in brief and 'upstream_dedupe = "defer"' in brief and "-v" in brief
+        assert not re.search(BYTES, brief) and len(brief) < len(line) / 2
+    else:
+        assert brief == after
 
 
 def test_verify_on_the_full_package_prices_per_call_at_its_registry(unpacked):

@@ -83,6 +83,19 @@ def _shape(name: str, resend: dict[str, Any], figures: dict[str, Any]) -> str:
     return text
 
 
+def _short_shape(name: str, resend: dict[str, Any], figures: dict[str, Any]) -> str:
+    """One shape in a few words: dollars where priced (else cache-write tokens), and the verdict."""
+    a, b = figures["installed"], figures["patched"]
+    if a["usd"] is not None:
+        text = f"{name} ({resend['calls']} calls) {usd(a['usd'])} -> {usd(b['usd'])}"
+    else:
+        writes = f"{a['cache_write_tokens']:,.0f} -> {b['cache_write_tokens']:,.0f}"
+        text = f"{name} ({resend['calls']} calls) {writes} cache-write tokens"
+    if upstream_cheaper(figures):
+        text += ' (keep-last is cheaper: upstream_dedupe = "defer" for sessions this short)'
+    return text
+
+
 def _break_even(a: dict[str, Any], b: dict[str, Any]) -> float:
     """The read/write price ratio below which the patch's fewer writes outweigh its extra reads."""
     writes = a["cache_write_tokens"] - b["cache_write_tokens"]
@@ -94,12 +107,13 @@ def keep_last_sentence(stats: dict[str, Any], headline: tuple[str, ...], package
     """What the patch changes beside upstream's keep-last: per call figures first, then the why and
     the one figure that could look like a loss (one full re-send's bytes)."""
     rates, where = rates_for(package_dir)
-    shapes, figures = [], {}
+    shapes, short, figures = [], [], {}
     for name in headline:
         resend = (stats.get(name) or {}).get("resend")
         if resend:
             figures[name] = per_call(resend, rates)
             shapes.append(_shape(name, resend, figures[name]))
+            short.append(_short_shape(name, resend, figures[name]))
     if not shapes:
         return {}
     priced = f"{MODEL} at the list price in senpi's model registry" if rates else f"unpriced: {where}"
@@ -115,7 +129,17 @@ def keep_last_sentence(stats: dict[str, Any], headline: tuple[str, ...], package
         "per call, upstream's keep-last -> patched (an estimate on a sample session of each shape, "
         f"every call a full re-send, {BYTES_PER_TOKEN} bytes/token, {priced}): " + "; ".join(shapes)
     )
-    return {"text": f"{text}. Why: {KEEP_LAST_WHY}{larger}", "per_call": figures, "model": MODEL, "prices": where}
+    brief = (
+        "per call, upstream's keep-last -> patched (an estimate on sample sessions; why, and a full "
+        "re-send's bytes: -v): " + "; ".join(short)
+    )
+    return {
+        "text": f"{text}. Why: {KEEP_LAST_WHY}{larger}",
+        "short": brief,
+        "per_call": figures,
+        "model": MODEL,
+        "prices": where,
+    }
 
 
 def older_sentence(stats: dict[str, Any], headline: tuple[str, ...]) -> dict[str, Any]:

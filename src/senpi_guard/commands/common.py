@@ -174,7 +174,8 @@ def print_outcomes(
         if o.detail and not proven_only(o):
             print(f"  {'detail ' if o.ok else ui.paint('error: ', 'bad')}  {o.detail}")
         if changes.get(id(o)):
-            print(f"  changes  {changes[id(o)]['text']}")
+            said = changes[id(o)]
+            print(f"  changes  {said['text'] if ui.verbose() else said.get('short', said['text'])}")
         step = pipeline.next_step(o) if next_steps else None
         if step:
             print(f"  next     {step}")

@@ -127,7 +127,8 @@ def _changes(patch, insp, last: dict[str, Any] | None) -> str | None:
     keep_last = "upstream" in insp.present
     figures = last.get("figures") if last and last.get("ok") else None
     said = resend.sentence(figures, patch.headline, keep_last, insp.install.package_dir) if figures else {}
-    return said.get("text") or resend.unverified(keep_last)
+    text = said.get("text") if ui.verbose() else said.get("short", said.get("text"))
+    return text or resend.unverified(keep_last)
 
 
 def _combined(states: list[State]) -> State:
