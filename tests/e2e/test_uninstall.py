@@ -145,3 +145,24 @@ def test_folders_the_user_made_stay_and_a_recorded_one_with_files_is_left_and_sa
 def test_mistyped_uninstall_is_suggested(capsys):
     code, _, err = run_cli(capsys, "uninstal")
     assert code == 2 and "did you mean `uninstall`?" in err
+
+
+def test_help_and_bash_completion_know_uninstall(capsys):
+    with pytest.raises(SystemExit) as done:
+        run_cli(capsys, "uninstall", "--help")
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert "senpi-guard uninstall --dry-run" in out and "exit codes:" in out and "1 refused" in out
+    assert "--purge" in out and "--json" in out
+    code, script, _ = run_cli(capsys, "completion", "bash")
+    assert code == 0
+    top = next(line for line in script.splitlines() if line.strip().startswith('"") words='))
+    assert " uninstall " in top
+    (case,) = [line for line in script.splitlines() if line.strip().startswith("uninstall) words=")]
+    assert all(option in case for option in ("--dry-run", "--purge", "--json"))
+
+
+def test_a_bad_option_is_one_line_with_json_on_stdout(capsys):
+    code, out, err = run_cli(capsys, "uninstall", "--purgee", "--json")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "uninstall --help" in err
+    assert json.loads(out)["error"]

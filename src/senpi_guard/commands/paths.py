@@ -94,6 +94,6 @@ def run(args) -> int:
         "made_folders",
     ):
         print(f"{key.replace('_', ' '):<19}{found[key]}")
-    for folder in found["project_agent_dirs"] or ["none (`apply --here` adds one)"]:
+    for folder in found["project_agent_dirs"] or ["none: `apply --here` adds one"]:
         print(f"{'project agent dir':<19}{folder}")
     return 0
