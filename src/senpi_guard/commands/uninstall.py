@@ -72,10 +72,7 @@ def _revert_rows(flow: pipeline.Pipeline, found: list, recorded: set[str]) -> tu
         and (r["state"] == "unsupported" or (r["state"] == "error" and r["package_dir"] not in recorded))
     }
     kept = [i for i in found if str(i.package_dir.resolve()) not in skipped]
-    rows = [r for r in rows if r.get("package_dir") not in skipped] if skipped else rows
-    if len(kept) != len(found):
-        rows = flow.revert_plan(kept)
-    return kept, rows
+    return kept, (flow.revert_plan(kept) if skipped else rows)
 
 
 def _service_place() -> Path | None:
@@ -181,16 +178,13 @@ def run(args) -> int:
     store = Store()
     flow = pipeline.build(patches, config, store, all_layers=True)
     unit = _service_place()
+    # (checked before the lock too: taking it makes the state folder, and a refusal changes nothing)
+    kept, rows = _checked(flow, store, unit)
     if args.dry_run:
-        found, recorded = _installs(store)
-        _kept, rows = _revert_rows(flow, found, recorded)
-        _refuse(_blockers(rows, store, unit))
         _report(args, rows, _plan(store, unit, args.purge), [], [], dry_run=True)
         return 0
     with store.lock():
-        found, recorded = _installs(store)
-        kept, rows = _revert_rows(flow, found, recorded)
-        _refuse(_blockers(rows, store, unit))
+        kept, rows = _checked(flow, store, unit)  # (again: a watcher may have written meanwhile)
         plan = _plan(store, unit, args.purge)
         flow.run("revert", kept, pipeline.Run())
         if not flow.ok:
@@ -205,6 +199,14 @@ def run(args) -> int:
     removed, left = _remove_folders(plan)
     _report(args, rows, plan, said + removed, left, dry_run=False, flow=flow)
     return 0
+
+
+def _checked(flow: pipeline.Pipeline, store: Store, unit: Path | None) -> tuple[list, list[dict]]:
+    """The installs to revert and the plan, after refusing (FatalError) while anything blocks it."""
+    found, recorded = _installs(store)
+    kept, rows = _revert_rows(flow, found, recorded)
+    _refuse(_blockers(rows, store, unit))
+    return kept, rows
 
 
 def _refuse(blockers: list[str]) -> None:
