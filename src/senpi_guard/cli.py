@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
         "status",
         "verify",
         "revert",
+        "uninstall",
         "watch",
         "daemon",
         "audit",

@@ -1,10 +1,16 @@
-"""The README's uninstall block, run as written on a machine where senpi-guard never wrote a config
-(the commands it names are stand-ins that succeed: the tool itself is what is being removed)."""
+"""The README's uninstall block, run as written by a user whose HOME holds a senpi that senpi-guard
+patched, its extension and its service: afterwards every file and folder is as before senpi-guard
+came (senpi's own bytes and folders too). `pipx` and `uv` are stand-ins that log their arguments:
+the tool itself is what they would remove."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -16,26 +22,53 @@ def uninstall_block() -> str:
     return re.search(r"```sh\n(.*?)```", section, re.S)[1]
 
 
-def test_the_uninstall_runs_clean_without_a_config_folder_and_leaves_no_empty_folders(tmp_path):
+def everything(root: Path, skip: Path) -> dict[str, str]:
+    """Every file (its digest) and folder under root, but what is under `skip`."""
+    return {
+        str(p): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in [root, *root.rglob("*")]
+        if not p.is_relative_to(skip) and not p.is_symlink()
+    }
+
+
+def test_the_readme_names_the_command_and_both_tool_uninstalls():
+    block = uninstall_block()
+    assert "senpi-guard uninstall" in block and "rm -rf" not in block
+    assert "pipx uninstall senpi-guard" in block and "uv tool uninstall senpi-guard" in block
+
+
+def test_the_readme_uninstall_leaves_nothing_senpi_guard_made(tmp_path, npm_install):
     home = tmp_path / "home"
-    (home / ".local" / "state" / "senpi-guard").mkdir(parents=True)
-    (home / ".senpi" / "agent" / "extensions").mkdir(parents=True)  # emptied by `revert`
-    (home / ".config" / "systemd" / "user").mkdir(parents=True)  # emptied by `daemon uninstall`
-    (home / ".senpi" / "agent" / "sessions").mkdir()  # senpi's own: kept
+    (home / ".senpi" / "agent" / "sessions").mkdir(parents=True)  # senpi's own: kept
+    pkg = npm_install(2, prefix=tmp_path / "prefix")
     stubs = tmp_path / "bin"
     stubs.mkdir()
-    for name in ("senpi-guard", "pipx", "uv"):
-        (stubs / name).write_text("#!/bin/sh\nexit 0\n")
-        (stubs / name).chmod(0o755)
-    done = subprocess.run(
-        ["sh", "-e", "-c", uninstall_block()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"HOME": str(home), "PATH": f"{stubs}:/usr/bin:/bin"},
-    )
-    assert done.returncode == 0 and done.stderr == "", done.stderr
-    assert not (home / ".local" / "state" / "senpi-guard").exists()
-    assert not (home / ".senpi" / "agent" / "extensions").exists()
-    assert not (home / ".config" / "systemd" / "user").exists()
-    assert (home / ".senpi" / "agent" / "sessions").is_dir()
+    log = tmp_path / "npm-cache" / "tools.log"  # (outside what is compared, as npm's cache)
+    cache = log.parent
+    cache.mkdir()
+    (stubs / "senpi-guard").write_text(f'#!/bin/sh\nexec {sys.executable} -m senpi_guard "$@"\n')
+    for name in ("pipx", "uv"):
+        (stubs / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\n')
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    node_dirs = {str(Path(shutil.which(t)).parent) for t in ("node", "npm")}
+    path = os.pathsep.join([str(stubs), str(tmp_path / "prefix" / "bin"), *sorted(node_dirs), "/usr/bin", "/bin"])
+    # (npm, which discovery asks where its globals are, keeps its cache and logs outside what is compared)
+    env = {"HOME": str(home), "PATH": path, "LANG": "C.UTF-8", "npm_config_cache": str(tmp_path / "npm-cache")}
+    before = everything(tmp_path, cache)
+
+    def user(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["senpi-guard", *args], capture_output=True, text=True, timeout=300, env=env)
+
+    applied = user("apply")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert (home / ".senpi" / "agent" / "extensions" / "senpi-guard-directive-dedupe.js").is_file()
+    user("daemon", "install")  # (1 where no user service manager runs: the unit is written all the same)
+    assert (home / ".config" / "systemd" / "user" / "senpi-guard.service").is_file()
+    assert everything(tmp_path, cache) != before  # (the check can fail)
+    assert everything(pkg, cache) != {k: v for k, v in before.items() if k.startswith(str(pkg))}
+
+    done = subprocess.run(["sh", "-e", "-c", uninstall_block()], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    assert everything(tmp_path, cache) == before
+    assert log.read_text().splitlines() == ["pipx uninstall senpi-guard"]

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import store
+from senpi_guard.io import made, store
 from senpi_guard.io.write import os_error, write_private
 from senpi_guard.keep import service
 from senpi_guard.prove import nodes
@@ -99,7 +99,7 @@ def _install_linux(unit: Path) -> int:
     _unit_place(unit, "install")
     why = service.systemd_available()
     try:
-        unit.parent.mkdir(parents=True, exist_ok=True)
+        made.mkdirs(unit.parent)  # (recorded: `uninstall` removes it again when empty)
     except OSError as exc:
         raise os_error(
             exc, "create", unit.parent, "fix that folder's permissions, then run `senpi-guard daemon install` again"
@@ -187,7 +187,7 @@ def _macos(action: str, as_json: bool = False) -> int:
     if shutil.which("launchctl") is None:
         raise _manual("launchctl is not available")
     if action == "install":
-        plist.parent.mkdir(parents=True, exist_ok=True)
+        made.mkdirs(plist.parent)
         spec = service.spec(service.LAUNCHD_PATH)
         write_private(plist, service.launchd_plist(spec, store.log_dir()))
         _show_recorded(spec)

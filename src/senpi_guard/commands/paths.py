@@ -11,7 +11,7 @@ from senpi_guard.commands import common
 from senpi_guard.core import agentdir
 from senpi_guard.core.patch import definition
 from senpi_guard.io import config as config_mod
-from senpi_guard.io import store
+from senpi_guard.io import made, store
 from senpi_guard.keep import service
 
 SUMMARY = "show the effective config and every path senpi-guard reads or writes"
@@ -52,6 +52,8 @@ def collect() -> dict[str, Any]:
         "log_dir": str(store.log_dir()),
         "service_file": str(unit),
         "senpi_agent_dir": str(agentdir.default_agent_dir()),
+        "project_agent_dirs": [str(p) for p in where.agent_dirs()],
+        "made_folders": str(made.record_file()),
     }
 
 
@@ -89,6 +91,9 @@ def run(args) -> int:
         "log_dir",
         "service_file",
         "senpi_agent_dir",
+        "made_folders",
     ):
         print(f"{key.replace('_', ' '):<19}{found[key]}")
+    for folder in found["project_agent_dirs"] or ["none: `apply --here` adds one"]:
+        print(f"{'project agent dir':<19}{folder}")
     return 0

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import made
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY
 
@@ -35,7 +36,7 @@ def opened(folder: Path, create: bool = False) -> Iterator[int | None]:
 def _open_as_user(folder: Path, create: bool) -> int | None:
     real = Path(os.path.realpath(folder))
     if create:
-        real.mkdir(parents=True, exist_ok=True)
+        made.mkdirs(real)
     try:
         return os.open(real, DIR_FLAGS)
     except FileNotFoundError:
@@ -77,10 +78,11 @@ def _step(parent: int, name: str, path: Path, create: bool) -> int | None:
             os.mkdir(name, 0o755, dir_fd=parent)
         except FileExistsError:
             return _step(parent, name, path, create=False)  # (made meanwhile: opened as it is)
-        made = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+        opened = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+        made.record([path])
         owner = os.fstat(parent)
-        os.fchown(made, owner.st_uid, owner.st_gid)
-        return made
+        os.fchown(opened, owner.st_uid, owner.st_gid)
+        return opened
     except OSError as exc:
         if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
             raise

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import folders
+from senpi_guard.io import folders, made
 
 TEMP_SUFFIX = ".senpi-guard"
 
@@ -246,15 +246,7 @@ def remove_stale_temps(targets: list[Path]) -> None:
 def private_dirs(folder: Path) -> None:
     """Make `folder` and its missing parents 0700 whatever the umask (a umask of 002, usual for
     users with a private group, would leave them group-writable, and senpi-guard distrusts that)."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    for each in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            each.mkdir(mode=0o700)
+    made.record(made.make_private(folder))  # (recorded: `uninstall` takes away the empty ones it made)
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -4,6 +4,7 @@ the edit taken out), and the install is held there: the watcher leaves a held in
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -115,3 +116,37 @@ def _hand_fix_note(reconciler: Reconciler, insp: Inspection, restored: bytes) ->
         + (f"; {'; '.join(costs)}" if costs else "")
         + "; for senpi as shipped instead: `senpi-guard apply`, then `senpi-guard revert --from-edit`"
     )
+
+
+def plan(reconciler: Reconciler, install: Install) -> dict:
+    """What `revert` would do to this install under this patch, and what stops it from giving the
+    original bytes back without keeping a file aside (`uninstall` refuses while anything does);
+    reads only."""
+    insp = reconciler.inspect(install, unknown_ok=True)
+    where = f"senpi {install.version} at {install.package_dir}"
+    row = {
+        "layer": "dist",
+        "patch": reconciler.patch.name,
+        "where": where,
+        "package_dir": str(install.package_dir.resolve()),
+        "state": str(insp.state),
+    }
+    ours = [tf for tf in insp.files if tf.classified.header is not None]
+    row["files"] = [str(tf.path) for tf in ours]
+    blockers = [f"{where}: {insp.detail}"] if insp.state == State.ERROR else []
+    for tf in insp.files:
+        if tf.classified.state == State.DRIFTED:
+            blockers.append(
+                f"{where}: {tf.rel} was edited after senpi-guard patched it (revert would keep the edit "
+                f"in senpi-guard's data folder, which uninstall removes): reinstall senpi there "
+                f"(npm install -g {install_spec(install)}) or put the file back, then retry"
+            )
+        elif tf in ours and not (os.access(tf.path, os.W_OK) and os.access(tf.path.parent, os.W_OK)):
+            blockers.append(f"{where}: {tf.path} is not writable by you: run uninstall as its owner")
+    if not blockers and ours:
+        try:
+            _revert_plans(reconciler, insp, from_edit=False)
+        except (FatalError, OSError) as exc:
+            blockers.append(str(exc))
+    row["blockers"] = blockers
+    return row

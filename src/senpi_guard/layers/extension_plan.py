@@ -274,3 +274,30 @@ def remove_all(patch: Patch, config: Config, store: Store, found: list[Install])
             store.remember_agent_dir(target.agent_dir, keep=False)
         outcomes.append(outcome)
     return outcomes
+
+
+def removal(patch: Patch, config: Config, store: Store, found: list[Install]) -> list[dict]:
+    """What revert's extension layer would take out of each agent dir, and what stops it from doing
+    so without keeping a file aside (`uninstall` refuses while anything does); reads only."""
+    planned, errors = targets(patch, found, config, store, lambda _install: set())
+    rows = [
+        {"layer": "extension", "patch": patch.name, "where": "-", "state": "error", "blockers": [line]}
+        for _i, line in errors
+    ]
+    for target in planned:
+        row = {"layer": "extension", "patch": patch.name, "where": str(extension.target_path(patch, target.agent_dir))}
+        try:
+            status = extension.inspect(patch, config, target.agent_dir)
+        except FatalError as exc:
+            rows.append({**row, "state": "error", "blockers": [str(exc)]})
+            continue
+        blockers = []
+        if status.state == "modified":
+            blockers.append(
+                f"{status.path} was edited since senpi-guard wrote it (revert would keep it in senpi-guard's "
+                "data folder, which uninstall removes): move it out of that folder, then retry"
+            )
+        elif status.state in OURS and not os.access(status.path.parent, os.W_OK):
+            blockers.append(f"{status.path.parent} is not writable by you: run uninstall as its owner")
+        rows.append({**row, "state": status.state, "agent_dir": str(target.agent_dir), "blockers": blockers})
+    return rows

@@ -29,7 +29,7 @@ from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.layers import extension, extension_keep, extension_plan
+from senpi_guard.layers import dist_revert, extension, extension_keep, extension_plan
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.extension_keep import Keeping
@@ -331,6 +331,17 @@ class Pipeline:
     @property
     def ok(self) -> bool:
         return all(result.ok for result in self.results)
+
+    def revert_plan(self, installs: list[Install]) -> list[dict]:
+        """What `revert` would do, layer by layer (dist per install, extension per agent dir), and
+        what stops it from doing so without keeping a file aside; reads only (for `uninstall`)."""
+        rows: list[dict] = []
+        for layer in reversed(self.layers):
+            if isinstance(layer, DistLayer):
+                rows += [dist_revert.plan(layer.reconciler, install) for install in installs]
+            elif isinstance(layer, AgentDirLayer):
+                rows += extension_plan.removal(layer.patch, layer.config, layer.store, installs)
+        return rows
 
     def split(self) -> tuple[list[Outcome], list[LayerOutcome]]:
         return (

@@ -1,0 +1,261 @@
+"""`senpi-guard uninstall`: take away everything senpi-guard put on this machine. Every install is
+reverted and every extension taken out (as `revert`), the user service removed (as `daemon
+uninstall`), then senpi-guard's state, data and cache folders, and the folders it made elsewhere
+that are empty again (io/made). It refuses, changing nothing, while anything could not be given its
+original bytes without keeping a file aside in the data folder it is about to remove."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import io
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from senpi_guard.commands import common
+from senpi_guard.commands import daemon as daemon_cmd
+from senpi_guard.errors import FatalError
+from senpi_guard.io import config as config_mod
+from senpi_guard.io import made
+from senpi_guard.io.store import Store
+from senpi_guard.keep import service
+from senpi_guard.layers import pipeline
+
+SUMMARY = "revert every install, remove the extension, the service and senpi-guard's own folders"
+EXAMPLE = (
+    "senpi-guard uninstall --dry-run   # say what it would do, change nothing\n"
+    "  senpi-guard uninstall && pipx uninstall senpi-guard"
+)
+EXITS = "0 everything senpi-guard made is gone (--dry-run: it would be); 1 refused (nothing changed) or failed"
+DESCRIPTION = (
+    "Revert every install senpi-guard patched and take its extension out of every agent dir it put "
+    "one in (a project's from `apply --here` too), remove the user service, then remove senpi-guard's "
+    "state, data and cache folders and the folders it made elsewhere, when they are empty "
+    "(a folder you or senpi made stays). config.toml is yours: kept unless --purge. It refuses, "
+    "naming them and changing nothing, while an install or an extension cannot be reverted (edited "
+    "by hand, not writable), or a watcher runs outside the service."
+)
+WATCHER_STOP_WAIT = 15.0  # seconds for the service's watcher to exit once the service is stopped
+
+
+def configure(parser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="say what it would do; change nothing")
+    parser.add_argument("--purge", action="store_true", help="also remove your config.toml")
+    common.add_json(parser)
+
+
+def _installs(store: Store) -> tuple[list, set[str]]:
+    """Every install found (the recorded ones included), and the package dirs the records name."""
+    recorded = {str(p.resolve()) for p in store.recorded_installs()}
+    try:
+        found = common.installs(argparse.Namespace(root=[]))
+    except common.NoInstallFound:
+        found = []
+    return found, recorded
+
+
+def _revert_rows(flow: pipeline.Pipeline, found: list, recorded: set[str]) -> tuple[list, list[dict]]:
+    """The installs to revert and what reverting does, layer by layer. An install senpi-guard cannot
+    read as a package (unsupported), or cannot inspect and never recorded, was never patched by
+    it: left out."""
+    rows = flow.revert_plan(found)
+    skipped = {
+        r["package_dir"]
+        for r in rows
+        if r["layer"] == "dist"
+        and (r["state"] == "unsupported" or (r["state"] == "error" and r["package_dir"] not in recorded))
+    }
+    kept = [i for i in found if str(i.package_dir.resolve()) not in skipped]
+    return kept, (flow.revert_plan(kept) if skipped else rows)
+
+
+def _service_place() -> Path | None:
+    if sys.platform == "darwin":
+        return service.launchd_plist_path()
+    return service.systemd_unit_path() if sys.platform.startswith("linux") else None
+
+
+def _blockers(rows: list[dict], store: Store, unit: Path | None) -> list[str]:
+    found = [b for r in rows for b in r["blockers"]]
+    watcher = store.running_watcher()
+    if watcher and not (unit is not None and unit.exists() and _service_manager_works()):
+        found.append(
+            f"a watcher runs outside the service (pid {watcher['pid']}) and would patch again: stop it "
+            f"(kill {watcher['pid']}), then retry"
+        )
+    return found
+
+
+def _service_manager_works() -> bool:
+    return shutil.which("launchctl") is not None if sys.platform == "darwin" else service.systemd_available() is None
+
+
+def _own_folders(store: Store) -> list[Path]:
+    own = [store.state_dir, store.data_dir, *made.own_folders()]
+    return list(dict.fromkeys(Path(os.path.abspath(p)) for p in own))
+
+
+def _config_plan(purge: bool) -> tuple[Path | None, Path]:
+    """The config file to remove (--purge, if it is there) and the one kept (else)."""
+    path = config_mod.config_path()
+    return (path if purge and path.is_file() else None), path
+
+
+def _plan(store: Store, unit: Path | None, purge: bool) -> dict[str, Any]:
+    own = [p for p in _own_folders(store) if os.path.lexists(p)]
+    gone, config = _config_plan(purge)
+    recorded = sorted(made.recorded(), key=lambda p: len(p.parts), reverse=True)
+    if purge and gone is not None and config.parent == config_mod.config_dir():
+        recorded.append(config.parent)  # (senpi-guard's own config folder, once config.toml is gone)
+    return {
+        "service": str(unit) if unit is not None and unit.exists() else None,
+        "own": own,
+        "made": [p for p in recorded if p not in own and not any(p.is_relative_to(o) for o in own)],
+        "config_removed": gone,
+        "config_kept": None if gone is not None or not config.is_file() else config,
+    }
+
+
+def _remove_service(unit: Path, store: Store) -> list[str]:
+    """`daemon uninstall`, its lines kept for the report; then waits for its watcher to exit."""
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        daemon_cmd.run(argparse.Namespace(action="uninstall", json=False))
+    deadline = time.monotonic() + WATCHER_STOP_WAIT
+    while (watcher := store.running_watcher()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if watcher:
+        raise FatalError(
+            f"the service is removed but its watcher (pid {watcher['pid']}) still runs; every install "
+            f"is reverted and senpi-guard's folders are kept: stop it (kill {watcher['pid']}), then "
+            "run `senpi-guard uninstall` again"
+        )
+    return [line.removeprefix("removed ") for line in said.getvalue().splitlines() if line.startswith("removed ")]
+
+
+def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """senpi-guard's own folders whole; each folder it made only when empty. (removed, left)"""
+    removed, left = [], []
+    for folder in plan["own"]:
+        try:
+            if folder.is_symlink() or not folder.is_dir():
+                folder.unlink()
+            else:
+                shutil.rmtree(folder)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise FatalError(
+                f"cannot remove {folder}: {exc.strerror}; fix its permissions, then run `senpi-guard uninstall` again"
+            ) from exc
+        removed.append(str(folder))
+    if plan["config_removed"] is not None:
+        plan["config_removed"].unlink(missing_ok=True)
+        removed.append(str(plan["config_removed"]))
+    for folder in plan["made"]:
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        try:
+            folder.rmdir()
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                left.append(f"{folder} ({exc.strerror})")
+            else:
+                left.append(f"{folder} (not empty: something else keeps files there)")
+            continue
+        removed.append(str(folder))
+    return removed, left
+
+
+def run(args) -> int:
+    patches, config = common.load()
+    store = Store()
+    flow = pipeline.build(patches, config, store, all_layers=True)
+    unit = _service_place()
+    # (checked before the lock too: taking it makes the state folder, and a refusal changes nothing)
+    kept, rows = _checked(flow, store, unit)
+    if args.dry_run:
+        _report(args, rows, _plan(store, unit, args.purge), [], [], dry_run=True)
+        return 0
+    with store.lock():
+        kept, rows = _checked(flow, store, unit)  # (again: a watcher may have written meanwhile)
+        plan = _plan(store, unit, args.purge)
+        flow.run("revert", kept, pipeline.Run())
+        if not flow.ok:
+            failed = [
+                f"{getattr(r, 'path', None) or r.install.package_dir}: {r.detail}" for r in flow.results if not r.ok
+            ]
+            raise FatalError(
+                f"revert failed, so nothing else was removed (your backups are kept): {'; '.join(failed)}; "
+                "fix that, then run `senpi-guard uninstall` again"
+            )
+        said = _remove_service(unit, store) if plan["service"] else []
+    removed, left = _remove_folders(plan)
+    _report(args, rows, plan, said + removed, left, dry_run=False, flow=flow)
+    return 0
+
+
+def _checked(flow: pipeline.Pipeline, store: Store, unit: Path | None) -> tuple[list, list[dict]]:
+    """The installs to revert and the plan, after refusing (FatalError) while anything blocks it."""
+    found, recorded = _installs(store)
+    kept, rows = _revert_rows(flow, found, recorded)
+    _refuse(_blockers(rows, store, unit))
+    return kept, rows
+
+
+def _refuse(blockers: list[str]) -> None:
+    if blockers:
+        raise FatalError(
+            f"uninstall refused, nothing was changed: {len(blockers)} thing(s) cannot be reverted: "
+            + "; ".join(blockers)
+        )
+
+
+def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipeline | None = None) -> None:
+    acted = [r for r in rows if r["layer"] == "extension" and r["state"] in ("installed", "stale")]
+    acted += [r for r in rows if r["layer"] == "dist" and r["files"]]
+    kept = [str(plan["config_kept"])] if plan["config_kept"] else []
+    if args.json:
+        doc: dict[str, Any] = {"dry_run": dry_run, "ok": True, "reverts": acted}
+        if flow is not None:
+            outcomes, layers = flow.split()
+            doc["installs"] = [common.outcome_json(o) for o in outcomes]
+            doc["extension"] = [layer.as_json() for layer in layers]
+        else:
+            doc["installs"] = []
+        would = [plan["service"], *map(str, plan["own"])] + (
+            [str(plan["config_removed"])] if plan["config_removed"] else []
+        )
+        doc |= {"removed": removed, "left": left, "kept": kept}
+        if dry_run:
+            doc |= {"would_remove": [w for w in would if w], "would_remove_if_empty": [str(p) for p in plan["made"]]}
+        print(json.dumps(doc, indent=2))
+        return
+    for row in acted:
+        what = row["where"] if row["layer"] == "dist" else f"extension {row['where']}"
+        verb = (
+            ("would revert" if dry_run else "reverted")
+            if row["layer"] == "dist"
+            else ("would remove" if dry_run else "removed ")
+        )
+        print(f"{verb}  {what}  [{row['patch']}]")
+    if dry_run:
+        for item in filter(None, [plan["service"], *plan["own"], plan["config_removed"]]):
+            print(f"would remove  {item}")
+        for folder in plan["made"]:
+            if folder.is_dir():
+                print(f"would remove  {folder}  (if empty then)")
+    for line in removed:
+        print(f"removed   {line}")
+    for line in left:
+        print(f"left      {line}")
+    for path in kept:
+        print(f"kept      {path}  (your config; --purge removes it)")
+    if not dry_run:
+        print("senpi-guard is uninstalled from this machine; remove the tool itself: pipx uninstall senpi-guard")

@@ -1,0 +1,119 @@
+"""The record of the folders senpi-guard made outside its own state, data and cache folders
+(`~/.config/systemd/user`, `~/.senpi/agent/extensions`, a project's `.senpi/agent/extensions`, an
+XDG parent that was missing), so `uninstall` can take away those it made, and only those, once
+they are empty again.
+
+The record is `made-folders.json` in the state folder, written atomically (a temp file beside it,
+renamed) each time a folder is made:
+
+    {"version": 1, "folders": ["/home/me/.config/systemd", "/home/me/.config/systemd/user", ...]}
+
+Absolute paths, in the order they were made. A folder inside senpi-guard's own folders is not
+recorded (uninstall removes those whole). This module imports nothing of senpi-guard's own, so the
+writers everything else uses (io/write, io/folders) can call it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import platformdirs
+
+APP = "senpi-guard"
+VERSION = 1
+NAME = "made-folders.json"
+
+
+def own_folders() -> list[Path]:
+    """senpi-guard's own folders: removed whole by `uninstall`, never recorded inside."""
+    return [
+        Path(platformdirs.user_state_dir(APP)),
+        Path(platformdirs.user_data_dir(APP)),
+        Path(platformdirs.user_cache_dir(APP)),
+        Path(platformdirs.user_log_dir(APP)),
+    ]
+
+
+def record_file() -> Path:
+    return Path(platformdirs.user_state_dir(APP)) / NAME
+
+
+def missing_chain(folder: Path) -> list[Path]:
+    """`folder` and its parents that do not exist yet, outermost first."""
+    missing = []
+    folder = Path(os.path.abspath(folder))
+    while not os.path.lexists(folder):
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return missing[::-1]
+
+
+def make_private(folder: Path) -> list[Path]:
+    """Make `folder` and its missing parents 0700 (whatever the umask); the ones made."""
+    made = []
+    for each in missing_chain(folder):
+        try:
+            each.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        made.append(each)
+    return made
+
+
+def recorded() -> list[Path]:
+    """The folders recorded as made (an unreadable or unknown record: none, never a guess)."""
+    try:
+        data = json.loads(record_file().read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("folders"), list):
+        return []
+    return [Path(p) for p in data["folders"] if isinstance(p, str) and os.path.isabs(p)]
+
+
+def _inside_own(folder: Path, own: list[Path]) -> bool:
+    return any(folder != top and folder.is_relative_to(top) for top in own)
+
+
+def record(folders: Iterable[Path]) -> None:
+    """Add `folders` (just made) to the record. Best effort: a record that cannot be written never
+    fails the command that made the folder (uninstall then leaves that folder, as if not ours)."""
+    own = own_folders()
+    new = [Path(os.path.abspath(f)) for f in folders]
+    new = [f for f in new if not _inside_own(f, own)]
+    if not new:
+        return
+    path = record_file()
+    with contextlib.suppress(OSError):
+        made_now = make_private(path.parent)
+        known = [str(p) for p in recorded()]
+        for folder in [*made_now, *new]:
+            if str(folder) not in known and not _inside_own(folder, own):
+                known.append(str(folder))
+        _write(path, json.dumps({"version": VERSION, "folders": known}, indent=2).encode())
+
+
+def _write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def mkdirs(folder: Path) -> None:
+    """`folder.mkdir(parents=True, exist_ok=True)`, the folders made recorded."""
+    missing = missing_chain(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    record(f for f in missing if f.is_dir())

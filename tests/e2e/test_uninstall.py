@@ -1,0 +1,168 @@
+"""`senpi-guard uninstall` on a machine laid out as a user's: two installs patched with the real npm,
+one shadowed on PATH by the other, a project agent dir from `apply --here`, the user service written.
+Afterwards nothing senpi-guard made is left (file or folder) and every senpi byte is as before."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import SHAPE_REL, add_path, run_cli, write_user_config
+
+from senpi_guard.io import made
+from senpi_guard.keep import service
+
+NAME = "senpi-guard-directive-dedupe.js"
+
+
+def everything(*roots: Path) -> dict[str, str]:
+    """Every file (its bytes' digest) and folder (`dir`) under the roots: the machine as seen."""
+    import hashlib
+
+    seen = {}
+    for root in roots:
+        for path in [root, *root.rglob("*")]:
+            if path.is_symlink():
+                seen[str(path)] = "link:" + os.readlink(path)
+            elif path.is_dir():
+                seen[str(path)] = "dir"
+            elif path.is_file():
+                seen[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return seen
+
+
+@pytest.fixture
+def machine(env, npm_install, isolated_dirs, monkeypatch):
+    """Two patched installs (2026.8.1-shaped ones, in two prefixes, the second shadowed on PATH), a
+    project whose agent dir got the extension with `apply --here`, and the service's unit written.
+    Returns (the roots to compare, the state before apply, the project)."""
+    monkeypatch.delenv("SENPI_CODING_AGENT_DIR")  # (senpi's default: ~/.senpi/agent, and a project's)
+    first = npm_install(3, prefix=env / "prefix-a")
+    second = npm_install(2, prefix=env / "prefix-b")
+    add_path(monkeypatch, env / "prefix-a" / "bin", env / "prefix-b" / "bin")
+    assert (env / "prefix-a" / "bin" / "senpi").exists() and (env / "prefix-b" / "bin" / "senpi").exists()
+    project = env / "home" / "code" / "proj"
+    (project / ".senpi" / "agent").mkdir(parents=True)  # (the project's own, as senpi uses it)
+    roots = (env, isolated_dirs)
+    before = everything(*roots)
+    return {"roots": roots, "before": before, "project": project, "installs": (first, second)}
+
+
+def set_up(capsys, machine, monkeypatch) -> None:
+    code, out, err = run_cli(capsys, "apply", "--json")
+    rows = json.loads(out)["installs"]
+    assert code == 0, out + err
+    assert sorted(r["package_dir"] for r in rows if r["state"] == "patched") == sorted(map(str, machine["installs"]))
+    monkeypatch.chdir(machine["project"])
+    code, out, err = run_cli(capsys, "apply", "--here")
+    assert code == 0, out + err
+    assert (machine["project"] / ".senpi" / "agent" / "extensions" / NAME).is_file()
+    code, _, err = run_cli(capsys, "daemon", "install")  # (1 where no user service manager runs)
+    assert service.systemd_unit_path().is_file(), err
+    for pkg, shape in zip(machine["installs"], (3, 2), strict=True):
+        assert b"__senpiGuardDedupe(" in (pkg / SHAPE_REL[shape]).read_bytes()
+
+
+def made_now(machine) -> set[str]:
+    return set(everything(*machine["roots"])) - set(machine["before"])
+
+
+def test_uninstall_leaves_nothing_it_made_and_every_senpi_byte_exact(capsys, machine, monkeypatch):
+    set_up(capsys, machine, monkeypatch)
+    recorded = {str(p) for p in made.recorded()}
+    extensions = machine["project"] / ".senpi" / "agent" / "extensions"
+    assert {str(extensions), str(service.systemd_unit_path().parent)} <= recorded
+    shown = json.loads(run_cli(capsys, "paths", "--json")[1])
+    assert shown["project_agent_dirs"] == [str(machine["project"] / ".senpi" / "agent")]
+    code, out, err = run_cli(capsys, "uninstall", "--json")
+    doc = json.loads(out)  # one JSON document, nothing else on stdout
+    assert code == 0, out + err
+    assert doc["ok"] and sorted(r["package_dir"] for r in doc["installs"] if r["changed"]) == sorted(
+        map(str, machine["installs"])
+    )
+    assert made_now(machine) == set()
+    assert everything(*machine["roots"]) == machine["before"]  # every senpi file byte-exact, nothing else left
+    assert not service.systemd_unit_path().exists()
+
+
+def test_dry_run_changes_nothing_and_says_what_it_would_do(capsys, machine, monkeypatch):
+    set_up(capsys, machine, monkeypatch)
+    after_setup = everything(*machine["roots"])
+    code, out, err = run_cli(capsys, "uninstall", "--dry-run")
+    assert code == 0, err
+    assert everything(*machine["roots"]) == after_setup
+    assert out.count("would revert") == 2, out
+    for agent in (machine["project"], machine["project"].parents[1]):  # the project's and ~/.senpi/agent
+        assert f"would remove  extension {agent / '.senpi' / 'agent' / 'extensions' / NAME}" in out, out
+    assert str(service.systemd_unit_path()) in out
+    code, out, _ = run_cli(capsys, "uninstall", "--dry-run", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["dry_run"] and str(service.systemd_unit_path()) in doc["would_remove"]
+    assert everything(*machine["roots"]) == after_setup
+
+
+def test_a_drifted_install_is_refused_by_name_and_nothing_changes(capsys, machine, monkeypatch):
+    set_up(capsys, machine, monkeypatch)
+    first = machine["installs"][0]
+    target = first / SHAPE_REL[3]
+    target.write_bytes(target.read_bytes() + b"\n// my own fix\n")
+    after_edit = everything(*machine["roots"])
+    code, out, err = run_cli(capsys, "uninstall", "--json")
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "nothing was changed" in err and str(first) in err and "edited" in err
+    assert json.loads(out)["error"].startswith("uninstall refused")
+    assert everything(*machine["roots"]) == after_edit
+
+
+def test_purge_removes_the_config_and_without_it_the_config_is_kept(capsys, machine, monkeypatch, isolated_dirs):
+    config = write_user_config(isolated_dirs, "rescan_interval = 60\n")
+    set_up(capsys, machine, monkeypatch)
+    code, out, err = run_cli(capsys, "uninstall")
+    assert code == 0, err
+    assert config.is_file() and f"kept      {config}" in out
+    code, _, err = run_cli(capsys, "uninstall", "--purge")
+    assert code == 0, err
+    assert not config.exists() and not config.parent.exists()
+
+
+def test_folders_the_user_made_stay_and_a_recorded_one_with_files_is_left_and_said(capsys, machine, monkeypatch, env):
+    units = service.systemd_unit_path().parent
+    units.mkdir(parents=True)  # the user's own: senpi-guard did not make it
+    set_up(capsys, machine, monkeypatch)
+    assert str(units) not in {str(p) for p in made.recorded()}
+    agent = env / "home" / ".senpi" / "agent"
+    (agent / "extensions" / "mine.js").write_text("// the user's own extension\n")  # in a folder we made
+    code, out, err = run_cli(capsys, "uninstall")
+    assert code == 0, err
+    assert units.is_dir() and not service.systemd_unit_path().exists()
+    assert (agent / "extensions" / "mine.js").is_file()
+    assert f"left      {agent / 'extensions'} (not empty" in out
+    assert not (agent / "extensions" / NAME).exists()
+
+
+def test_mistyped_uninstall_is_suggested(capsys):
+    code, _, err = run_cli(capsys, "uninstal")
+    assert code == 2 and "did you mean `uninstall`?" in err
+
+
+def test_help_and_bash_completion_know_uninstall(capsys):
+    with pytest.raises(SystemExit) as done:
+        run_cli(capsys, "uninstall", "--help")
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert "senpi-guard uninstall --dry-run" in out and "exit codes:" in out and "1 refused" in out
+    assert "--purge" in out and "--json" in out
+    code, script, _ = run_cli(capsys, "completion", "bash")
+    assert code == 0
+    top = next(line for line in script.splitlines() if line.strip().startswith('"") words='))
+    assert " uninstall " in top
+    (case,) = [line for line in script.splitlines() if line.strip().startswith("uninstall) words=")]
+    assert all(option in case for option in ("--dry-run", "--purge", "--json"))
+
+
+def test_a_bad_option_is_one_line_with_json_on_stdout(capsys):
+    code, out, err = run_cli(capsys, "uninstall", "--purgee", "--json")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "uninstall --help" in err
+    assert json.loads(out)["error"]
