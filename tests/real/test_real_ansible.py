@@ -122,3 +122,22 @@ def test_a_failure_is_senpi_guards_one_line(playbook, tmp_path):
     result, stats = playbook({"root": str(not_senpi)})
     assert stats["failed"] == 1, result
     assert "\n" not in result["msg"] and str(not_senpi) in result["msg"], result["msg"]
+
+
+def test_absent_without_root_is_uninstall_and_a_second_run_changes_nothing(dist_only, playbook, isolated_dirs):
+    package = dist_only("2026.8.1")
+    pristine = tree_hashes(package)
+    extension = isolated_dirs / "agent" / "extensions" / EXTENSION
+    state = isolated_dirs / "xdg_state_home" / "senpi-guard"
+    _result, stats = playbook({"root": str(package)})
+    assert stats["changed"] == 1 and extension.is_file() and state.is_dir()
+
+    result, stats = playbook({"state": "absent"}, "--check")
+    assert stats["changed"] == 1 and stats["failed"] == 0, result
+    assert tree_hashes(package) != pristine and extension.is_file() and state.is_dir()  # (check mode)
+
+    result, stats = playbook({"state": "absent"})
+    assert stats["changed"] == 1 and stats["failed"] == 0, result
+    assert tree_hashes(package) == pristine and not extension.exists() and not state.exists()
+    result, stats = playbook({"state": "absent"})
+    assert stats["changed"] == 0 and stats["failed"] == 0, result

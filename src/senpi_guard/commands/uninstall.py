@@ -183,6 +183,8 @@ def run(args) -> int:
     if args.dry_run:
         _report(args, rows, _plan(store, unit, args.purge), [], [], dry_run=True)
         return 0
+    before = _plan(store, unit, args.purge)  # (taking the lock makes the state folder: not a change of ours)
+    existed = {str(p) for p in [*before["own"], *before["made"], before["config_removed"]] if p and p.exists()}
     with store.lock():
         kept, rows = _checked(flow, store, unit)  # (again: a watcher may have written meanwhile)
         plan = _plan(store, unit, args.purge)
@@ -197,6 +199,7 @@ def run(args) -> int:
             )
         said = _remove_service(unit, store) if plan["service"] else []
     removed, left = _remove_folders(plan)
+    removed = [path for path in removed if path in existed]
     _report(args, rows, plan, said + removed, left, dry_run=False, flow=flow)
     return 0
 
@@ -233,6 +236,12 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
             [str(plan["config_removed"])] if plan["config_removed"] else []
         )
         doc |= {"removed": removed, "left": left, "kept": kept}
+        # (whether anything was, or would be, changed: what configuration management reports)
+        doc["changed"] = bool(acted) or (
+            any(Path(w).exists() for w in would if w) or any(p.is_dir() for p in plan["made"])
+            if dry_run
+            else bool(removed)
+        )
         if dry_run:
             doc |= {"would_remove": [w for w in would if w], "would_remove_if_empty": [str(p) for p in plan["made"]]}
         print(json.dumps(doc, indent=2))
