@@ -37,9 +37,10 @@ def goals_file(argv: list[str] | None = None) -> Path | None:
     return path
 
 
-def report(goals: list[Goal], where: Path | None) -> None:
-    """Print each goal's line; with `where`, also write them as JSON (atomically)."""
-    for goal in goals:
+def report(goals: list[Goal], where: Path | None, echo: bool = True) -> None:
+    """Print each goal's line (unless the bench printed its own); with `where`, also write them as
+    JSON (atomically)."""
+    for goal in goals if echo else []:
         print(goal.line())
     if where is not None:
         temp = where.with_name(f".{where.name}.{os.getpid()}.tmp")

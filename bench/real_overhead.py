@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from goals import Goal, goals_file
+from goals import report as report_goals
 from real_runner import bench_runner, row, summary
 
 from senpi_guard.core.patch import definition
@@ -327,7 +329,24 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
+def goals_of(rows: list[dict]) -> list[Goal]:
+    """Each row held to a goal, as bench/run_all.py collects them."""
+    found = []
+    for r in rows:
+        if r["met"] is None:
+            continue
+        if "extra_pct" in r:
+            figure = f"{r['extra']:+.2f} ms ({r['extra_pct']:+.1f}% of {fmt(r['baseline'], r['unit'])})"
+        elif r["ratio"] is not None:
+            figure = f"{r['ratio']:.2f}x ({fmt(r['median'], r['unit'])})"
+        else:
+            figure = fmt(r["median"], r["unit"])
+        found.append(Goal(r["what"], figure, r["goal"], bool(r["met"])))
+    return found
+
+
 def main() -> int:
+    where = goals_file()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7, help="process runs per variant (x10 runner calls)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -371,6 +390,8 @@ def main() -> int:
     }
     report = {"header": header, "rows": rows, "checks": checks}
     print(json.dumps(report, indent=2) if args.json else render(report))
+    if where is not None:
+        report_goals(goals_of(rows), where, echo=False)
     return 0
 
 
