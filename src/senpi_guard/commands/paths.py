@@ -50,6 +50,7 @@ def collect() -> dict[str, Any]:
         "write_lock": str(where.lock_file),
         "watcher_pid_file": str(where.pid_file),
         "log_dir": str(store.log_dir()),
+        "cache_dir": str(store.cache_dir()),
         "service_file": str(unit),
         "senpi_agent_dir": str(agentdir.default_agent_dir()),
     }
@@ -87,6 +88,7 @@ def run(args) -> int:
         "write_lock",
         "watcher_pid_file",
         "log_dir",
+        "cache_dir",
         "service_file",
         "senpi_agent_dir",
     ):
