@@ -4,7 +4,8 @@
 #   bash scripts/test.sh --fast   ruff, lint-imports + the unit tests (tests/unit; ~15 s when the venv is up to date)
 #   bash scripts/test.sh --dev    as the first, with senpi-guard installed editable (for working on src/)
 # Extra arguments go to pytest (e.g. a test file and -k NAME). Needs python3 (>= 3.11), node (>= 18)
-# and npm; installs the rest.
+# and npm; installs the rest: with uv on PATH, the versions uv.lock pins (`uv sync`), else with pip
+# (pyproject.toml's `test` dependency group).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fast=0
@@ -15,13 +16,17 @@ while [ "${1:-}" = "--fast" ] || [ "${1:-}" = "--dev" ]; do
 done
 step() { printf '==> %s\n' "$*"; }
 
-# The venv is made again only when what it is made from changed: pyproject.toml, the install mode,
-# python itself and, for the real (non-editable) install, the files that go into the wheel.
+# The venv is made again only when what it is made from changed: pyproject.toml, uv.lock, the
+# installer (uv when it is on PATH, else pip), the install mode, python itself and, for the real
+# (non-editable) install, the files that go into the wheel.
+installer=pip
+if command -v uv >/dev/null 2>&1; then installer=uv; fi
 stamp_of() {
     {
-        printf 'dev=%s\n' "$dev"
+        printf 'dev=%s installer=%s\n' "$dev" "$installer"
         python3 -c 'import sys; print(sys.version)'
         sha256sum pyproject.toml
+        if [ -f uv.lock ]; then sha256sum uv.lock; fi
         if [ "$dev" = 0 ]; then
             find src patches -type f ! -name '*.pyc' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
         fi
@@ -29,20 +34,27 @@ stamp_of() {
 }
 stamp=$(stamp_of)
 if [ -x .venv/bin/python ] && [ "$(cat .venv/.senpi-guard-setup 2>/dev/null)" = "$stamp" ]; then
-    step "venv in .venv is up to date (pyproject.toml, python and the package unchanged)"
+    step "venv in .venv is up to date (pyproject.toml, uv.lock, python and the package unchanged)"
+elif [ "$installer" = uv ]; then
+    step "uv: sync .venv to uv.lock (the test group; senpi-guard $([ "$dev" = 1 ] && echo editable || echo non-editable))"
+    rm -f .venv/.senpi-guard-setup
+    editable=()
+    if [ "$dev" = 0 ]; then editable=(--no-editable); fi
+    uv sync --quiet --frozen --python python3 --no-default-groups --group test --reinstall-package senpi-guard "${editable[@]}"
+    echo "$stamp" > .venv/.senpi-guard-setup
 else
     step "python venv in .venv"
     rm -f .venv/.senpi-guard-setup
     python3 -m venv .venv
-    step "pip: upgrade pip"
+    step "pip: upgrade pip (>= 25.1 reads pyproject.toml's dependency groups)"
     .venv/bin/python -m pip install --quiet --upgrade pip
     if [ "$dev" = 1 ]; then
-        step "pip: install senpi-guard with its test extras, editable (an edit to src/ is what runs)"
-        .venv/bin/python -m pip install --quiet -e ".[test]"
+        step "pip: install the test group and senpi-guard, editable (an edit to src/ is what runs)"
+        .venv/bin/python -m pip install --quiet --group test -e .
     else
-        step "pip: install senpi-guard with its test extras (a real, non-editable install)"
+        step "pip: install the test group and senpi-guard (a real, non-editable install)"
         .venv/bin/python -m pip uninstall --quiet --yes senpi-guard 2>/dev/null || true
-        .venv/bin/python -m pip install --quiet ".[test]"
+        .venv/bin/python -m pip install --quiet --group test .
     fi
     echo "$stamp" > .venv/.senpi-guard-setup
 fi

@@ -64,13 +64,26 @@ def _chosen(argv: list[str]) -> str | None:
 JSON_KEY = {"audit": "sessions", "check": "patches"}  # the list key of a command's --json output; default "installs"
 
 
+def _paragraphs(text: str) -> list[str]:
+    """The lines of a description or epilog, a sentence the source broke over lines joined again
+    (a line ending in `.` or `:`, a blank one or an indented one, as an example, stands alone)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        joins = out and out[-1].strip() and not out[-1][:1].isspace() and not out[-1].endswith((".", ":"))
+        if joins and line.strip() and not line[:1].isspace():
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
 class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """Descriptions and epilogs wrapped to the terminal, each line on its own (an example keeps its
-    indent; its continuation goes four further)."""
+    """Descriptions and epilogs wrapped to the terminal at words, each paragraph on its own (an
+    example keeps its indent; its continuation goes four further)."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         out = []
-        for line in text.splitlines():
+        for line in _paragraphs(text):
             lead = line[: len(line) - len(line.lstrip())]
             out.append(
                 textwrap.fill(
@@ -89,14 +102,31 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors exit 2 through main(), like every other error
-        raise UsageError(f"{message}{_did_you_mean(message)} (see `{self.prog} --help`)")
+        raise UsageError(f"{message}{_did_you_mean(self, message)} (see `{self.prog} --help`)")
 
 
-def _did_you_mean(message: str) -> str:
-    """For a mistyped command: the nearest one (argparse of Python 3.11 does not suggest)."""
-    match = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
-    near = difflib.get_close_matches(match[1], COMMANDS, n=1, cutoff=0.6) if match else []
+def _near(word: str, known) -> str:
+    """`; did you mean X?` for the nearest of `known` (argparse of Python 3.11 does not suggest)."""
+    near = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
     return f"; did you mean `{near[0]}`?" if near else ""
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """For a mistyped command or sub-action (`daemon instal`): the nearest of that parser's choices."""
+    match = re.match(r"argument [^:]+: invalid choice: '([^']*)'", message)
+    if not match:
+        return ""
+    return _near(match[1], [choice for action in parser._actions if action.choices for choice in action.choices])
+
+
+def _unknown_options(parser: argparse.ArgumentParser, command: str | None, extra: list[str]) -> str:
+    """`unrecognized arguments: …`, with the nearest option for a mistyped one (`--jsn`)."""
+    known = list(parser._option_string_actions)
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if command and sub is not None and command in sub.choices:
+        known += list(sub.choices[command]._option_string_actions)
+    option = next((arg.split("=", 1)[0] for arg in extra if arg.startswith("--")), None)
+    return f"unrecognized arguments: {' '.join(extra)}{_near(option, known) if option else ''}"
 
 
 def _paths_epilog() -> str:
@@ -106,6 +136,7 @@ def _paths_epilog() -> str:
         f"  data    {where.data_dir}  (backups of original bytes)\n"
         f"  state   {where.state_dir}  (records, write lock, watcher pid)\n"
         f"  logs    {store.log_dir()}\n"
+        f"  cache   {store.cache_dir()}  (only to be faster; the one folder `status` writes to)\n"
         "`senpi-guard paths` shows the effective config and every path."
     )
 
@@ -143,10 +174,10 @@ def _verbosity(parser: argparse.ArgumentParser, default) -> None:
         "-v",
         "--verbose",
         dest="verbosity",
-        action="store_const",
-        const=1,
+        action="count",
         default=default,
-        help="full paths, backup paths, wide tables",
+        help="full paths, backup paths, wide tables, the whole diff (its very long compiled lines "
+        "clipped around the change); -vv: those lines whole",
     )
 
 
@@ -225,7 +256,7 @@ def _main(argv: list[str] | None = None) -> int:
         args, extra = parser.parse_known_args(argv)
         if extra:  # (argparse blames the top parser: point at the command's own help)
             where = f"senpi-guard {args.command}" if args.command else "senpi-guard"
-            raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see `{where} --help`)")
+            raise UsageError(f"{_unknown_options(parser, args.command, extra)} (see `{where} --help`)")
         ui.configure(args.verbosity, args.color)
         if args.config is not None:  # (for this process and every one it starts)
             os.environ["SENPI_GUARD_CONFIG"] = str(args.config.absolute())

@@ -1,4 +1,5 @@
-"""A unified diff that stays readable when compiled lines are very long."""
+"""A unified diff that stays readable when compiled lines are very long (clipped to a window around
+what changed; `whole` keeps every line as it is, for -vv)."""
 
 from __future__ import annotations
 
@@ -30,11 +31,11 @@ def visible(text: str) -> str:
     return text.translate(_VISIBLE)
 
 
-def window_diff(label: str, old: bytes, new: bytes) -> str:
+def window_diff(label: str, old: bytes, new: bytes, whole: bool = False) -> str:
     old_lines = old.decode("utf-8", "replace").splitlines()
     new_lines = new.decode("utf-8", "replace").splitlines()
     diff = difflib.unified_diff(old_lines, new_lines, f"a/{label}", f"b/{label}", n=1, lineterm="")
-    return "".join(f"{visible(line)}\n" for line in _windowed(diff))
+    return "".join(f"{visible(line)}\n" for line in (diff if whole else _windowed(diff)))
 
 
 def _windowed(lines: Iterable[str]) -> Iterator[str]:

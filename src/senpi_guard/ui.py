@@ -14,7 +14,7 @@ _CODES = {"good": "32", "warn": "33", "bad": "31", "dim": "2"}
 
 
 class _Settings:
-    verbosity = 0  # -1 quiet, 0 normal, 1 verbose
+    verbosity = 0  # -1 quiet, 0 normal, 1 verbose (-v), 2 and more: whole lines too (-vv)
     color = "auto"  # auto, always, never (--color)
 
 
@@ -41,6 +41,11 @@ def configure(verbosity: int, color: str = "auto") -> None:
 
 def verbose() -> bool:
     return settings.verbosity > 0
+
+
+def very_verbose() -> bool:
+    """-vv: as -v, and a diff's very long compiled lines shown whole (-v clips them)."""
+    return settings.verbosity > 1
 
 
 def quiet() -> bool:

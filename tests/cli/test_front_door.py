@@ -3,6 +3,7 @@ terminal, paths relative to the package. Sample packages are written in place (n
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pty
@@ -13,9 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import rows_of, run_cli
+from conftest import SHAPE_REL, rows_of, run_cli
 
 from senpi_guard import __version__
+from senpi_guard.cli import COMMANDS
 from senpi_guard.demo import sample, sample_session
 
 ESC = "\033["
@@ -433,3 +435,50 @@ def test_check_of_a_release_it_cannot_use_fails_whatever_the_layers(capsys, pkg,
     row = next(r for r in doc["patches"] if r["patch"] == "directive-dedupe")
     assert code == 1 and not doc["ok"] and not row["ok"], out
     assert "buildPromptBlocks" in json.dumps(row), row
+
+
+def test_v_clips_very_long_compiled_lines_and_vv_shows_them_whole(capsys, pkg):
+    code, clipped, _ = run_cli(capsys, "apply", "--dry-run", "-v", "--root", pkg)
+    assert code == 0 and "…" in clipped
+    code, whole, _ = run_cli(capsys, "apply", "--dry-run", "-vv", "--root", pkg)
+    changed = [line for line in whole.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert code == 0 and changed and "…" not in whole
+    source = (pkg / SHAPE_REL[2]).read_text()
+    assert all(line[1:] in source.splitlines() for line in changed if line.startswith("-"))
+    assert max(map(len, changed)) > max(map(len, clipped.splitlines()))
+
+
+def test_did_you_mean_for_a_sub_action_and_an_option(capsys):
+    code, _, err = run_cli(capsys, "daemon", "instal")
+    assert code == 2 and "did you mean `install`?" in err and len(err.splitlines()) == 1
+    code, _, err = run_cli(capsys, "status", "--jsn")
+    assert code == 2 and "did you mean `--json`?" in err and "see `senpi-guard status --help`" in err
+    code, _, err = run_cli(capsys, "apply", "--dry-rn=1")
+    assert code == 2 and "did you mean `--dry-run`?" in err
+    code, _, err = run_cli(capsys, "completion", "bsh")
+    assert code == 2 and "did you mean `bash`?" in err
+    assert "did you mean" not in run_cli(capsys, "daemon", "zzzzzz")[2] + run_cli(capsys, "status", "--zzzzzz")[2]
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_wraps_at_words_on_a_narrow_terminal(command):
+    """The description is filled as a paragraph: no line ends where the next line's first word would
+    still have fitted (a sentence broken where the source text broke it, as `audit --help` was)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "senpi_guard", *([command] if command else []), "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "60"},
+        timeout=60,
+    )
+    width = 60 - 2  # (argparse's, from COLUMNS)
+    blocks = done.stdout.split("\n\n")
+    description = blocks[1].splitlines()  # (after the usage)
+    assert done.returncode == 0 and description and description[0] not in ("options:", "positional arguments:")
+    short = [
+        (line, after)
+        for line, after in itertools.pairwise(description)
+        if not line.endswith((".", ":")) and len(line) + 1 + len(after.split()[0]) <= width
+    ]
+    assert not short, short
+    assert all(len(line) <= width for line in description)

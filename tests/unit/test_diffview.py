@@ -17,3 +17,11 @@ def test_a_long_line_is_shown_as_a_window_around_the_change():
 def test_no_change_no_diff_and_control_characters_are_visible():
     assert window_diff("a.js", b"same\n", b"same\n") == ""
     assert visible("a\x1b[2Jb") == "a\\x1b[2Jb" and visible("a\tb") == "a\tb"  # (a tab stays a tab)
+
+
+def test_whole_keeps_every_line_as_it_is():
+    old = b"x" * 5000 + b"return blocks;" + b"y" * 5000 + b"\n"
+    new = b"x" * 5000 + b"return __senpiGuardDedupe(blocks);" + b"y" * 5000 + b"\n"
+    lines = window_diff("dist/a.js", old, new, whole=True).splitlines()
+    assert "-" + old.decode().rstrip("\n") in lines and "+" + new.decode().rstrip("\n") in lines
+    assert "…" not in "".join(lines)

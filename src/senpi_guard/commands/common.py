@@ -13,7 +13,7 @@ from senpi_guard.core.patch import definition
 from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
-from senpi_guard.io.store import Store
+from senpi_guard.io import store
 from senpi_guard.layers import pipeline
 
 
@@ -53,14 +53,14 @@ class NoInstallFound(FatalError):
 PROBE_CACHE_AGE = 600.0  # seconds a read-only command trusts package managers' remembered answers
 
 
-def installs(args, state_dir: Path | None = None) -> list[discover.Install]:
-    """The installs named by --root, else every one found. With `state_dir` (read-only commands),
+def installs(args, cache_dir: Path | None = None) -> list[discover.Install]:
+    """The installs named by --root, else every one found. With `cache_dir` (read-only commands),
     the package managers' answers come from a cache there at most PROBE_CACHE_AGE old."""
-    cache = discover.ProbeCache.load(state_dir / "probes.json", PROBE_CACHE_AGE) if state_dir else None
+    cache = discover.ProbeCache.load(cache_dir / store.PROBES_FILE, PROBE_CACHE_AGE) if cache_dir else None
     if args.root:
         found = discover.explicit(args.root)
     else:  # (and every install the state records: one shadowed on PATH, or patched with --root)
-        found = discover.discover(cache=cache, recorded=Store().recorded_installs())
+        found = discover.discover(cache=cache, recorded=store.Store().recorded_installs())
     if not found.installs:
         raise NoInstallFound(
             "no senpi install found: install @code-yeongyu/senpi, pass --root PKG_DIR, or run "

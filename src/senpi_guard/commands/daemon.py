@@ -33,7 +33,11 @@ DESCRIPTION = (
 
 def configure(parser) -> None:
     parser.add_argument("action", choices=("install", "uninstall", "status"), help="install, uninstall or status")
-    parser.add_argument("--json", action="store_true", help="status: machine-readable output on stdout")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object on stdout (what was done, or the status); the lines otherwise printed go to stderr",
+    )
 
 
 def _manual(reason: str) -> FatalError:
@@ -52,9 +56,30 @@ def _print_environment(argv: list[str], env: dict[str, str]) -> None:
             print(f"  {key}={value if value.isprintable() else repr(value)}")  # one line each
 
 
-def _show_recorded(spec: service.ServiceSpec) -> None:
-    print(
-        f"recorded  node {spec.environment.get(nodes.RECORDED, 'not found on PATH')}; PATH {spec.environment['PATH']}"
+class _Done:
+    """What install or uninstall did: a line each as it happens (on stderr with --json, where stdout
+    carries only the JSON object printed at the end)."""
+
+    def __init__(self, action: str, as_json: bool) -> None:
+        self.as_json = as_json
+        self.facts: dict = {"action": action}
+
+    def say(self, line: str, **facts) -> None:
+        print(line, file=sys.stderr if self.as_json else sys.stdout)
+        self.facts.update(facts)
+
+    def finish(self) -> int:
+        if self.as_json:
+            print(json.dumps({**self.facts, "ok": True}, indent=2))
+        return 0
+
+
+def _show_recorded(spec: service.ServiceSpec, done: _Done) -> None:
+    node = spec.environment.get(nodes.RECORDED)
+    done.say(
+        f"recorded  node {node or 'not found on PATH'}; PATH {spec.environment['PATH']}",
+        node=node,
+        path=spec.environment["PATH"],
     )
 
 
@@ -93,7 +118,7 @@ def _read_unit(unit: Path) -> str:
         raise os_error(exc, "read", unit, "fix its permissions, then run `senpi-guard daemon status` again") from exc
 
 
-def _install_linux(unit: Path) -> int:
+def _install_linux(unit: Path, done: _Done) -> int:
     spec = service.spec(service.SYSTEMD_PATH)
     text = service.systemd_unit(spec)  # refuses what systemd could not be told, before any change
     _unit_place(unit, "install")
@@ -105,8 +130,8 @@ def _install_linux(unit: Path) -> int:
             exc, "create", unit.parent, "fix that folder's permissions, then run `senpi-guard daemon install` again"
         ) from exc
     write_private(unit, text.encode())
-    print(f"wrote {unit}")
-    _show_recorded(spec)
+    done.say(f"wrote {unit}", unit=str(unit), written=True)
+    _show_recorded(spec, done)
     if why:
         raise _manual(f"the unit is written but {why}")
     for argv in (
@@ -116,11 +141,11 @@ def _install_linux(unit: Path) -> int:
         result = service.run(argv)
         if result.returncode != 0:
             raise FatalError(f"`{' '.join(argv)}` failed: {result.stderr.strip()[-300:]}")
-    print(f"enabled and started {service.UNIT_NAME}")
-    return 0
+    done.say(f"enabled and started {service.UNIT_NAME}", enabled=True, started=True)
+    return done.finish()
 
 
-def _uninstall_linux(unit: Path) -> int:
+def _uninstall_linux(unit: Path, done: _Done) -> int:
     existed = _unit_place(unit, "uninstall")
     why = service.systemd_available()
     if not why:
@@ -133,15 +158,16 @@ def _uninstall_linux(unit: Path) -> int:
         ) from exc
     if not why:
         service.run(["systemctl", "--user", "daemon-reload"])
-    print(f"removed {unit}" if existed else f"{unit} was not installed")
-    return 0
+    done.say(f"removed {unit}" if existed else f"{unit} was not installed", unit=str(unit), removed=existed)
+    return done.finish()
 
 
 def _linux(action: str, as_json: bool = False) -> int:
     unit = service.systemd_unit_path()
     if action == "status":
         return _status_linux(unit, as_json)
-    return _install_linux(unit) if action == "install" else _uninstall_linux(unit)
+    done = _Done(action, as_json)
+    return _install_linux(unit, done) if action == "install" else _uninstall_linux(unit, done)
 
 
 def _status_linux(unit: Path, as_json: bool) -> int:
@@ -186,22 +212,24 @@ def _macos(action: str, as_json: bool = False) -> int:
     plist = service.launchd_plist_path()
     if shutil.which("launchctl") is None:
         raise _manual("launchctl is not available")
+    done = _Done(action, as_json)
     if action == "install":
         made.mkdirs(plist.parent)
         spec = service.spec(service.LAUNCHD_PATH)
         write_private(plist, service.launchd_plist(spec, store.log_dir()))
-        _show_recorded(spec)
+        _show_recorded(spec, done)
         result = service.run(["launchctl", "load", "-w", str(plist)])
         if result.returncode != 0:
             raise FatalError(f"launchctl load {plist} failed: {result.stderr.strip()[-300:]}")
-        print(f"loaded {plist}")
-        return 0
+        done.say(f"loaded {plist}", unit=str(plist), written=True, loaded=True)
+        return done.finish()
     if action == "uninstall":
-        if plist.exists():
+        existed = plist.exists()
+        if existed:
             service.run(["launchctl", "unload", "-w", str(plist)])
             plist.unlink()
-        print(f"removed {plist}")
-        return 0
+        done.say(f"removed {plist}", unit=str(plist), removed=existed)
+        return done.finish()
     listed = service.run(["launchctl", "list", service.LABEL]).returncode == 0
     try:
         data = plistlib.loads(plist.read_bytes()) if plist.exists() else {}

@@ -28,6 +28,15 @@ RECORDS_VERSION = 3  # 1-2 kept one patch's fields on the install itself (see _m
 LEGACY_PATCH = "directive-dedupe"
 PER_PATCH = ("located", "last_verify", "last_reconcile", "backoff")
 LOCK_TIMEOUT = 120.0
+PROBES_FILE = "probes.json"  # package managers' remembered answers (read-only commands' cache)
+
+
+def cache_dir() -> Path:
+    """What senpi-guard keeps only to be faster (losing it costs time, never data): the one folder
+    a read-only command such as `status` writes to."""
+    return Path(platformdirs.user_cache_dir(APP))
+
+
 log = logging.getLogger("senpi-guard")
 
 

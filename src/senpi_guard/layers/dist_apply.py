@@ -56,9 +56,12 @@ def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> O
     # every other patch on a file about to be written is proven on the composed bytes too
     house_mod.prove_others(rec, install, ((tf.path, wanted[tf.target.role]) for tf in to_write))
     if dry_run:
+        from senpi_guard import ui
         from senpi_guard.diffview import window_diff
 
-        diff = "".join(window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role]) for tf in to_write)
+        diff = "".join(
+            window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role], whole=ui.very_verbose()) for tf in to_write
+        )
         return replace(
             start,
             ok=True,
