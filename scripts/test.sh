@@ -37,14 +37,14 @@ if [ -x .venv/bin/python ] && [ "$(cat .venv/.senpi-guard-setup 2>/dev/null)" = 
     step "venv in .venv is up to date (pyproject.toml, uv.lock, python and the package unchanged)"
 elif [ "$installer" = uv ]; then
     step "uv: sync .venv to uv.lock (the test group; senpi-guard $([ "$dev" = 1 ] && echo editable || echo non-editable))"
-    rm -f .venv/.senpi-guard-setup
+    rm -f .venv/.senpi-guard-setup .venv/.senpi-guard-demo  # (demo.sh sets itself up again)
     editable=()
     if [ "$dev" = 0 ]; then editable=(--no-editable); fi
     uv sync --quiet --frozen --python python3 --no-default-groups --group test --reinstall-package senpi-guard "${editable[@]}"
     echo "$stamp" > .venv/.senpi-guard-setup
 else
     step "python venv in .venv"
-    rm -f .venv/.senpi-guard-setup
+    rm -f .venv/.senpi-guard-setup .venv/.senpi-guard-demo  # (demo.sh sets itself up again)
     python3 -m venv .venv
     step "pip: upgrade pip (>= 25.1 reads pyproject.toml's dependency groups)"
     .venv/bin/python -m pip install --quiet --upgrade pip
