@@ -36,3 +36,12 @@ def test_a_record_of_another_version_or_unreadable_counts_as_empty(tmp_path):
     assert made.recorded() == []
     record.write_text(json.dumps({"version": made.VERSION, "folders": ["relative/path", 3, str(tmp_path / "x")]}))
     assert made.recorded() == [tmp_path / "x"]
+
+
+def test_the_cache_folders_own_chain_is_recorded_in_the_cache_folder_and_nothing_in_state():
+    cache = made.cache_record_file().parent
+    private_dirs(cache)  # (as status makes it: its only write)
+    assert not made.record_file().exists()  # nothing outside the cache folder
+    listed = made.recorded()
+    assert cache in listed and cache.parent in listed  # (the XDG cache parent was missing too)
+    assert json.loads(made.cache_record_file().read_text())["folders"] == [str(cache.parent), str(cache)]

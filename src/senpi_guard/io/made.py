@@ -3,8 +3,9 @@
 XDG parent that was missing), so `uninstall` can take away those it made, and only those, once
 they are empty again.
 
-The record is `made-folders.json` in the state folder, written atomically (a temp file beside it,
-renamed) each time a folder is made:
+The record is `made-folders.json` in the state folder (and, for the cache folder's own chain, one
+in the cache folder, so `status` writes nothing outside it), written atomically (a temp file beside
+it, renamed) each time a folder is made:
 
     {"version": 1, "folders": ["/home/me/.config/systemd", "/home/me/.config/systemd/user", ...]}
 
@@ -42,6 +43,17 @@ def record_file() -> Path:
     return Path(platformdirs.user_state_dir(APP)) / NAME
 
 
+def cache_record_file() -> Path:
+    """Where the folders made for the cache folder itself (it, and a missing ~/.cache) are recorded:
+    in the cache folder, so a read-only command (`status`) writes nothing outside it."""
+    return Path(platformdirs.user_cache_dir(APP)) / NAME
+
+
+def _for_cache(folder: Path) -> bool:
+    cache = Path(os.path.abspath(platformdirs.user_cache_dir(APP)))
+    return cache == folder or cache.is_relative_to(folder)
+
+
 def missing_chain(folder: Path) -> list[Path]:
     """`folder` and its parents that do not exist yet, outermost first."""
     missing = []
@@ -67,9 +79,17 @@ def make_private(folder: Path) -> list[Path]:
 
 
 def recorded() -> list[Path]:
-    """The folders recorded as made (an unreadable or unknown record: none, never a guess)."""
+    """The folders recorded as made, in both records (an unreadable or unknown record: none, never a
+    guess)."""
+    found: list[Path] = []
+    for path in (record_file(), cache_record_file()):
+        found += [folder for folder in _read(path) if folder not in found]
+    return found
+
+
+def _read(path: Path) -> list[Path]:
     try:
-        data = json.loads(record_file().read_text("utf-8"))
+        data = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return []
     if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("folders"), list):
@@ -82,17 +102,24 @@ def _inside_own(folder: Path, own: list[Path]) -> bool:
 
 
 def record(folders: Iterable[Path]) -> None:
-    """Add `folders` (just made) to the record. Best effort: a record that cannot be written never
-    fails the command that made the folder (uninstall then leaves that folder, as if not ours)."""
+    """Add `folders` (just made) to the record: the cache folder's own chain to the record in it,
+    the rest to the state folder's. Best effort: a record that cannot be written never fails the
+    command that made the folder (uninstall then leaves that folder, as if not ours)."""
     own = own_folders()
     new = [Path(os.path.abspath(f)) for f in folders]
     new = [f for f in new if not _inside_own(f, own)]
-    if not new:
-        return
-    path = record_file()
+    for path, group in (
+        (cache_record_file(), [f for f in new if _for_cache(f)]),
+        (record_file(), [f for f in new if not _for_cache(f)]),
+    ):
+        if group:
+            _add(path, group, own)
+
+
+def _add(path: Path, new: list[Path], own: list[Path]) -> None:
     with contextlib.suppress(OSError):
         made_now = make_private(path.parent)
-        known = [str(p) for p in recorded()]
+        known = [str(p) for p in _read(path)]
         for folder in [*made_now, *new]:
             if str(folder) not in known and not _inside_own(folder, own):
                 known.append(str(folder))
