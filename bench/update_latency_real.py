@@ -100,6 +100,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="senpi-guard-bench-real-update-"))
+    work.chmod(0o755)  # (as root, replays run as nobody over root's install: nobody must read it)
     env_keys = ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
     os.environ.update({key: str(work / key.lower()) for key in env_keys}, HOME=str(work / "home"))
     os.environ["PATH"] = f"{NODE24}{os.pathsep}{os.environ['PATH']}"
