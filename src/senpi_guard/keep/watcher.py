@@ -230,7 +230,7 @@ class Watcher:
         flow = pipeline.build(self.patches, self.config, self.store, cancel=self.stop)
         run = pipeline.Run(keeping=self.keeping)
         with owners.step():  # (one judgement of whose code a replay runs, per round)
-            for layer in flow.layers:
+            for layer in flow.keep_order():
                 if self.stop.is_set():
                     return
                 self.schedule.trigger = trigger

@@ -330,6 +330,12 @@ class Pipeline:
                 self.results += getattr(layer, step)(installs, run)
         return self.results
 
+    def keep_order(self) -> list[Layer]:
+        """The watcher's order: every dist layer first (in write order), then the extensions, each
+        still after its own patch's dist layer: an extension's re-proof (senpi's loader, seconds)
+        never holds up another patch's dist layer after an update."""
+        return sorted(self.layers, key=lambda layer: layer.name != "dist")
+
     @property
     def ok(self) -> bool:
         return all(result.ok for result in self.results)
