@@ -234,11 +234,7 @@ def _replay_problem(install, node: dict[str, str]) -> str | None:
     """As root: why a replay of this install would be refused (whose code it is), else None."""
     if os.geteuid() != 0 or install.unsupported or "path" not in node:
         return None
-    try:
-        owners.decide(install.package_dir, node["path"])
-    except FatalError as exc:
-        return str(exc)
-    return None
+    return owners.refusal(install.package_dir, node["path"])
 
 
 def _node(install) -> dict[str, str]:

@@ -25,6 +25,7 @@ from senpi_guard.io.store import Store
 from senpi_guard.keep.notify import log
 from senpi_guard.keep.schedule import DistSchedule, Known, file_stat
 from senpi_guard.layers import pipeline
+from senpi_guard.prove import owners
 
 # watchdog warns when a directory that was replaced (an update) is watched again at the same path;
 # the old watch is gone with the old inode, so the warning carries no information here.
@@ -228,16 +229,17 @@ class Watcher:
         # `keep` step): the watcher only says which installs are due and logs what comes back
         flow = pipeline.build(self.patches, self.config, self.store, cancel=self.stop)
         run = pipeline.Run(keeping=self.keeping)
-        for layer in flow.layers:
-            if self.stop.is_set():
-                return
-            self.schedule.trigger = trigger
-            self.schedule.quiet_period = self.config.quiet_period
-            for result in layer.keep(installs, run):
-                if result.layer == "dist":
-                    self.schedule.recorded(result, trigger)
-                else:
-                    _log_extension(result)
+        with owners.step():  # (one judgement of whose code a replay runs, per round)
+            for layer in flow.keep_order():
+                if self.stop.is_set():
+                    return
+                self.schedule.trigger = trigger
+                self.schedule.quiet_period = self.config.quiet_period
+                for result in layer.keep(installs, run):
+                    if result.layer == "dist":
+                        self.schedule.recorded(result, trigger)
+                    else:
+                        _log_extension(result)
 
     # ---- main loop ---------------------------------------------------------------------
     def run(self, logfile: Path | None = None) -> int:

@@ -16,6 +16,7 @@ from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
+from senpi_guard.layers import extension_proofs as proofs
 from senpi_guard.prove import nodes, replays, sandbox
 from senpi_guard.prove import verify as verify_mod
 from senpi_guard.prove.sandbox import Sandbox
@@ -66,7 +67,7 @@ def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Inst
     return None, None
 
 
-def _replay_key(patch: Patch, rendered: str, install: Install | None, host: dict | None, node) -> str:
+def _replay_parts(patch: Patch, rendered: str, install: Install | None, host: dict | None, node) -> dict:
     """Everything the replay's result depends on: the rendered file, the checks, the fixtures, the
     harness, the node, and the host senpi's loader, runner and dist/ (as status stamps them)."""
 
@@ -77,7 +78,7 @@ def _replay_key(patch: Patch, rendered: str, install: Install | None, host: dict
             return f"unreadable {time.time()}"  # never matches: the replay runs
 
     fixtures = sorted(p for p in patch.extension.fixtures.rglob("*") if p.is_file())
-    parts = {
+    return {
         "extension": hashlib.sha256(rendered.encode()).hexdigest(),
         "node": [node.path, node.version],
         "harness": hashlib.sha256(sandbox.harness_bytes(HARNESS)).hexdigest(),
@@ -85,7 +86,13 @@ def _replay_key(patch: Patch, rendered: str, install: Install | None, host: dict
         "host": {k: [v, sha(Path(v))] for k, v in sorted((host or {}).items())},
         "dist": replays.package_stamp(install.package_dir) if install else None,
     }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _keys(parts: dict) -> tuple[str, str]:
+    """The key by identity (dist/'s stamp, node's path) and the key by content (node's version; the
+    files node loaded are checked beside it: extension_proofs)."""
+    by_content = {**parts, "dist": None, "node": parts["node"][1]}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest(), proofs.content_key(by_content)
 
 
 def replay(
@@ -104,14 +111,19 @@ def replay(
     install, host = _senpi_host(installs, allow_foreign_root)
     node = nodes.node_for(install.package_dir if install else None)
     memo = replays.ReplayMemo(store.state_dir / "replays.json")
-    key = _replay_key(patch, rendered, install, host, node)
+    key, by_content = _keys(_replay_parts(patch, rendered, install, host, node))
     known = memo.get(key, reuse)
     if known is not None:
+        return known
+    content = proofs.ContentProofs(store.state_dir / "extension-proofs.json")
+    known = content.get(by_content) if reuse and host else None
+    if known is not None:  # (the same bytes loaded as when it passed: a reinstall, a new inode)
+        memo.put(key, known)
         return known
     # as root: node and the host's code never run as root over code anyone else could write
     package_dir = install.package_dir if install else None
     place = Sandbox.judged(store.state_dir / "verify", package_dir, node.path, allow_foreign_root)
-    report = _run_replay(patch, config, rendered, place, host, node, cancel)
+    report = content.put(by_content, _run_replay(patch, config, rendered, place, host, node, cancel))
     memo.put(key, report)
     return report
 
@@ -142,5 +154,9 @@ def _run_replay(
         report = verify_mod.run_script(
             node.path, folder / HARNESS, job, config.verify_timeout, cancel, place, "the extension's replay"
         )
-    stats = {"host": report["host"], "host_unavailable": report.get("hostUnavailable")}
+    stats = {
+        "host": report["host"],
+        "host_unavailable": report.get("hostUnavailable"),
+        proofs.IMPORTED: report.get("imported"),
+    }
     return verify_mod.summarize({"results": report["results"], "stats": stats, "node": node.version})

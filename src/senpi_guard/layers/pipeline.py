@@ -35,6 +35,7 @@ from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.extension_keep import Keeping
 from senpi_guard.layers.findings import Inspection, Outcome
 from senpi_guard.layers.house import House
+from senpi_guard.prove import owners
 from senpi_guard.prove import verify as verify_mod
 
 # One result type for both layers: each carries `layer` ("dist", "extension"), `patch`, `before`,
@@ -324,9 +325,16 @@ class Pipeline:
 
     def run(self, step: str, installs: list[Install], run: Run) -> list[Result]:
         order: Iterable[Layer] = reversed(self.layers) if step == "revert" else self.layers
-        for layer in order:
-            self.results += getattr(layer, step)(installs, run)
+        with owners.step():  # (whose code a replay runs: judged once for the whole step)
+            for layer in order:
+                self.results += getattr(layer, step)(installs, run)
         return self.results
+
+    def keep_order(self) -> list[Layer]:
+        """The watcher's order: every dist layer first (in write order), then the extensions, each
+        still after its own patch's dist layer: an extension's re-proof (senpi's loader, seconds)
+        never holds up another patch's dist layer after an update."""
+        return sorted(self.layers, key=lambda layer: layer.name != "dist")
 
     @property
     def ok(self) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import memo
 from senpi_guard.prove import owners
 
 MIN_NODE = 18
@@ -38,8 +39,28 @@ def own_node(package_dir: Path) -> Path | None:
     return None
 
 
+def _memo_key(node: str) -> str | None:
+    """The key node's version is remembered under: its binary as it is now. Only a real node binary
+    (an ELF file named node once links are resolved): a shim (volta's, asdf's script) picks its node
+    by folder or environment, so its own file says nothing of the version it runs."""
+    real = os.path.realpath(node)
+    if os.path.basename(real) != "node":
+        return None
+    try:
+        with open(real, "rb") as handle:
+            if handle.read(4) != b"\x7fELF":
+                return None
+    except OSError:
+        return None
+    return memo.file_key(real)
+
+
 @cache
 def version_of(node: str) -> str:
+    key = _memo_key(node)
+    known = memo.recall("node-version", key)
+    if isinstance(known, str) and known:
+        return known
     try:
         # as root, another user's node runs as that user (its code never runs as root)
         out = subprocess.run(
@@ -55,6 +76,8 @@ def version_of(node: str) -> str:
         raise FatalError(
             f"cannot run node at {node} ({exc}); reinstall Node.js or point SENPI_GUARD_NODE at a working node"
         ) from exc
+    if re.fullmatch(r"v\d+\.\d+\.\d+\S*", out):
+        memo.remember("node-version", key, out)
     return out
 
 

@@ -23,41 +23,46 @@ import json
 import os
 import pwd
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard import ui
 from senpi_guard.errors import FatalError
+from senpi_guard.io import memo
 
 EXAMPLES = 2  # files named per owner in a refusal
 NOBODY = "nobody"
+VERDICT = "root-verdict"  # (memo kind)
 DEPENDENCY_KEYS = ("dependencies", "optionalDependencies", "peerDependencies")
 
 
 @dataclass
 class Judgement:
     """What a replay over some code would run: its non-root owners, the first file anyone may write,
-    and the first thing `nobody` could not read."""
+    and the first thing `nobody` could not read. Paths are strings: the walk meets every file of
+    senpi's dependencies (24,000 in the published package), and a Path per entry costs most of it."""
 
     owners: dict[int, tuple[int, list[Path]]] = field(default_factory=dict)  # uid -> (gid, examples)
     anyones: Path | None = None
     unreadable: Path | None = None
 
-    def note(self, path: Path, st: os.stat_result, exposed: bool, above: bool = False) -> None:
+    def note(self, path: str, st: os.stat_result, exposed: bool, above: bool = False) -> None:
         """One entry: `exposed` when a folder above lets anyone replace it; `above` for a folder on
         the way (nobody need only pass through it)."""
+        mode = st.st_mode
         if st.st_uid != 0:
             _gid, examples = self.owners.setdefault(st.st_uid, (st.st_gid, []))
             if len(examples) < EXAMPLES:
-                examples.append(path)
-        if stat.S_ISLNK(st.st_mode):
+                examples.append(Path(path))
+        if stat.S_ISLNK(mode):
             return
-        folder = stat.S_ISDIR(st.st_mode)
-        if self.anyones is None and (exposed or (_open_to_all(st) if folder else st.st_mode & 0o022)):
-            self.anyones = path
+        folder = stat.S_ISDIR(mode)
+        if self.anyones is None and (exposed or (_open_to_all(st) if folder else mode & 0o022)):
+            self.anyones = Path(path)
         wanted = 0o001 if above else 0o005 if folder else 0o004
-        if self.unreadable is None and st.st_mode & wanted != wanted:
-            self.unreadable = path
+        if self.unreadable is None and mode & wanted != wanted:
+            self.unreadable = Path(path)
 
 
 def _open_to_all(st: os.stat_result) -> bool:
@@ -65,26 +70,28 @@ def _open_to_all(st: os.stat_result) -> bool:
     return stat.S_ISDIR(st.st_mode) and bool(st.st_mode & 0o022) and not st.st_mode & stat.S_ISVTX
 
 
-def _exposed_above(path: Path, judgement: Judgement, seen: dict[Path, bool]) -> bool:
+def _exposed_above(path: str, judgement: Judgement, seen: dict[str, bool]) -> bool:
     """Note the folders above `path` (whoever owns one may swap what is below it); whether one of
     them lets anyone replace its entries."""
     exposed = False
-    for parent in reversed(path.parents):
-        if parent not in seen:
+    for parent in reversed(Path(path).parents):
+        key = str(parent)
+        if key not in seen:
             try:
-                st = os.lstat(parent)
+                st = os.lstat(key)
             except OSError:
-                seen[parent] = False
+                seen[key] = False
                 continue
-            seen[parent] = _open_to_all(st)
-            judgement.note(parent, st, exposed, above=True)
-        exposed = exposed or seen[parent]
+            seen[key] = _open_to_all(st)
+            judgement.note(key, st, exposed, above=True)
+        exposed = exposed or seen[key]
     return exposed
 
 
-def _dependencies(package_dir: Path) -> list[str]:
+def _dependencies(package_dir: str) -> list[str]:
     try:
-        doc = json.loads((package_dir / "package.json").read_text("utf-8"))
+        with open(os.path.join(package_dir, "package.json"), encoding="utf-8") as handle:
+            doc = json.load(handle)
     except (OSError, ValueError):
         return []
     names: list[str] = []
@@ -95,32 +102,35 @@ def _dependencies(package_dir: Path) -> list[str]:
     return names
 
 
-def _resolve(name: str, from_dir: Path) -> Path | None:
+def _resolve(name: str, from_dir: str) -> str | None:
     """Where node finds the package `name` from `from_dir`: the first `node_modules/<name>` above."""
-    for folder in (from_dir, *from_dir.parents):
-        if folder.name == "node_modules":
-            continue
-        candidate = folder / "node_modules" / name
-        if candidate.is_dir():
-            return Path(os.path.realpath(candidate))
-    return None
+    folder = from_dir
+    while True:
+        if os.path.basename(folder) != "node_modules":
+            candidate = os.path.join(folder, "node_modules", name)
+            if os.path.isdir(candidate):
+                return os.path.realpath(candidate)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def packages(package_dir: Path) -> list[Path]:
     """senpi's package and every package its dependencies resolve to (transitively, links resolved)."""
-    first = Path(os.path.realpath(package_dir))
-    found, pending = [first], [first]
+    first = os.path.realpath(package_dir)
+    found, pending = {first: None}, [first]
     while pending:
         current = pending.pop()
         for name in _dependencies(current):
             resolved = _resolve(name, current)
             if resolved is not None and resolved not in found:
-                found.append(resolved)
+                found[resolved] = None
                 pending.append(resolved)
-    return found
+    return [Path(p) for p in found]
 
 
-def _walk(root: Path, exposed: bool, judgement: Judgement) -> None:
+def _walk(root: str, exposed: bool, judgement: Judgement) -> None:
     """Every entry of one package, its own `node_modules` left out (its dependencies are packages of
     their own). A link is judged by what it points to; a folder it points to is not walked."""
     pending = [(root, exposed)]
@@ -128,38 +138,58 @@ def _walk(root: Path, exposed: bool, judgement: Judgement) -> None:
         folder, exposed = pending.pop()
         try:
             st = os.lstat(folder)
-            entries = list(os.scandir(folder))
+            with os.scandir(folder) as listing:
+                entries = list(listing)
         except OSError:
             continue
         judgement.note(folder, st, exposed)
         exposed = exposed or _open_to_all(st)
         for entry in entries:
-            path = Path(entry.path)
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
             if stat.S_ISDIR(st.st_mode):
                 if entry.name != "node_modules":
-                    pending.append((path, exposed))
+                    pending.append((entry.path, exposed))
                 continue
-            judgement.note(path, st, exposed)
+            judgement.note(entry.path, st, exposed)
             if stat.S_ISLNK(st.st_mode):
                 try:
-                    judgement.note(path, os.stat(path), exposed)
+                    judgement.note(entry.path, os.stat(entry.path), exposed)
                 except OSError:
                     continue
 
 
+_step: dict[tuple[str, str | None], Judgement] | None = None  # judgements of the running step
+
+
+@contextlib.contextmanager
+def step() -> Iterator[None]:
+    """One command step (or one watcher round): the code's owners are judged once in it, however
+    many replays it runs. Outside a step every judgement walks afresh."""
+    global _step
+    outer, _step = _step, {} if _step is None else _step
+    try:
+        yield
+    finally:
+        _step = outer
+
+
 def judge(package_dir: Path | None, node: str | None) -> Judgement:
     """Whose the code of a replay is: node's file and senpi's packages, with the folders above them."""
+    key = (str(package_dir) if package_dir is not None else "", node)
+    if _step is not None and key in _step:
+        return _step[key]
     judgement, seen = Judgement(), {}
     if node is not None:
-        real = Path(os.path.realpath(node))
+        real = os.path.realpath(node)
         with contextlib.suppress(OSError):
             judgement.note(real, os.stat(real), _exposed_above(real, judgement, seen))
     for root in packages(package_dir) if package_dir is not None else []:
-        _walk(root, _exposed_above(root, judgement, seen), judgement)
+        _walk(str(root), _exposed_above(str(root), judgement, seen), judgement)
+    if _step is not None:
+        _step[key] = judgement
     return judgement
 
 
@@ -172,7 +202,19 @@ def nobody() -> tuple[int, int]:
 
 
 def decide(package_dir: Path | None, node: str | None) -> tuple[tuple[int, int] | None, str | None]:
-    """As root: whom a replay runs as (None: root), and a note when it is root; the refusal raised."""
+    """As root: whom a replay runs as (None: root), and a note when it is root; the refusal raised.
+    The verdict is remembered for `status` (see `refusal`)."""
+    key = _verdict_key(package_dir, node)
+    try:
+        decided = _decide(package_dir, node)
+    except FatalError as exc:
+        memo.remember(VERDICT, key, {"refusal": str(exc)})
+        raise
+    memo.remember(VERDICT, key, {"refusal": None})
+    return decided
+
+
+def _decide(package_dir: Path | None, node: str | None) -> tuple[tuple[int, int] | None, str | None]:
     found = judge(package_dir, node)
     where = package_dir or node
     if len(found.owners) > 1:
@@ -197,6 +239,45 @@ def decide(package_dir: Path | None, node: str | None) -> tuple[tuple[int, int] 
         )
     note = f"{NOBODY} cannot read {found.unreadable}: the replay of {where} runs as root (only root can write it)"
     return None, note
+
+
+def _verdict_key(package_dir: Path | None, node: str | None) -> str | None:
+    """What a remembered verdict stands on, cheaply: node's binary; the inode, owner, mode and times
+    of senpi's package folder, its package.json and its node_modules (npm renames these in on an
+    install or update); the inode, owner and mode of every folder above (their times change
+    whenever a neighbour does). A chown or chmod of any of them is a miss; one deep inside a
+    dependency is not seen: only `status` trusts this, apply and verify judge afresh."""
+    if package_dir is None:
+        return None
+    real = os.path.realpath(package_dir)
+    parts = [memo.file_key(node) if node else "-"]
+    own = (real, os.path.join(real, "package.json"), os.path.join(real, "node_modules"))
+    for path in (*own, *map(str, Path(real).parents)):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            parts.append(f"{path}|-")
+            continue
+        times = f"|{st.st_mtime_ns}|{st.st_ctime_ns}" if path in own else ""
+        parts.append(f"{path}|{st.st_dev}|{st.st_ino}|{st.st_mode}|{st.st_uid}|{st.st_gid}{times}")
+    return "\n".join(parts)
+
+
+def refusal(package_dir: Path | None, node: str | None) -> str | None:
+    """For `status` as root: why a replay of this install would be refused (None: it would run),
+    from the last verdict while nothing `_verdict_key` covers changed, else judged now."""
+    known = memo.recall(VERDICT, _verdict_key(package_dir, node))
+    if (
+        isinstance(known, dict)
+        and "refusal" in known
+        and (known["refusal"] is None or isinstance(known["refusal"], str))
+    ):
+        return known.get("refusal")
+    try:
+        decide(package_dir, node)
+    except FatalError as exc:
+        return str(exc)
+    return None
 
 
 def run_as(package_dir: Path | None, node: str | None, allow_foreign_root: bool) -> tuple[int, int] | None:

@@ -3,7 +3,11 @@
 // handler)), and, when the installed senpi's own extension loader and runner import, through them
 // too; then runs the patch's named checks (extension-checks.mjs). stdin: one JSON job; stdout: one
 // JSON report.
-import { pathToFileURL } from "node:url";
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import * as nodeModule from "node:module";
+import { dirname } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { job, report } from "./protocol.mjs";
 const results = [];
 const record = (fixture, check, ok, detail) => results.push({ fixture, check, ok: Boolean(ok), detail: ok ? "" : String(detail ?? "") });
@@ -31,6 +35,31 @@ async function minimalHost() {
     };
 }
 
+// Every file node loads from here on outside this replay's own folder (senpi's loader, runner and
+// their dependencies), with the sha256 of its bytes as node read them: the proof through senpi's
+// runner holds while these bytes are the same (node >= 22.15 has module.registerHooks; without it
+// `imported` is null and the proof is never reused by content).
+const ours = dirname(fileURLToPath(import.meta.url));
+let imported = null;
+function listImports() {
+    if (typeof nodeModule.registerHooks !== "function") {
+        return;
+    }
+    imported = {};
+    nodeModule.registerHooks({
+        load(url, context, nextLoad) {
+            const loaded = nextLoad(url, context);
+            if (url.startsWith("file:")) {
+                const path = fileURLToPath(url);
+                if (!path.startsWith(ours + "/") && !(path in imported)) {
+                    imported[path] = createHash("sha256").update(readFileSync(path)).digest("hex");
+                }
+            }
+            return loaded;
+        },
+    });
+}
+
 // senpi's own loader and runner, when they import (a dist-only build lacks their dependencies:
 // then the minimal host alone proves the extension, and the report says why).
 let hostUnavailable = null;
@@ -40,6 +69,7 @@ async function senpiHost() {
     }
     let loader;
     let runnerModule;
+    listImports();
     try {
         loader = await import(pathToFileURL(job.host.loader).href);
         runnerModule = await import(pathToFileURL(job.host.runner).href);
@@ -116,7 +146,7 @@ async function main() {
                 "senpi's own runner gave different messages than a direct call");
         }
     }
-    return { node: process.version, host: senpi ? "senpi" : "minimal", hostUnavailable, results };
+    return { node: process.version, host: senpi ? "senpi" : "minimal", hostUnavailable, imported: senpi ? imported : null, results };
 }
 
 await report(main);
