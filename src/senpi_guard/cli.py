@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
         "audit",
         "demo",
         "check",
+        "export",
         "paths",
         "completion",
     )
