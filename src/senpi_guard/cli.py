@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
         "audit",
         "demo",
         "check",
+        "export",
         "paths",
         "completion",
     )

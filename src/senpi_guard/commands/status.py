@@ -55,11 +55,17 @@ def _when(stamp: Any) -> str:
 def risk(patch, insp, layer_state: str, config) -> str:
     """What the extension costs where the dist layer is not in place (an update's window, or
     layers without "dist"): the patch's own list (`[[extension.risks]]`), for the targets there."""
-    if layer_state != "installed" or insp.state == State.PATCHED or patch.extension is None:
+    if layer_state not in ("installed", "package") or insp.state == State.PATCHED or patch.extension is None:
         return ""
     costs = [text for role, text in patch.extension.risks if role in insp.present]
     if not costs:
         return ""
+    if layer_state == "package" and patch.extension.unsafe_alone_with in insp.present:
+        return (  # (the package's own start-up check keeps it off that provider: layers/package_check.js)
+            "the senpi package is here without the dist layer: it leaves senpi's Claude provider's calls as "
+            "senpi sends them (only senpi's own keep-last collapses anything there)"
+            + ("; run `senpi-guard apply`" if "dist" in config.layers else "")
+        )
     return (
         "the extension is here without the dist layer: "
         + "; ".join(costs)

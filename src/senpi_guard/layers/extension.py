@@ -5,7 +5,9 @@ other file there is the user's).
 
 States: `installed` (what this senpi-guard renders), `stale` (ours, from another version or
 config), `modified` (ours, edited since: its content no longer matches the sha256 in its header),
-`absent`, and `foreign` (a file of that name that is not ours: never touched)."""
+`absent`, `foreign` (a file of that name that is not ours: never touched), and `package` (the
+agent dir's settings list our extension as a senpi package, layers/package: it is that agent dir's
+extension layer; apply never writes the file beside it, revert leaves the package to the user)."""
 
 from __future__ import annotations
 
@@ -26,17 +28,20 @@ from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.io.write import os_error, write_private
+from senpi_guard.layers import package
 from senpi_guard.layers.extension_replay import replay
 from senpi_guard.prove.verify import VerifyReport
 
 
 @dataclass
 class LayerStatus:
-    state: str  # installed, stale, modified, absent, foreign
+    state: str  # installed, stale, modified, absent, foreign, package
     path: Path
     detail: str = ""
     data: bytes | None = None  # what the file held when it was read
     reshapes: str = ""  # (stale) how the config changes what sent messages look like, in words
+    package: package.Found | None = None  # (package) the senpi package that is the layer here
+    current: bool = True  # (package) its extension is what apply would write
 
 
 @dataclass
@@ -93,6 +98,19 @@ def target_path(patch: Patch, agent_dir: Path) -> Path:
 
 
 def inspect(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
+    """What serves as the extension layer in the agent dir: a package of ours its settings list,
+    else our file (or what stands in its place)."""
+    found = package.package_in(patch, config, agent_dir)
+    if found is None:
+        return inspect_file(patch, config, agent_dir)
+    detail = f"the senpi package {found.path} ({found.settings.name} lists {found.source!r})"
+    if not found.current:
+        detail += f"; exported by v{found.version or '?'} or another config: run `senpi-guard export {found.path}`"
+    return LayerStatus("package", found.path, detail, package=found, current=found.current)
+
+
+def inspect_file(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
+    """senpi-guard's own extension file in the agent dir's extensions/."""
     path = target_path(patch, agent_dir)
     try:
         if path.is_symlink():
@@ -169,14 +187,16 @@ def verify(
         return LayerOutcome(target_path(patch, agent_dir), state, state, False, str(exc))
     what = "not installed" if status.state == "absent" else "not as apply writes it"
     what = "the installed extension" if status.state == "installed" else f"{what}; the extension apply would write"
+    if status.state == "package":
+        own = "its extension" if status.current else "the extension apply would write"
+        what = f"{status.detail}; {own}"
     detail = (
         f"{what} passed {report.checks_run} checks through {_host_text(report)}"
         if report.ok
         else f"{what} FAILED its replay: " + "; ".join(str(f) for f in report.failures[:3])
     )
-    return LayerOutcome(
-        status.path, status.state, status.state, report.ok and status.state == "installed", detail, report
-    )
+    settled = status.state == "installed" or (status.state == "package" and status.current)
+    return LayerOutcome(status.path, status.state, status.state, report.ok and settled, detail, report)
 
 
 def _host_text(report: VerifyReport) -> str:
@@ -215,6 +235,8 @@ def install(
     except FatalError as exc:  # (an unreadable extensions folder: one line, the installs still done)
         return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
     path = status.path
+    if status.state == "package":
+        return beside_package(patch, config, store, agent_dir, status, "; nothing installed beside it")
     if status.state == "foreign":
         return LayerOutcome(
             path,
@@ -260,8 +282,29 @@ def install(
 
 
 def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> LayerOutcome:
+    """revert: our file out of the agent dir; a package of ours there is the user's (`senpi
+    install`): left alone, and said so."""
     try:
         status = inspect(patch, config, agent_dir)
+    except FatalError as exc:
+        return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
+    if status.state == "package":
+        return beside_package(
+            patch,
+            config,
+            store,
+            agent_dir,
+            status,
+            f"; you installed it, so it is left alone (`senpi remove {package.remove_name(status.package)}` "
+            "takes it out)",
+            ok=True,
+        )
+    return _remove_file(patch, config, store, agent_dir)
+
+
+def _remove_file(patch: Patch, config: Config, store: Store, agent_dir: Path) -> LayerOutcome:
+    try:
+        status = inspect_file(patch, config, agent_dir)
     except FatalError as exc:
         return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
     path = status.path
@@ -283,6 +326,27 @@ def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> Layer
     return LayerOutcome(path, status.state, "absent", True, "removed")
 
 
+def beside_package(
+    patch: Patch, config: Config, store: Store, agent_dir: Path, status: LayerStatus, what: str, ok: bool | None = None
+) -> LayerOutcome:
+    """The package is the extension layer of this agent dir: senpi-guard's own file beside it is
+    taken out (both would run the dedupe on every call). `ok` None: as wanted when it is current."""
+    removed = _remove_file(patch, config, store, agent_dir)
+    if not removed.ok:
+        return removed
+    note = "" if removed.before == "absent" else f"; senpi-guard's own {removed.path.name} beside it was taken out"
+    step = "" if status.current else f"run `senpi-guard export {status.path}` (renders the package anew)"
+    return LayerOutcome(
+        status.path,
+        "package",
+        "package",
+        status.current if ok is None else ok,
+        f"{status.detail}{what}{note}",
+        kept=removed.kept,
+        step=step,
+    )
+
+
 def refuse(patch: Patch, config: Config, store: Store, agent_dir: Path, reason: str, ok: bool = False) -> LayerOutcome:
     """The extension must not be in this agent dir: not installed, and ours taken away if it is
     there. `ok`: the config asked for that (nothing failed)."""
@@ -290,6 +354,8 @@ def refuse(patch: Patch, config: Config, store: Store, agent_dir: Path, reason: 
         status = inspect(patch, config, agent_dir)
     except FatalError as exc:
         return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
+    if status.state == "package":
+        return beside_package(patch, config, store, agent_dir, status, f"; {reason}", ok=ok)
     if status.state not in ("installed", "stale", "modified"):
         return LayerOutcome(status.path, status.state, status.state, ok, reason)
     removed = remove(patch, config, store, agent_dir)

@@ -106,7 +106,7 @@ def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
             now.standing(("reshapes", f"{status.path} {status.reshapes}"), status.path, "stale", detail)
             return
         wanted = (now.patch.patch_id(now.config), where)
-        if status.state == "installed" or wanted in now.keeping.failed:
+        if status.state in ("installed", "package") or wanted in now.keeping.failed:
             return
         with now.store.lock():
             outcome = extension.install(

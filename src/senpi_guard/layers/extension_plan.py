@@ -216,8 +216,8 @@ def judged(outcome: extension.LayerOutcome, target: AgentTarget) -> extension.La
         out = target.deferred and not outcome.ok
         outcome.step = "run `senpi-guard apply` (takes the extension out of it)" if out else ""
     else:
-        outcome.ok = outcome.ok and state == "installed"
-        outcome.step = "" if outcome.ok else STEPS.get(state, "")
+        outcome.ok = outcome.ok and state in ("installed", "package")
+        outcome.step = "" if outcome.ok else outcome.step or STEPS.get(state, "")
     return outcome
 
 
@@ -227,7 +227,10 @@ def _inspected(patch: Patch, config: Config, target: AgentTarget) -> extension.L
     except FatalError as exc:
         path = extension.target_path(patch, target.agent_dir)
         return extension.LayerOutcome(path, "error", "error", False, str(exc), installs=list(target.installs))
-    return judged(extension.LayerOutcome(status.path, status.state, status.state, True, status.detail), target)
+    outcome = extension.LayerOutcome(status.path, status.state, status.state, status.current, status.detail)
+    if not status.current:
+        outcome.step = f"run `senpi-guard export {status.path}` (renders the package anew)"
+    return judged(outcome, target)
 
 
 def inspect_all(

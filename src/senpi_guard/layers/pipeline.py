@@ -35,6 +35,7 @@ from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.extension_keep import Keeping
 from senpi_guard.layers.findings import Inspection, Outcome
 from senpi_guard.layers.house import House
+from senpi_guard.layers.package import export as export_package  # noqa: F401 (commands reach it here)
 from senpi_guard.prove import owners
 from senpi_guard.prove import verify as verify_mod
 

@@ -26,11 +26,12 @@ class State(StrEnum):
     ABSENT = "absent"
     MODIFIED = "modified"  # edited since senpi-guard wrote it
     FOREIGN = "foreign"  # a file of that name that is not senpi-guard's
+    PACKAGE = "package"  # the extension layer as a senpi package the agent dir's settings list (`senpi install`)
     UNSAFE = "unsafe"  # an agent dir where the extension must not be (the dist layer's findings say why)
 
 
 # States that count as success for `status`: the layer is as the user wants it.
-SETTLED = frozenset({State.PATCHED, State.UPSTREAM, State.CLEAN, State.INSTALLED})
+SETTLED = frozenset({State.PATCHED, State.UPSTREAM, State.CLEAN, State.INSTALLED, State.PACKAGE})
 
 
 class Classified(NamedTuple):

@@ -1,0 +1,255 @@
+"""The extension layer as a senpi package: `export` renders it into a folder (`package.json` with
+senpi's `pi` manifest, the extension file exactly as `apply` writes it, and a start-up check that
+loads it), and `package_in` finds such a package among the packages an agent dir's settings list
+(`senpi install` writes them to `<agent dir>/settings.json`, `packages`: a local path is kept as it
+was given, relative to the agent dir; `npm:` installs go to `<agent dir>/npm/node_modules/`, `git:`
+ones to `<agent dir>/git/<host>/<path>`), so that apply, revert and status treat it as that agent
+dir's extension layer and never install a second copy beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from senpi_guard import __version__
+from senpi_guard.core.patch.apply import header_of
+from senpi_guard.core.patch.definition import Patch
+from senpi_guard.errors import FatalError
+from senpi_guard.io.config import Config
+from senpi_guard.io.write import os_error
+
+MANIFEST = "package.json"
+CHECK = "index.js"  # the package's one extension: the start-up check, which loads the rendered file
+KEY = "senpi-guard"  # our own key in package.json: which patch, so that an earlier export is known
+FIX = "pipx install senpi-guard && senpi-guard apply"
+SETTINGS = ("settings.jsonc", "settings.json")  # senpi prefers JSONC when both exist
+
+
+@dataclass(frozen=True)
+class Found:
+    """A package of ours that an agent dir's settings list."""
+
+    path: Path  # the package folder
+    source: str  # the entry as it stands in settings.json (what `senpi remove` takes)
+    settings: Path
+    version: int | None  # the patch version it was exported with (None: unknown)
+    current: bool  # its extension file is what apply would write now
+
+
+def files(patch: Patch, config: Config) -> dict[str, bytes]:
+    """Every file of the package, by name."""
+    layer = patch.extension
+    if layer is None:
+        raise FatalError(f"patch {patch.name} has no extension layer: there is nothing to export")
+    rendered = patch.render_extension(config)
+    digest = patch.config_digest(config, extension=True)
+    check = resources.files("senpi_guard.layers").joinpath("package_check.js").read_text("utf-8")
+    settings = {
+        "patch": patch.name,
+        "version": patch.version,
+        "under": patch.shapes_under or "core/extensions/builtin",
+        "functions": {t.role: t.function for t in patch.targets},
+        "unsafeWith": layer.unsafe_alone_with,
+        "unsafeAlone": layer.unsafe_alone,
+        "risks": [{"target": role, "text": text} for role, text in layer.risks],
+        "fix": FIX,
+    }
+    body = f"const __senpiGuardPackage = {json.dumps(settings)};\n" + check.replace(
+        "__SENPI_GUARD_EXTENSION__", layer.file_name
+    )
+    manifest = {
+        "name": f"senpi-guard-{patch.name}",
+        "version": f"{patch.version}.0.0",
+        "description": f"senpi-guard's extension layer as a senpi package: {patch.summary}",
+        "private": True,
+        "type": "module",
+        "keywords": ["pi-package"],
+        "pi": {"extensions": [f"./{CHECK}"]},
+        KEY: {"patch": patch.name, "version": patch.version, "config-sha256": digest, "exported-by": __version__},
+    }
+    return {
+        MANIFEST: (json.dumps(manifest, indent=2) + "\n").encode(),
+        CHECK: f"// senpi-guard: {patch.name} v{patch.version} layer=package config-sha256={digest}\n{body}".encode(),
+        layer.file_name: rendered.encode(),
+    }
+
+
+def _ours(folder: Path) -> dict[str, Any] | None:
+    """Our key in a folder's package.json (None when it is not a package senpi-guard exported)."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    mark = manifest.get(KEY) if isinstance(manifest, dict) else None
+    return mark if isinstance(mark, dict) and isinstance(mark.get("patch"), str) else None
+
+
+def _refusal(patch: Patch, dest: Path, names: set[str]) -> str:
+    """Why `dest` may not be exported into ("" when it may: absent, empty, or an earlier export)."""
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        return f"{dest} is not a folder; name a new or empty folder, or an earlier export"
+    if not dest.exists():
+        return ""
+    present = {p.name for p in dest.iterdir()}
+    if not present:
+        return ""
+    mark = _ours(dest)
+    if mark is None or mark["patch"] != patch.name:
+        return f"{dest} is not empty and not an earlier `senpi-guard export`; name a new or empty folder"
+    extra = sorted(present - names)
+    if extra:
+        return f"{dest} is an earlier export but also holds {extra[0]}, which export does not write; move it away"
+    return ""
+
+
+def export(patch: Patch, config: Config, dest: Path) -> tuple[Path, bool]:
+    """Render the package into `dest` (a new or empty folder, or an earlier export, replaced): a
+    temp folder beside it, renamed into place. Returns the folder and whether anything changed."""
+    dest = Path(os.path.abspath(dest))
+    rendered = files(patch, config)
+    refusal = _refusal(patch, dest, set(rendered))
+    if refusal:
+        raise FatalError(refusal)
+    same = dest.is_dir() and {p.name for p in dest.iterdir()} == set(rendered)
+    if same and all(_same(dest / name, data) for name, data in rendered.items()):
+        return dest, False
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    except OSError as exc:
+        raise os_error(exc, "create a folder in", dest.parent, "name a folder you can write to") from exc
+    try:
+        for name, data in rendered.items():
+            (temp / name).write_bytes(data)
+        os.chmod(temp, dest.stat().st_mode & 0o7777 if dest.is_dir() else 0o777 & ~_umask())
+        _swap(temp, dest)
+    except OSError as exc:
+        raise os_error(exc, "write", dest, "check the folder's permissions, then retry") from exc
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return dest, True
+
+
+def _same(path: Path, data: bytes) -> bool:
+    try:
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _swap(temp: Path, dest: Path) -> None:
+    """Put `temp` where `dest` is: one rename over an absent or empty folder; an earlier export is
+    moved aside first (readers see the old package or the new one, never a mix of both)."""
+    try:
+        os.rename(temp, dest)
+        return
+    except OSError:
+        if not dest.is_dir():
+            raise
+    old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
+    os.rename(dest, old / "package")
+    try:
+        os.rename(temp, dest)
+    except OSError:
+        os.rename(old / "package", dest)
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+# ---- finding it in an agent dir ------------------------------------------------------------------
+
+
+def _settings(agent_dir: Path) -> tuple[Path, list[Any]] | None:
+    for name in SETTINGS:
+        path = agent_dir / name
+        try:
+            text = path.read_text("utf-8")
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        try:
+            data = json.loads(_without_comments(text) if name.endswith("c") else text)
+        except ValueError:
+            return None  # (senpi itself would not read it either)
+        packages = data.get("packages") if isinstance(data, dict) else None
+        return path, packages if isinstance(packages, list) else []
+    return None
+
+
+_JSONC = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def _without_comments(text: str) -> str:
+    text = _JSONC.sub(lambda m: m.group(1) or "", text)
+    return re.sub(r",(\s*[}\]])", r"\1", text)  # (trailing commas, which JSONC allows)
+
+
+def _folder_of(source: str, agent_dir: Path) -> Path | None:
+    """Where senpi keeps the package a settings entry names (user scope)."""
+    if source.startswith("npm:"):
+        spec = source[4:].strip()
+        scope, _, rest = spec.partition("/") if spec.startswith("@") else ("", "", spec)
+        name = rest.split("@", 1)[0]
+        return agent_dir / "npm" / "node_modules" / (f"{scope}/{name}" if scope else name)
+    match = re.match(r"^(?:git:|https?://|ssh://|git://)(?:[^@/]+@)?([^/:]+)[/:](.+?)(?:\.git)?(?:@[^/]*)?$", source)
+    if match and not source.startswith(("/", ".", "~")):
+        return agent_dir / "git" / match[1] / match[2]
+    path = os.path.expanduser(source.strip())
+    return Path(os.path.normpath(agent_dir / path))
+
+
+def package_in(patch: Patch, config: Config, agent_dir: Path) -> Found | None:
+    """The package of ours (exported for `patch`) that the agent dir's own settings list, if any:
+    a folder whose package.json carries our key, or a file that is our rendered extension."""
+    listed = _settings(agent_dir)
+    if listed is None or patch.extension is None:
+        return None
+    settings, packages = listed
+    wanted = patch.render_extension(config).encode()
+    for entry in packages:
+        source = entry if isinstance(entry, str) else entry.get("source") if isinstance(entry, dict) else None
+        folder = _folder_of(source, agent_dir) if isinstance(source, str) and source.strip() else None
+        if folder is None:
+            continue
+        file = folder if folder.is_file() else folder / patch.extension.file_name
+        mark = _ours(folder) if folder.is_dir() else _file_mark(folder, patch)
+        if mark is None or mark.get("patch") != patch.name:
+            continue
+        version = mark.get("version")
+        current = _same(file, wanted)
+        return Found(folder, source, settings, version if isinstance(version, int) else None, current)
+    return None
+
+
+def _file_mark(path: Path, patch: Patch) -> dict[str, Any] | None:
+    """A single file installed as a package: ours when its header is the extension's."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(4096)
+    except OSError:
+        return None
+    header = header_of(first + b"\n")
+    if header is None or header.get("layer") != "extension" or header.get("name") != patch.name:
+        return None
+    return {"patch": patch.name, "version": int(header["version"]) if str(header.get("version")).isdigit() else None}
+
+
+def remove_name(found: Found) -> str:
+    """What to give `senpi remove` from any folder: an npm or git source as listed, a local one as
+    its absolute path (senpi resolves a relative one against the current folder)."""
+    return found.source if found.source.startswith(("npm:", "git:", "https:", "http:", "ssh:")) else str(found.path)
