@@ -117,6 +117,23 @@ def test_status_apply_and_revert_treat_the_package_as_the_extension_layer(npm_in
     assert tree_digest(folder) == kept and (agent / "settings.json").read_text() == settings
 
 
+def test_uninstall_leaves_the_package_and_says_so(npm_install, tmp_path, capsys, isolated_dirs):
+    pkg = npm_install(3)
+    agent = isolated_dirs / "agent"
+    folder = tmp_path / "pkg"
+    assert export_json(capsys, folder)[0] == 0
+    listed(agent, str(folder))
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    kept, settings = tree_digest(folder), (agent / "settings.json").read_text()
+    code, out, err = run_cli(capsys, "uninstall", "--json")
+    assert code == 0, out + err
+    assert json.loads(out)["packages_left"] == [str(folder)]
+    assert tree_digest(folder) == kept and (agent / "settings.json").read_text() == settings
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    code, out, _ = run_cli(capsys, "uninstall")
+    assert code == 0 and f"kept      {folder}  (the senpi package carrying the extension" in out
+
+
 def test_apply_takes_its_own_file_out_where_the_package_is_listed(npm_install, tmp_path, capsys, isolated_dirs):
     pkg = npm_install(3)
     agent = isolated_dirs / "agent"

@@ -224,6 +224,8 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
     acted = [r for r in rows if r["layer"] == "extension" and r["state"] in ("installed", "stale")]
     acted += [r for r in rows if r["layer"] == "dist" and r["files"]]
     kept = [str(plan["config_kept"])] if plan["config_kept"] else []
+    # (a senpi package carrying the extension is the user's: left, and said)
+    packages = [r["found"] for r in rows if r["layer"] == "extension" and r["state"] == "package"]
     if args.json:
         doc: dict[str, Any] = {"dry_run": dry_run, "ok": True, "reverts": acted}
         if flow is not None:
@@ -235,7 +237,7 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
         would = [plan["service"], *map(str, plan["own"])] + (
             [str(plan["config_removed"])] if plan["config_removed"] else []
         )
-        doc |= {"removed": removed, "left": left, "kept": kept}
+        doc |= {"removed": removed, "left": left, "kept": kept, "packages_left": packages}
         # (whether anything was, or would be, changed: what configuration management reports)
         doc["changed"] = bool(acted) or (
             any(Path(w).exists() for w in would if w) or any(p.is_dir() for p in plan["made"])
@@ -266,5 +268,7 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
         print(f"left      {line}")
     for path in kept:
         print(f"kept      {path}  (your config; --purge removes it)")
+    for where in packages:
+        print(f"kept      {where}  (the senpi package carrying the extension: yours; `senpi remove` takes it out)")
     if not dry_run:
         print("senpi-guard is uninstalled from this machine; remove the tool itself: pipx uninstall senpi-guard")

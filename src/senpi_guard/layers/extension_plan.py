@@ -302,5 +302,6 @@ def removal(patch: Patch, config: Config, store: Store, found: list[Install]) ->
             )
         elif status.state in OURS and not os.access(status.path.parent, os.W_OK):
             blockers.append(f"{status.path.parent} is not writable by you: run uninstall as its owner")
-        rows.append({**row, "state": status.state, "agent_dir": str(target.agent_dir), "blockers": blockers})
+        row |= {"state": status.state, "agent_dir": str(target.agent_dir), "found": str(status.path)}
+        rows.append({**row, "blockers": blockers})
     return rows
