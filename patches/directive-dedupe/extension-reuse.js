@@ -69,21 +69,24 @@ function __senpiGuardPrint(message) {
 //
 // The identity pass (__senpiGuardReusable) checks that the call holds at least as many messages,
 // compares in full (role, boundary and every text: what decides an output) the previous call's last
-// __senpiGuardTailKeys messages and every "anchor" (a message it rewrote, one holding a first copy,
-// a boundary: the only messages whose output or effect is reused), and compares prints (a number,
-// see __senpiGuardPrint) of the first and last messages and of an evenly spaced sample (every
-// message below 64 of them, about 48 of a longer history) to start over sooner.
+// __senpiGuardTailKeys messages and every "anchor" (a message holding a first copy, a boundary: what
+// the dedupe decisions rest on, a few per session), compares the print (a number, see
+// __senpiGuardPrint: each text's length and a sample of its characters) of every message it
+// rewrote, whose output is reused, and compares the prints of the first and last messages and of
+// an evenly spaced sample (every message below 64 of them, about 48 of a longer history) to start
+// over sooner.
 // The trade-offs, plainly:
-// - Sound: what is sent is either the message senpi handed in, as it is now, or the output of a
-//   rewritten message whose text and whose first copies were compared in full and found unchanged.
-//   Nothing reused can carry an old text that has since changed.
-// - Unseen: an in-place rewrite, by another extension's `context` handler that ran before this one,
-//   of an old message that is not an anchor and that the sample misses, which adds a directive
-//   copy: it goes out in full (a full recomputation might have collapsed it). That is bytes not
-//   saved, never a wrong text. senpi itself never does that: its history grows, is cut at the end (a
-//   retry: the tail check sees it), or changes with an event that starts over (compaction, /tree,
-//   fork, a new session, /reload). Nor is an old message turned into a compaction boundary seen
-//   (senpi only appends those, as Claude Code compacts).
+// - Seen: any change to a first copy or a boundary; any change to a rewritten message's role,
+//   entry id, timestamp, number or kind of parts, or the length or sampled characters of a text.
+// - Unseen, by design (a full comparison of every rewritten copy, ~25 kB each, costs more than the
+//   whole goal): an in-place rewrite of a rewritten message, by another extension's `context`
+//   handler that ran before this one and changed its behaviour since the last call, that keeps
+//   every text's length and sampled characters: the previous output would be sent again. And an
+//   old message that is neither, changed so that it gains a directive copy, goes out in full
+//   (bytes not saved, never a wrong text); an old message turned into a compaction boundary is not
+//   seen either (senpi only appends those). senpi itself never changes history in place: it grows,
+//   is cut at the end (a retry: the tail check sees it), or changes with an event that starts over
+//   (compaction, /tree, fork, a new session, /reload).
 // - What was sent before never changes: each kept message gets the very output it got before.
 // - The sizes the budget and the call record count are those measured when each message was new.
 // - Kept between calls: a number per message, the rewritten messages (senpi holds them for the
@@ -119,15 +122,21 @@ function __senpiGuardReusable(last, messages) {
             return 0;
         }
     }
-    // every message whose output or effect is reused, in full: those it rewrote, those holding a
-    // first copy later ones were collapsed against, and boundaries (a few per session, not per message)
+    // what the dedupe decisions rest on, in full: the messages holding a first copy later ones were
+    // collapsed against, and boundaries (a few per session, not one per message)
     const anchors = last.anchors;
     for (let k = 0; k < anchors.length; k++) {
         if (!__senpiGuardMatches(last.anchorKeys[k], messages[anchors[k]])) {
             return 0;
         }
     }
+    // every message whose rewritten output is reused, by its print (each text's length and sample)
     const prints = last.prints;
+    for (const index of last.changed) {
+        if (prints[index] !== __senpiGuardPrint(messages[index])) {
+            return 0;
+        }
+    }
     const same = (index) => prints[index] === __senpiGuardPrint(messages[index]);
     const head = Math.min(n, __senpiGuardEnds);
     for (let index = 0; index < head; index++) {
@@ -164,7 +173,7 @@ function __senpiGuardExtend(run, messages, from) {
             run.changed.push(index);
         }
         const boundary = __senpiGuardIsBoundary(message);
-        if (result !== message || boundary || run.state.firsts.size + run.state.kept.size !== seen) {
+        if (boundary || run.state.firsts.size + run.state.kept.size !== seen) {
             run.anchors.push(index);
             run.anchorKeys.push(__senpiGuardMessageKey(message));
         }

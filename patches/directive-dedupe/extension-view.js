@@ -212,7 +212,7 @@ export function __senpiGuardDistPatches(text) {
     return [...matches].map((m) => ({ name: m[1], version: Number(m[2]), role: m[3] }));
 }
 
-function __senpiGuardModules() {
+export function __senpiGuardModules() {
     const get = typeof process.getBuiltinModule === "function" ? (name) => process.getBuiltinModule(name) : () => undefined;
     const fs = get("node:fs");
     const path = get("node:path");
@@ -220,7 +220,7 @@ function __senpiGuardModules() {
 }
 
 // The senpi package this process runs (its bin script, resolved, lies under it).
-function __senpiGuardPackage({ fs, path }) {
+export function __senpiGuardPackage({ fs, path }) {
     const script = process.argv[1];
     let dir = typeof script === "string" && script !== "" ? path.dirname(fs.realpathSync(script)) : null;
     for (; dir !== null; dir = path.dirname(dir) === dir ? null : path.dirname(dir)) {

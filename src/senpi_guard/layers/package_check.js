@@ -7,32 +7,12 @@
 // /senpi-guard says what it costs and the one command that fixes it. Everywhere else (other
 // providers, older senpi, a senpi with the dist layer) the extension works as it does as a file.
 // `__senpiGuardPackage` (above, rendered by `senpi-guard export` from the patch) names the targets.
-import extension, { __senpiGuardDistPatches } from "./__SENPI_GUARD_EXTENSION__";
-
-function __senpiGuardPackageFs() {
-    const get = typeof process.getBuiltinModule === "function" ? (name) => process.getBuiltinModule(name) : () => undefined;
-    const fs = get("node:fs");
-    const path = get("node:path");
-    return fs && path ? { fs, path } : null;
-}
-
-// The senpi package this process runs (its bin script, resolved, lies under it), or null.
-function __senpiGuardPackageSenpi({ fs, path }) {
-    const script = process.argv[1];
-    let dir = typeof script === "string" && script !== "" ? path.dirname(fs.realpathSync(script)) : null;
-    for (; dir !== null; dir = path.dirname(dir) === dir ? null : path.dirname(dir)) {
-        try {
-            const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
-            if (manifest.name === "@code-yeongyu/senpi") {
-                return { dir, version: String(manifest.version) };
-            }
-        }
-        catch {
-            // (no package.json here: look further up)
-        }
-    }
-    return null;
-}
+// (the extension's own helpers: node's fs and path, and the senpi package this process runs)
+import extension, {
+    __senpiGuardDistPatches,
+    __senpiGuardModules as __senpiGuardPackageFs,
+    __senpiGuardPackage as __senpiGuardPackageSenpi,
+} from "./__SENPI_GUARD_EXTENSION__";
 
 // What this senpi holds, by built-in folder (a folder is the provider of that name): the target
 // functions defined there, and whether a file there carries this patch's dist edit.

@@ -175,9 +175,10 @@ def test_past_the_whole_pass_a_directive_message_changed_without_an_event_is_see
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_past_the_whole_pass_any_change_without_an_event_sends_no_stale_text(history, data):
-    """Old messages of a long history rewritten anyhow, with no event (only another extension could):
-    each message sent is the full rewrite's or the message as handed in, never an old text (a
-    message that gained a directive copy may go out in full: bytes not saved). A compaction
+    """Old messages of a long history rewritten with no event (only another extension could), each
+    change altering a length or sampled character (what the identity pass sees of a rewritten
+    copy): each message sent is the full rewrite's or the message as handed in, never an old text
+    (a message that gained a directive copy may go out in full: bytes not saved). A compaction
     boundary is left out: senpi only ever appends one (as Claude Code compacts)."""
     clock = Clock()
     messages = [
