@@ -32,7 +32,9 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None, timeout
     )
     took = time.perf_counter() - start
     if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed (exit {done.returncode}) in {cwd}:\n{(done.stdout + done.stderr)[-2000:]}")
+        log = Path(tempfile.gettempdir()) / f"senpi-guard-timings-{os.getpid()}.log"
+        log.write_text(done.stdout + done.stderr)  # (the clone goes with its scratch: its output stays)
+        sys.exit(f"{' '.join(argv)} failed (exit {done.returncode}) in {cwd}; its output: {log}\n{done.stdout[-1500:]}")
     return took
 
 

@@ -131,7 +131,13 @@ def main() -> int:
             watcher.wait(timeout=20)
     results["load_after"] = [round(x, 2) for x in os.getloadavg()]
     show(results, args.json)
-    goals = [Goal(name, results["figures"][name], name.split(": ")[0], ok) for name, ok in results["goals"].items()]
+    bars = {
+        "dist median <= 1 s (8.1 <-> 8.9)": "median <= 1 s",
+        "dist median <= 1 s (2026.8.22-2 reinstall)": "median <= 1 s",
+        "unchanged extension: no fresh proof after a reinstall": "costs nothing",
+        "extension re-proof within 5 s of a loader change": "<= 5 s, never holding up the dist layer",
+    }
+    goals = [Goal(name, results["figures"][name], bars[name], ok) for name, ok in results["goals"].items()]
     report(goals, where, echo=False)
     return 0
 

@@ -81,7 +81,7 @@ def inputs(tmp_path) -> tuple[dict[str, Path], Path]:
     pkg = tmp_path / "senpi"
     sample.write_sample_package(pkg, 2, fillers=3)
     session = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=3, directive_bytes=2000)
-    return {"session": session, "release": pkg}, pkg
+    return {"session": session, "release": pkg, "package_dir": tmp_path / "exported"}, pkg
 
 
 @pytest.mark.parametrize("case", CASES, ids=" ".join)
@@ -116,7 +116,7 @@ def test_json_error_is_one_document(case, tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("not = [toml\n")
     missing = tmp_path / "missing"
-    argv = [*_argv(case, {"session": missing / "s.jsonl", "release": missing}, missing), "--config", str(config)]
+    argv = [*_argv(case, {"session": missing / "s.jsonl", "release": missing, "package_dir": missing / "exported"}, missing), "--config", str(config)]
     done = _run(argv, env=homes)
     assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
     assert one_document(done.stdout)["error"]
