@@ -116,7 +116,13 @@ def test_json_error_is_one_document(case, tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("not = [toml\n")
     missing = tmp_path / "missing"
-    argv = [*_argv(case, {"session": missing / "s.jsonl", "release": missing, "package_dir": missing / "exported"}, missing), "--config", str(config)]
+    argv = [
+        *_argv(
+            case, {"session": missing / "s.jsonl", "release": missing, "package_dir": missing / "exported"}, missing
+        ),
+        "--config",
+        str(config),
+    ]
     done = _run(argv, env=homes)
     assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
     assert one_document(done.stdout)["error"]
