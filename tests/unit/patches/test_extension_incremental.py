@@ -197,6 +197,38 @@ def test_past_the_whole_pass_any_change_without_an_event_sends_no_stale_text(his
             assert out in (full, handed), f"call {number}, message {index}"
 
 
+REWRITTEN_ALL, REWRITTEN_WINDOW = 256, 64  # (extension-reuse.js: every rewritten print up to 256, then 64 a call)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_past_the_rewritten_window_a_changed_copy_is_seen_within_its_turn(history, data):
+    """More rewritten copies than the identity pass checks on every call (300): one of them changed
+    in place with no event (only another extension could) is seen within ceil(300 / 64) calls, from
+    then on each call equals the full rewrite; until then that one message gets the very output it
+    got before (the documented trade-off: what was sent is sent again) and every other one the full
+    rewrite's."""
+    clock = Clock()
+    messages = [clock.stamp({"role": "user", "content": f"{BULK} step {k}"}) for k in range(301)]
+    steps = [{"events": ["session_start"], "messages": messages}]
+    k = data.draw(st.integers(20, 280))  # (a rewritten copy away from the ends the pass always compares)
+    edit = data.draw(st.sampled_from(["gone", "longer"]))
+    body = {"role": "user", "content": "edited" if edit == "gone" else f"{BULK} step {k} and more"}
+    messages = [*messages[:k], {**body, "timestamp": messages[k]["timestamp"]}, *messages[k + 1 :]]
+    turns = -(-300 // REWRITTEN_WINDOW)
+    for n in range(turns + 2):
+        messages = [*messages, clock.stamp({"role": "assistant", "content": [{"type": "text", "text": f"ok {n}"}]})]
+        steps.append({"events": [], "messages": messages})
+    calls = history(steps)
+    before = calls[0]["incremental"][k]
+    seen = next(n for n, call in enumerate(calls) if n > 0 and call["incremental"] == call["full"])
+    assert 1 <= seen <= turns, f"seen at call {seen}"
+    for call in calls[1:seen]:
+        out, full = call["incremental"], call["full"]
+        assert out[k] == before and out[:k] + out[k + 1 :] == full[:k] + full[k + 1 :]
+    assert all(call["incremental"] == call["full"] for call in calls[seen:])
+
+
 def test_a_call_that_adds_one_message_reuses_the_previous_outputs_and_events_start_over(tmp_path):
     """A rewritten message of the previous call is returned as that very object when a call only adds
     messages; after a history event, or when an old message changed, it is computed again."""
