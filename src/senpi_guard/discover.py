@@ -63,8 +63,9 @@ PROBES = (["npm", "root", "-g"], ["pnpm", "root", "-g"], ["yarn", "global", "dir
 @dataclass
 class ProbeCache:
     """Package managers' answers kept in a file between runs (wall-clock ages), so that a plain
-    `status` spawns `npm root -g` at most once per `max_age`. An answer naming a folder that is gone
-    is asked again."""
+    `status` spawns `npm root -g` at most once per `max_age`. An answer naming a folder that was
+    there when it was given and is gone now is asked again; one naming a folder that was not there
+    (a node whose global folder was never made: nothing to find in it) is kept for its age."""
 
     path: Path
     max_age: float
@@ -85,14 +86,15 @@ class ProbeCache:
 
     def get(self, argv: list[str]) -> tuple[bool, str | None]:
         hit = self.answers.get(self.key(argv))
-        if not (isinstance(hit, list) and len(hit) == 2 and isinstance(hit[0], int | float)):
+        if not (isinstance(hit, list) and len(hit) == 3 and isinstance(hit[0], int | float)):
             return False, None
-        fresh = 0 <= time.time() - hit[0] < self.max_age
-        usable = hit[1] is None or (isinstance(hit[1], str) and Path(hit[1]).is_dir())
-        return (True, hit[1]) if fresh and usable else (False, None)
+        when, answer, was_there = hit
+        fresh = 0 <= time.time() - when < self.max_age
+        usable = answer is None or (isinstance(answer, str) and (Path(answer).is_dir() or was_there is False))
+        return (True, answer) if fresh and usable else (False, None)
 
     def put(self, argv: list[str], answer: str | None) -> None:
-        self.answers[self.key(argv)] = [time.time(), answer]
+        self.answers[self.key(argv)] = [time.time(), answer, answer is not None and Path(answer).is_dir()]
         self.changed = True
 
     def save(self) -> None:

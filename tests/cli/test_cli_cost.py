@@ -56,3 +56,22 @@ def test_status_looks_in_the_shapes_folders_before_walking_dist(tmp_path, capsys
     assert code == 1 and json.loads(out)["installs"][0]["state"] == "unpatched", err
     code, out, err = run_cli(capsys, "apply", "--root", pkg)  # apply walks everything, and says so
     assert code == 1 and "odd.js mentions buildPromptBlocks but is not UTF-8" in out + err
+
+
+def test_a_global_folder_that_was_never_made_is_not_asked_for_again(tmp_path, capsys, monkeypatch, isolated_dirs):
+    """npm on a node whose global folder does not exist yet (a fresh node, node 24 from a package)
+    answers a folder that is not there: remembered as such, not asked again on every status; once
+    senpi is installed there, the remembered folder finds it."""
+    home, root = tmp_path / "home", tmp_path / "global"
+    home.mkdir()
+    calls = fake_npm(tmp_path / "bin", root)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/bin")
+    for _ in range(3):
+        code, out, err = run_cli(capsys, "status", "--json")
+        assert json.loads(out)["installs"] == [], err
+    assert calls.read_text().count("asked") == 1
+    sample.write_sample_package(root / "@code-yeongyu" / "senpi", 2, fillers=0)
+    code, out, err = run_cli(capsys, "status", "--json")
+    assert code == 1 and json.loads(out)["installs"][0]["state"] == "unpatched", err
+    assert calls.read_text().count("asked") == 1
