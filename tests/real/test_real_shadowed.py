@@ -41,13 +41,16 @@ def test_status_and_revert_cover_a_shadowed_install_and_a_recorded_one(dist_only
     before = {pkg / SHAPE_REL[SHAPES[v]]: "" for pkg, v in ((newer, "2026.8.9"), (older, "2026.8.1"))}
     before = {path: sha(path) for path in before}
 
-    applied = console("apply", "--root", newer, "--root", older, "--json", env=shell)
-    assert applied.returncode == 0, applied.stdout + applied.stderr
-    assert all(sha(p) != digest for p, digest in before.items())  # (both patched)
-
     def listed(env_: dict[str, str]) -> dict[str, str]:
         doc = json.loads(console("status", "--json", env=env_).stdout)
         return {row["version"]: row["state"] for row in doc["installs"]}
+
+    # nothing recorded yet: 2026.8.1, shadowed by 2026.8.9's `senpi`, is found on PATH alone
+    assert listed(shell) == {"2026.8.9": "unpatched", "2026.8.1": "unpatched"}
+
+    applied = console("apply", "--root", newer, "--root", older, "--json", env=shell)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert all(sha(p) != digest for p, digest in before.items())  # (both patched)
 
     # 2026.8.1's `senpi` is shadowed by 2026.8.9's: still listed
     assert listed(shell) == {"2026.8.9": "patched", "2026.8.1": "patched"}

@@ -357,3 +357,33 @@ def test_an_ambiguous_call_on_a_plan_gives_its_tokens_as_a_range():
     assert spread["installed"][0] < spread["installed"][1] and spread["both"][0] < spread["both"][1]
     words = " ".join(money_text.lines(ledger.result()))
     assert f"{low_saved:,}–{high_saved:,} fewer" in words and "tokens that count against its limits" in words
+
+
+def test_an_ambiguous_call_at_list_price_gives_its_dollars_as_a_range():
+    """A list-price model: a call that two configurations fit equally well is priced as each, and the
+    saving is told in dollars as a range from the one to the other (the sum over the plain calls too)."""
+    ledger = Ledger()
+    usage = money.Recorded(Tokens(input=3, output=50, cache_read=9000, cache_write=2100), 0.011334)
+    plain = row(40_000, 16_000, 8000, 4000)
+    _priced(ledger, plain, usage, SONNET)  # (one call that is not ambiguous: in both ends of the range)
+    as_installed = money.of_call(plain, usage, SONNET, "installed")
+    as_extension = money.of_call(plain, usage, SONNET, "extension")
+    call = {**as_installed, "alternatives": [as_extension]}
+    ledger.add(plain, call, SONNET, None)
+    (group,) = ledger.result()["by_model"]
+    spread = group["usd_range"]
+    assert spread["ambiguous_calls"] == 1 and group["tokens_range"]["ambiguous_calls"] == 1
+
+    def saved(priced: dict) -> float:
+        return priced["usd"]["installed"] - priced["usd"]["both"]
+
+    one = saved(as_installed)  # the plain call's saving, counted whichever the record is
+    ends = sorted([one + saved(as_installed), one + saved(as_extension)])
+    assert saved(as_installed) != saved(as_extension)  # (the two readings differ: a range, not a point)
+    assert spread["saved"] == pytest.approx(ends, abs=1e-9)
+    for config in ("installed", "both"):
+        values = sorted(as_installed["usd"][config] + o["usd"][config] for o in (as_installed, as_extension))
+        assert spread[config] == pytest.approx(values, abs=1e-9)
+    words = " ".join(money_text.lines(ledger.result()))
+    low, high = (money_text.usd(x) for x in spread["saved"])
+    assert "ambiguous: 1 calls fit two configurations equally well" in words and f"saved {low}–{high}" in words
