@@ -9,7 +9,12 @@ Each attack is timed from the event it races with, so one run is enough and none
   folder itself the moment it runs (as whoever node runs as), before root is done with it;
 - the extension's replay (no code of the user's runs in it: a dist-only release's own runner does
   not import): a process of the user's attacks its folder from its IN_CREATE, as soon as its files
-  exist (reported: the folder may be gone first)."""
+  exist (reported: the folder may be gone first).
+
+Those two attack after root has filled the folder. The last test races root while it would still be
+making it: a process of the user's swaps the dist folder's `pkg` from its IN_CREATE, the moment the
+user may (with a folder made as root and chowned, that is while root walks it: 2 of 3 checks gave
+root's files away), repeated runs(3) times."""
 
 from __future__ import annotations
 
