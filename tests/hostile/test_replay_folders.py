@@ -9,20 +9,28 @@ Each attack is timed from the event it races with, so one run is enough and none
   folder itself the moment it runs (as whoever node runs as), before root is done with it;
 - the extension's replay (no code of the user's runs in it: a dist-only release's own runner does
   not import): a process of the user's attacks its folder from its IN_CREATE, as soon as its files
-  exist (reported: the folder may be gone first)."""
+  exist (reported: the folder may be gone first).
+
+Those two attack after root has filled the folder. The last test races root while it would still be
+making it: a process of the user's swaps the dist folder's `pkg` from its IN_CREATE, the moment the
+user may (with a folder made as root and chowned, that is while root walks it: 2 of 3 checks gave
+root's files away), repeated runs(3) times."""
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
 import tarfile
 import time
 from pathlib import Path
 
 import pytest
-from hostile_support import Inotify, spin
+from hostile_support import Attacker, Inotify, spin
+from plugin import runs
 from realsenpi import DIST_ONLY, real_dir, senpi_guard
 
+from senpi_guard.demo import sample
 from senpi_guard.prove import sandbox
 
 IN_CREATE = 0x100
@@ -112,8 +120,6 @@ def _attack(tmp: Path, attacks: Path, victim_file: Path):
 def test_the_user_cannot_redirect_roots_hands_through_a_replay_folder(
     attacker, users_dir, open_dir, attacking_tarball, tmp_path
 ):
-    from hostile_support import Attacker
-
     tarball = users_dir / "evil.tgz"
     tarball.write_bytes(attacking_tarball.read_bytes())
     os.chown(tarball, attacker.pw_uid, attacker.pw_gid)
@@ -150,3 +156,73 @@ def test_the_user_cannot_redirect_roots_hands_through_a_replay_folder(
     assert ran, f"no dist replay ran the release's code (nothing was attacked): {done.stdout}{done.stderr}"
     assert {int(uid) for uid, _ in ran} == {attacker.pw_uid}, f"the user's code ran as uids {ran}"
     assert all(f"landed {folder}" in attacks for _, folder in ran), f"a replay folder was not attacked: {attacks}"
+
+
+LINKED = 3000
+
+
+def _swap_pkg(folder: Path, victim_dir: Path) -> str | None:
+    """(As the user.) `folder/pkg` renamed away and a link to root's folder put in its place: what
+    happened, None while the user cannot yet (the folder is not theirs to change)."""
+    try:
+        os.rename(folder / "pkg", folder / "pkg.x")
+    except PermissionError:
+        return None
+    except FileNotFoundError:
+        return None if folder.exists() else "gone"
+    os.symlink(victim_dir, folder / "pkg")
+    return "swapped"
+
+
+def test_no_replay_folder_is_walked_by_root_once_the_user_can_change_it(attacker, users_dir, open_dir, tmp_path):
+    """The dist replay of a user's release, attacked by a process of the user's from the folder's
+    IN_CREATE: it renames the folder's `pkg` away the moment it may, and puts a link to a folder of
+    root's laid out as the package is. Root must do nothing by path inside the folder (nothing is
+    chowned there) once the user can change it: none of root's files may change owner."""
+    src = tmp_path / "src"
+    sample.write_sample_package(src, 2, fillers=0)
+    provider = src / "dist/core/extensions/builtin/claude-sdk-oauth"  # (a real folder of the mirror)
+    for index in range(LINKED):  # (each a link in the mirror: a walk over it takes a while)
+        (provider / f"extra-{index:05d}.txt").write_text("x")
+    tarball = users_dir / "release.tgz"
+    tarball.write_bytes(sample.npm_pack(src, tmp_path / "pack").read_bytes())
+    os.chown(tarball, attacker.pw_uid, attacker.pw_gid)
+    victim_dir = tmp_path / "victim"  # (root's, in root's 0700 pytest folder: the names the mirror has)
+    shutil.copytree(src, victim_dir, symlinks=True)
+    tmp = open_dir / "tmp"  # (root's, sticky, world-writable as /tmp, and this test's alone)
+    tmp.mkdir()
+    tmp.chmod(0o1777)
+    outcome = users_dir / "outcome"
+    tally = []
+    for _attempt in range(runs(3)):
+        outcome.write_text("")
+        os.chown(outcome, attacker.pw_uid, attacker.pw_gid)
+
+        def attack(ready) -> None:
+            watcher = Inotify()
+            watcher.watch(tmp, IN_CREATE)
+            ready()
+            while True:
+                for name in watcher.events():
+                    if name.startswith(sandbox.PREFIX) and "-ext-" not in name:
+                        happened: list[str | None] = [None]
+
+                        def step(folder=tmp / name, happened=happened) -> bool:
+                            happened[0] = _swap_pkg(folder, victim_dir)
+                            return happened[0] is not None
+
+                        spin(time.monotonic() + 30, step)
+                        with open(outcome, "a") as log:
+                            log.write(f"{happened[0] or 'never reached'}\n")
+
+        with Attacker(attacker, attack):
+            done = senpi_guard("check", tarball, env={"TMPDIR": str(tmp)})
+        given = [p for p in [victim_dir, *victim_dir.rglob("*")] if p.lstat().st_uid != 0]
+        attacks = outcome.read_text().split()
+        tally.append((len(given), done.returncode, attacks))
+        assert "Traceback" not in done.stdout + done.stderr, done.stderr
+        for path in given:
+            os.chown(path, 0, 0, follow_symlinks=False)
+    print(f"replay-folder walk: {len(tally)} checks, (root's entries given away, exit, attacks): {tally}")
+    assert all(given == 0 for given, _, _ in tally), tally
+    assert all("swapped" in attacks for _, _, attacks in tally), f"the attack never landed: {tally}"

@@ -109,15 +109,19 @@ def _neighbours(node_modules: Path, count: int) -> None:
         (folder / "index.js").write_text("module.exports = 1;\n")
 
 
-def _timed_apply(pkg: Path, state: Path) -> tuple[float, subprocess.CompletedProcess]:
+def _timed_apply(pkg: Path, state: Path, log: Path) -> tuple[float, subprocess.CompletedProcess]:
     started = time.monotonic()
-    done = senpi_guard("apply", "--root", pkg, env={"XDG_STATE_HOME": str(state), "XDG_DATA_HOME": str(state)})
+    # (a cache of its own too: the probes a first run caches would otherwise speed up the second)
+    homes = {"XDG_STATE_HOME": str(state), "XDG_DATA_HOME": str(state), "XDG_CACHE_HOME": str(state / "cache")}
+    done = senpi_guard("apply", "--root", pkg, env={**homes, "SENPI_GUARD_PLANT_LOG": str(log)})
     return time.monotonic() - started, done
 
 
 def test_an_npm_linked_neighbour_and_5000_globals_neither_refuse_nor_slow_apply(attacker, tarball, open_dir):
     """Beside senpi in the global node_modules: a package `npm link` placed (a link out of the
-    prefix) and 5,000 unrelated packages. apply patches, and takes no longer than beside none."""
+    prefix) and 5,000 unrelated packages, one of them the second user's. apply patches, takes no
+    longer than beside none, and replays as nobody: no neighbour is judged (the user's would make
+    the replay theirs)."""
     npm = shutil.which("npm")
     bare_pkg = _install(tarball, open_dir / "bare")
     busy_pkg = _install(tarball, open_dir / "busy")
@@ -134,11 +138,18 @@ def test_an_npm_linked_neighbour_and_5000_globals_neither_refuse_nor_slow_apply(
     global_modules = open_dir / "busy" / "lib" / "node_modules"
     assert (global_modules / "linked-tool").is_symlink()
     _neighbours(global_modules, NEIGHBOURS)
-    bare_time, bare = _timed_apply(bare_pkg, open_dir / "state-bare")
-    busy_time, busy = _timed_apply(busy_pkg, open_dir / "state-busy")
+    users = global_modules / "unrelated-00000"
+    for path in (users, *users.iterdir()):
+        os.chown(path, attacker.pw_uid, attacker.pw_gid)
+    log = shared_log(open_dir, "who-ran-it")
+    tools = busy_pkg / PROVIDER / "tools.js"
+    tools.write_text(PLANTED + tools.read_text())
+    bare_time, bare = _timed_apply(bare_pkg, open_dir / "state-bare", log)
+    busy_time, busy = _timed_apply(busy_pkg, open_dir / "state-busy", log)
     print(f"apply beside nothing: {bare_time:.2f}s; beside npm link + {NEIGHBOURS} packages: {busy_time:.2f}s")
     assert bare.returncode == 0 and busy.returncode == 0, busy.stderr
     assert "links out" not in busy.stderr
+    assert uids_in(log) == {owners.nobody()[0]}, uids_in(log)
     assert busy_time < bare_time * 1.5 + 1.0, (bare_time, busy_time)
 
 

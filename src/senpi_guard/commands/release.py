@@ -159,7 +159,8 @@ def release_dir(release: str, work: Path, caps: unpack.Caps) -> Path:
     path = Path(release.removeprefix("file:")).expanduser()
     opened = unpack.open_local(path)
     if opened is None:
-        if release.startswith(("/", "./", "../", "~", "file:")) or release.endswith((".tgz", ".tar.gz")):
+        local = release.startswith(("/", "./", "../", "~", "file:")) or release.endswith((".tgz", ".tar.gz"))
+        if local and ("://" not in release or release.startswith("file:")):  # (a tarball URL is a spec)
             raise FatalError(
                 f"{path}: no such file or folder; pass an npm spec (@code-yeongyu/senpi@VERSION), "
                 "a .tgz, or an unpacked package folder"

@@ -1,0 +1,84 @@
+"""`check` as root over a release no other user owns: a fetched spec (a tarball URL, served here
+by a real local HTTP server) is packed by npm, unpacked and replayed as `nobody`, and so is root's
+own tarball; the release's code, which notes its uid, never runs as root (issue 24: what to build,
+"a fetched spec is handled as nobody")."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hostile_support import PLANTED, shared_log, uids_in
+from realsenpi import senpi_guard
+
+from senpi_guard.demo import sample
+from senpi_guard.prove import owners
+
+PROVIDER = "dist/core/extensions/builtin/claude-sdk-oauth"
+
+
+@pytest.fixture
+def planted_tarball(open_dir) -> Path:
+    src = open_dir / "src"
+    sample.write_sample_package(src, 2, fillers=0)
+    for script in (src / PROVIDER).glob("*.js"):
+        script.write_text(PLANTED + script.read_text())
+    return sample.npm_pack(src, open_dir / "served")
+
+
+@pytest.fixture
+def served(planted_tarball) -> str:
+    """The tarball's URL on a real HTTP server of 127.0.0.1 (python -m http.server)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        cwd=planted_tarball.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N (...) ..."
+        port = int(line.split(" port ")[1].split()[0])
+        yield f"http://127.0.0.1:{port}/{planted_tarball.name}"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def npm_uids(open_dir) -> tuple[Path, dict[str, str]]:
+    """The real npm behind a shim first on PATH that notes the uid of every call."""
+    log = shared_log(open_dir, "npm-uids")
+    shim = open_dir / "bin" / "npm"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nid -u >> "{log}"\nexec "{shutil.which("npm")}" "$@"\n')
+    shim.chmod(0o755)
+    return log, {"PATH": f"{shim.parent}:{os.environ['PATH']}"}
+
+
+def test_a_fetched_release_is_packed_unpacked_and_replayed_as_nobody(attacker, served, npm_uids, open_dir):
+    log = shared_log(open_dir, "who-ran-it")
+    npm_log, env = npm_uids
+    started = time.monotonic()
+    done = senpi_guard("check", served, env={**env, "SENPI_GUARD_PLANT_LOG": str(log)})
+    print(
+        f"check {served}: exit {done.returncode} in {time.monotonic() - started:.1f}s; npm ran as "
+        f"{sorted(uids_in(npm_log))}, the release's code as {sorted(uids_in(log))}"
+    )
+    assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
+    assert uids_in(npm_log) == {owners.nobody()[0]}, npm_log.read_text()
+    assert uids_in(log) == {owners.nobody()[0]}, log.read_text()
+
+
+def test_roots_own_tarball_is_replayed_as_nobody(attacker, planted_tarball, open_dir, tmp_path):
+    log = shared_log(open_dir, "who-ran-it")
+    roots = tmp_path / "roots.tgz"  # (root's, in root's 0700 pytest folder)
+    shutil.copyfile(planted_tarball, roots)
+    done = senpi_guard("check", roots, env={"SENPI_GUARD_PLANT_LOG": str(log)})
+    assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
+    assert uids_in(log) == {owners.nobody()[0]}, log.read_text()
