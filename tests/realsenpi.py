@@ -7,12 +7,14 @@ the real tier with the reason; under CI=true it fails the run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,15 +167,43 @@ def copy_install(prefix: Path, dest: Path) -> Path:
     return dest
 
 
+def full_pristine(tmp_path_factory) -> Path:
+    """The run's one npm install of the full package (made once, shared read-only)."""
+    return made_once(
+        tmp_path_factory,
+        "full-senpi",
+        lambda folder: npm_global(real_dir() / FULL_TARBALL, folder, node24_bin(), offline=False),
+    )
+
+
+def _full_pristine_quietly(tmp_path_factory) -> None:
+    # (a failure here is met again, and reported, by the first test that needs the install;
+    # pytest's skip and fail outcomes are BaseExceptions)
+    with contextlib.suppress(BaseException):
+        full_pristine(tmp_path_factory)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _full_senpi_begun_early(request, tmp_path_factory):
+    """The full install takes a minute or more (npm fetches two natives and writes 23,940 files):
+    in a run that needs it, it is begun in a thread as each worker starts its first test, so it
+    overlaps the tests before the real tier instead of holding up every worker that reaches a real
+    test first (measured: two workers waited 150-170 s on it). The first worker's thread makes it,
+    the others' threads wait on made_once's lock; a test that needs it waits only for what is left."""
+    if not any("full_senpi" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        yield
+        return
+    thread = threading.Thread(target=_full_pristine_quietly, args=(tmp_path_factory,), daemon=True)
+    thread.start()
+    yield
+    thread.join()
+
+
 @pytest.fixture(scope="session")
 def full_senpi(real_builds, node24, tmp_path_factory) -> FullInstall:
     """The full published 2026.8.22-2 package, installed once per run with npm on node 24 (npm
     fetches its two platform natives from the registry); each worker patches a copy of its own."""
-    pristine = made_once(
-        tmp_path_factory,
-        "full-senpi",
-        lambda folder: npm_global(real_builds / FULL_TARBALL, folder, node24, offline=False),
-    )
+    pristine = full_pristine(tmp_path_factory)
     prefix = copy_install(pristine, tmp_path_factory.mktemp("real-full"))
     return FullInstall(prefix, prefix / SCOPED, prefix / "bin" / "senpi", node24)
 
