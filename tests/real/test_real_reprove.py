@@ -22,6 +22,7 @@ from senpi_guard.io.logs import log_dir
 pytestmark = pytest.mark.real
 
 LOADER = Path("dist/core/extensions/loader.js")
+BRIDGE = Path("dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js")
 REUSED = "the identical replay passed at"
 SIGNATURE = "export async function loadExtensions(paths, cwd, eventBus, runtime, options) {\n"
 LOADS_NOTHING = (  # (a loader a release broke: it loads no extension, and says so)
@@ -44,11 +45,12 @@ class Guarded:
         self.watcher = watch("--root", self.package_dir, "--rescan-interval", "600")
         wait_for(lambda: "re-proven" in self.watcher.text(), timeout=60, what="the start-up re-proof")
         assert REUSED in self.watcher.text()  # (what apply proved: the same bytes, no node run)
-        self.swaps = 0
+        self.swaps = self.made = 0
 
     def staged(self, edit: tuple[str, str] | None = None) -> Path:
         """A fresh copy of the package as npm unpacks it, the loader edited (`edit`: old, new)."""
-        staged = self.tmp / f"staged{self.swaps}"
+        self.made += 1
+        staged = self.tmp / f"staged{self.made}"
         shutil.copytree(self.pristine, staged, symlinks=True)
         if edit is not None:
             loader = staged / LOADER
@@ -162,3 +164,20 @@ def test_a_reinstall_of_the_same_bytes_reuses_the_proof_without_node(guarded, is
     assert REUSED in reproof and "a fresh proof" not in reproof, reproof
     assert proofs(isolated_dirs) == known  # no node run: a fresh proof would have been remembered
     assert guarded.extension.is_file()
+
+
+def test_the_dist_layer_never_waits_for_a_re_proof(guarded):
+    """A loader that takes 4 s to load the extension: an update of a dist target meanwhile (the
+    prompt bridge put back as senpi ships it, by rename) is re-patched while the re-proof runs."""
+    slow = "    const until = Date.now() + 4000;\n    while (Date.now() < until) {} // a slow loader\n"
+    first = guarded.swap(guarded.staged((SIGNATURE, SIGNATURE + slow)))
+    wait_for(lambda: any(DIST_LINE in line for line in log_lines()[first:]), what="the first dist round")
+    second = len(log_lines())
+    target = guarded.package_dir / BRIDGE
+    fresh = target.with_name(".prompt-bridge.js.update")
+    fresh.write_bytes((guarded.pristine / BRIDGE).read_bytes())
+    fresh.replace(target)  # while the slow re-proof runs
+    dist, reproof, lines = after(second, DIST_LINE, "re-proven")
+    assert "after=patched" in dist and "prompt-bridge.js" in dist.split("wrote=")[1], dist
+    assert "a fresh proof" in reproof, lines  # the slow loader's proof: still running when the dist layer went
+    assert stamp(reproof) > stamp(dist), (dist, reproof)

@@ -216,6 +216,7 @@ class Watcher:
         `force` (SIGHUP) also forgets what it knew, so every install is looked at again."""
         if force:
             self.schedule.known.clear()
+            self.keeping.stamps.clear()  # (and every installed extension is proven again, memo allowed)
         try:
             fresh = config_mod.load()
             check_config(self.patches, fresh)
