@@ -40,7 +40,7 @@ def test_a_storm_of_signals_neither_wedges_nor_kills_the_watcher(npm_install, wa
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     watcher = watch("--root", pkg, "--quiet-period", "0.05", "--rescan-interval", "600")
     wait_for(lambda: "patch=directive-dedupe trigger=startup" in watcher.text(), what="the start-up round")
-    target = pkg / SHAPE_REL[2]
+    start = len(watcher.text())
     deadline = time.monotonic() + 3
     sent = 0
     while time.monotonic() < deadline:  # events and SIGHUPs together: the loop is in its queue calls
@@ -48,13 +48,9 @@ def test_a_storm_of_signals_neither_wedges_nor_kills_the_watcher(npm_install, wa
         os.kill(watcher.proc.pid, signal.SIGHUP)
         sent += 1
     assert watcher.proc.poll() is None, watcher.text()[-2000:]
-    last = watcher.text().count("received SIGHUP")
-    assert last >= 1
-    os.kill(watcher.proc.pid, signal.SIGHUP)  # one more, after the storm: still answered with a round
-    wait_for(lambda: watcher.text().count("received SIGHUP") > last, what="the last SIGHUP to be seen")
-    after = len(watcher.text())
-    wait_for(lambda: "trigger=sighup" in watcher.text()[after:], timeout=20, what="a round for the last SIGHUP")
-    assert watcher.stop() < 2.0 and watcher.proc.returncode == 0, watcher.text()[-2000:]
+    wait_for(lambda: "trigger=sighup" in watcher.text()[start:], what="a round for the storm's SIGHUPs")
+    took = watcher.stop()  # SIGTERM, right after the storm: a wedged loop would never exit
     text = watcher.text()
+    assert took < 5.0 and watcher.proc.returncode == 0, text[-2000:]
     assert "Logging error" not in text and "Traceback" not in text, text[-3000:]
-    assert "stopped" in text and target.is_file()
+    assert text.rstrip().endswith("stopped") and (pkg / SHAPE_REL[2]).is_file()
