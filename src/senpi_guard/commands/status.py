@@ -86,18 +86,21 @@ def _extension_row(agent_dirs, patch, config, insp, place: pipeline.Placement) -
             "wanted": "extension" in config.layers,
             "risk": "",
             "here": None,
+            "taken_out": None,
         }
     layer = agent_dirs.status_at(place.user.path)
     here = None
     if place.here is not None and place.here.path != place.user.path:
         found = agent_dirs.status_at(place.here.path)
         here = {"agent_dir": str(place.here.path), "how": place.here.how, "state": found.state}
+    out = agent_dirs.taken_out(place.user.path) if layer.state == "absent" else None  # (by the watcher)
     return {
         "path": str(layer.path),
         "agent_dir": str(place.user.path),
         "how": place.user.how,
         "state": layer.state,
-        "detail": layer.detail,
+        "detail": str(out.get("problem")) if out else layer.detail,
+        "taken_out": out,
         "wanted": "extension" in config.layers,
         "risk": risk(patch, insp, layer.state, config),
         "here": here,

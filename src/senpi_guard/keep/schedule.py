@@ -71,7 +71,7 @@ def fingerprint(inst: discover.Install, files: list[Path]) -> tuple:
 
 
 class DistSchedule:
-    def __init__(self, store: Store, stop: threading.Event, triggers: queue.Queue[str]) -> None:
+    def __init__(self, store: Store, stop: threading.Event, triggers: queue.SimpleQueue[str]) -> None:
         self.store = store
         self.stop = stop
         self.triggers = triggers  # (a retry is asked for by putting one here)

@@ -1,5 +1,12 @@
 """The reconciling watcher: file events plus a periodic rescan, settle, then the same reconcile as
-`apply` under the same lock. Failures back off per (version, target sha256)."""
+`apply` under the same lock. Failures back off per (version, target sha256). An installed
+extension is proven again, after the round's dist layer and in a thread of its own
+(keep/reprove), when the installs' loader stamp changed.
+
+Signals: a handler only puts the signal on a queue.SimpleQueue (its put is reentrant: a handler
+may interrupt the main thread anywhere, even inside a queue or an Event's lock, which a
+queue.Queue or Event.set in the handler would then wait on forever); a relay thread logs it,
+sets the stop or asks for the reload, and wakes the loop."""
 
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from senpi_guard.io import store as store_mod
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.keep.notify import log
+from senpi_guard.keep.reprove import Reprover
 from senpi_guard.keep.schedule import DistSchedule, Known, file_stat
 from senpi_guard.layers import pipeline
 from senpi_guard.prove import owners
@@ -73,7 +81,8 @@ class Watcher:
         self.config = dataclasses.replace(config, **self.overrides)
         self.roots = roots
         self.stop = threading.Event()  # also cancels a running replay and any write not started
-        self.triggers: queue.Queue[str] = queue.Queue()
+        self.triggers: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.signals: queue.SimpleQueue[int | None] = queue.SimpleQueue()  # (what the handlers put)
         self.last_event = 0.0  # of an event that can change a target (dist/, package.json, above)
         self.observer = Observer()
         self.watches: dict[Path, tuple[object, int | None, bool]] = {}
@@ -82,6 +91,7 @@ class Watcher:
         self._real_packages: tuple[str, ...] = ()
         self.reload_requested = False
         self.keeping = pipeline.Keeping(due=self.schedule.due)  # the layers' memory between rounds
+        self.reprover = Reprover(self.store, self.stop, self.keeping, self.triggers)
 
     # ---- events and watches ------------------------------------------------------------
     def event(self, path: str) -> None:
@@ -206,6 +216,7 @@ class Watcher:
         `force` (SIGHUP) also forgets what it knew, so every install is looked at again."""
         if force:
             self.schedule.known.clear()
+            self.keeping.stamps.clear()  # (and every installed extension is proven again, memo allowed)
         try:
             fresh = config_mod.load()
             check_config(self.patches, fresh)
@@ -252,18 +263,22 @@ class Watcher:
             )
             self.store.write_pid(self.roots)
             self.observer.start()
+            self.reprover.start()
             try:
                 self._loop()
             finally:
+                self.stop.set()
+                self.reprover.close()
                 self.observer.stop()
                 self.observer.join(timeout=2)
                 self.store.clear_pid()
+                self.signals.put(None)
         log.info("stopped")
         return 0
 
     def _round(self, trigger: str) -> None:
-        """One reconcile of everything; a failure is logged and the watcher goes on (exiting would
-        be a crash loop under the service's Restart=)."""
+        """One reconcile of everything, then the re-proofs it found due handed over; a failure is
+        logged and the watcher goes on (exiting would be a crash loop under the service's Restart=)."""
         try:
             self.reconcile_all(trigger)
         except FatalError as exc:
@@ -275,42 +290,69 @@ class Watcher:
                 exc,
                 store_mod.crash_log(exc),
             )
+        self.reprover.hand_over()
+
+    def _next_trigger(self, next_rescan: float) -> str:
+        try:
+            return self.triggers.get(timeout=max(0.0, next_rescan - time.monotonic()))
+        except queue.Empty:
+            return "rescan"
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                self.triggers.get_nowait()
+            except queue.Empty:
+                return
+
+    def _reload_if_asked(self, trigger: str) -> str:
+        if not self.reload_requested:
+            return trigger
+        self.reload_requested = False
+        self.reload_config(force=True)
+        return "sighup"
 
     def _loop(self) -> None:
         self._round("startup")
         next_rescan = time.monotonic() + self.config.rescan_interval
         while not self.stop.is_set():
-            try:
-                trigger = self.triggers.get(timeout=max(0.0, next_rescan - time.monotonic()))
-            except queue.Empty:
-                trigger = "rescan"
+            trigger = self._next_trigger(next_rescan)
             if self.stop.is_set():
                 break
             if self.reload_requested:
-                self.reload_requested = False
-                self.reload_config(force=True)
-                trigger = "sighup"
+                trigger = self._reload_if_asked(trigger)
             elif time.monotonic() >= next_rescan:
                 trigger = "rescan"  # due: no stream of events may postpone it
-            elif not self.settle(next_rescan) and time.monotonic() < next_rescan:
-                continue
+            else:
+                log.info("settling (%s; quiet period %gs)", trigger.split(" ", 1)[0], self.config.quiet_period)
+                if not self.settle(next_rescan) and time.monotonic() < next_rescan and not self.reload_requested:
+                    continue
             if trigger == "rescan" or time.monotonic() >= next_rescan:
                 next_rescan = time.monotonic() + self.config.rescan_interval
-            while not self.triggers.empty():
-                self.triggers.get_nowait()
+            self._drain()
+            # a SIGHUP while settling: its trigger went with the drain, its reload must not
+            trigger = self._reload_if_asked(trigger)
+            if self.stop.is_set():
+                break
             self._round(trigger)
 
     def install_signal_handlers(self) -> None:
-        def stop(signum, _frame) -> None:
-            log.info("received %s, stopping", signal.Signals(signum).name)
-            self.stop.set()
-            self.triggers.put("stop")
+        """The handlers put the signal on a SimpleQueue, nothing else; the relay thread does the rest."""
 
-        def reload(_signum, _frame) -> None:
-            log.info("received SIGHUP: reloading the config and looking at every install again")
-            self.reload_requested = True
-            self.triggers.put("sighup")
+        def handler(signum, _frame) -> None:
+            self.signals.put(signum)
 
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGHUP, reload)
+        threading.Thread(target=self._relay, name="senpi-guard signals", daemon=True).start()
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, handler)
+
+    def _relay(self) -> None:
+        while (signum := self.signals.get()) is not None:
+            if signum == signal.SIGHUP:
+                log.info("received SIGHUP: reloading the config and looking at every install again")
+                self.reload_requested = True
+                self.triggers.put("sighup")
+            else:
+                log.info("received %s, stopping", signal.Signals(signum).name)
+                self.stop.set()
+                self.triggers.put("stop")

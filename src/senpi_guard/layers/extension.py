@@ -191,7 +191,7 @@ def verify(
         own = "its extension" if status.current else "the extension apply would write"
         what = f"{status.detail}; {own}"
     detail = (
-        f"{what} passed {report.checks_run} checks through {_host_text(report)}"
+        f"{what} passed {report.checks_run} checks through {host_text(report)}"
         if report.ok
         else f"{what} FAILED its replay: " + "; ".join(str(f) for f in report.failures[:3])
     )
@@ -199,7 +199,7 @@ def verify(
     return LayerOutcome(status.path, status.state, status.state, report.ok and settled, detail, report)
 
 
-def _host_text(report: VerifyReport) -> str:
+def host_text(report: VerifyReport) -> str:
     host = "senpi's own extension runner" if report.stats.get("host") == "senpi" else "a minimal host"
     if report.stats.get("host_unavailable"):
         host += f" (senpi's own runner did not import: {report.stats['host_unavailable']})"
@@ -275,7 +275,7 @@ def install(
         status.state,
         "installed",
         True,
-        f"verified: {report.checks_run} checks passed through {_host_text(report)}{cost}",
+        f"verified: {report.checks_run} checks passed through {host_text(report)}{cost}",
         report,
         kept,
     )

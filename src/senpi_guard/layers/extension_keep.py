@@ -5,7 +5,11 @@ only schedules it and logs what comes back:
 - an edited or foreign file, an agent dir where the extension would be unsafe, an install whose
   agent dir cannot be told, a config change that would reshape sent messages: each is a standing
   problem, reported once and left alone;
-- a failed replay is not tried again for the same patch, config and agent dir."""
+- a failed replay is not tried again for the same patch, config and agent dir;
+- an installed extension whose installs' loader stamp changed (an update, a reinstall, an edit of
+  senpi's loader or runner) is due for its proof again: handed to the watcher as a `Reproof`, run
+  after the round (layers/extension_reprove), never inside it; an agent dir a failed re-proof
+  took the extension out of is left alone until `senpi-guard apply`."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.layers import extension, extension_plan
+from senpi_guard.layers import extension, extension_plan, extension_reprove
 from senpi_guard.layers.extension import LayerOutcome
 
 
@@ -38,6 +42,11 @@ class Keeping:
     # whether an install is due for the dist layer (the watcher's schedule: changed since last seen,
     # not backed off)
     due: Callable[[Patch, Install], bool] = _always
+    # (patch, agent dir) -> the loader stamp its installed extension was last proven on
+    stamps: dict[tuple[str, str], tuple] = field(default_factory=dict)
+    hosts: dict[str, tuple] = field(default_factory=dict)  # (extension_reprove.loader_stamp's)
+    proving: set[tuple[str, str]] = field(default_factory=set)  # being re-proven now: left alone
+    reproofs: list[extension_reprove.Reproof] = field(default_factory=list)  # due, for the watcher
 
 
 @dataclass
@@ -85,6 +94,8 @@ def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
     """One agent dir (a hold or an unsafe dir is reported by the agent dir, the rest by the file)."""
     where = str(target.agent_dir)
     path = extension.target_path(now.patch, target.agent_dir)
+    if (now.patch.name, where) in now.keeping.proving:
+        return
     if now.store.hold(target.agent_dir) is not None:
         detail = "held by `senpi-guard revert`; left alone until `senpi-guard apply`"
         now.standing(("held", where), target.agent_dir, "held", detail, target.installs)
@@ -93,6 +104,10 @@ def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
         now.standing(("unsafe", where), target.agent_dir, "unsafe", target.unsafe, target.installs)
         return
     try:
+        if (out := extension_reprove.taken_out(now.store, now.patch, target.agent_dir)) is not None:
+            detail = f"{out.get('problem')}; left alone until `senpi-guard apply`"
+            now.standing(("taken-out", where), target.agent_dir, "absent", detail, target.installs)
+            return
         status = extension.inspect(now.patch, now.config, target.agent_dir)
         if status.state in ("modified", "foreign"):
             detail = f"{status.state} ({status.detail}); run `senpi-guard apply`"
@@ -106,15 +121,39 @@ def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
             now.standing(("reshapes", f"{status.path} {status.reshapes}"), status.path, "stale", detail)
             return
         wanted = (now.patch.patch_id(now.config), where)
+        if status.state == "installed" and wanted not in now.keeping.failed:
+            _due_again(now, target)
         if status.state in ("installed", "package") or wanted in now.keeping.failed:
             return
-        with now.store.lock():
-            outcome = extension.install(
-                now.patch, now.config, target.installs, now.store, target.agent_dir, cancel=now.cancel
-            )
+        outcome = _install(now, target)
     except FatalError as exc:
         now.results.append(LayerOutcome(path, "error", "error", False, str(exc), installs=list(target.installs)))
+        return
+    if outcome is None:
         return
     if not outcome.ok:
         now.keeping.failed.add(wanted)
     now.results.append(outcome)
+
+
+def _due_again(now: _Round, target: extension_plan.AgentTarget) -> None:
+    """An installed extension whose installs' loader stamp changed since it was last proven."""
+    stamp = extension_reprove.loader_stamp(target.installs, now.keeping.hosts)
+    key = (now.patch.name, str(target.agent_dir))
+    if now.keeping.stamps.get(key) != stamp:
+        job = extension_reprove.Reproof(now.patch, now.config, target.agent_dir, list(target.installs), stamp)
+        now.keeping.reproofs.append(job)
+
+
+def _install(now: _Round, target: extension_plan.AgentTarget) -> LayerOutcome | None:
+    """Installed as apply installs it (None: a re-proof took it out meanwhile, the record says so)."""
+    with now.store.lock():
+        if extension_reprove.taken_out(now.store, now.patch, target.agent_dir) is not None:
+            return None
+        outcome = extension.install(
+            now.patch, now.config, target.installs, now.store, target.agent_dir, cancel=now.cancel
+        )
+    if outcome.ok and outcome.after == "installed":  # (just proven on what is there now)
+        stamp = extension_reprove.loader_stamp(target.installs, now.keeping.hosts)
+        now.keeping.stamps[(now.patch.name, str(target.agent_dir))] = stamp
+    return outcome

@@ -21,7 +21,7 @@ from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.layers import extension
+from senpi_guard.layers import extension, extension_reprove
 
 
 @dataclass
@@ -191,6 +191,8 @@ def install_all(
         )
         if here and outcome.ok and not dry_run and target.how == "project":
             store.remember_agent_dir(target.agent_dir)
+        if outcome.ok and not dry_run:  # (what a watcher's failed re-proof recorded is over)
+            extension_reprove.clear(store, patch, target.agent_dir)
         outcomes.append(outcome)
     return outcomes
 
@@ -221,7 +223,7 @@ def judged(outcome: extension.LayerOutcome, target: AgentTarget) -> extension.La
     return outcome
 
 
-def _inspected(patch: Patch, config: Config, target: AgentTarget) -> extension.LayerOutcome:
+def _inspected(patch: Patch, config: Config, store: Store, target: AgentTarget) -> extension.LayerOutcome:
     try:
         status = extension.inspect(patch, config, target.agent_dir)
     except FatalError as exc:
@@ -230,7 +232,11 @@ def _inspected(patch: Patch, config: Config, target: AgentTarget) -> extension.L
     outcome = extension.LayerOutcome(status.path, status.state, status.state, status.current, status.detail)
     if not status.current:
         outcome.step = f"run `senpi-guard export {status.path}` (renders the package anew)"
-    return judged(outcome, target)
+    outcome = judged(outcome, target)
+    out = extension_reprove.shown(store, patch, target.agent_dir) if status.state == "absent" else None
+    if out is not None and not target.unsafe:  # (the watcher's failed re-proof: its problem and next step)
+        outcome.ok, outcome.detail, outcome.step = False, str(out.get("problem")), str(out.get("next"))
+    return outcome
 
 
 def inspect_all(
@@ -239,7 +245,7 @@ def inspect_all(
     """status's extension layer: what is in each agent dir the installs use, judged as verify judges
     it, without a replay (read-only)."""
     planned, errors = targets(patch, found, config, store, present_of)
-    return _errors(errors) + [_inspected(patch, config, target) for target in planned]
+    return _errors(errors) + [_inspected(patch, config, store, target) for target in planned]
 
 
 def verify_all(
@@ -257,7 +263,7 @@ def verify_all(
     outcomes = _errors(errors)
     for target in planned:
         if target.unsafe:
-            outcomes.append(_inspected(patch, config, target))
+            outcomes.append(_inspected(patch, config, store, target))
             continue
         outcome = extension.verify(patch, config, target.installs, store, target.agent_dir, allow_foreign_root)
         outcomes.append(judged(outcome, target))

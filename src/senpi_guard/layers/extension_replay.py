@@ -52,7 +52,7 @@ def _defines_runner(path: Path) -> bool:
     return False
 
 
-def _senpi_host(installs: list[Install], allow_foreign_root: bool) -> tuple[Install | None, dict | None]:
+def senpi_host(installs: list[Install], allow_foreign_root: bool = False) -> tuple[Install | None, dict | None]:
     """The installed senpi's own extension loader and runner, found by what its files export; None
     when there is none (or root would have to run another user's code)."""
     for install in installs:
@@ -108,7 +108,7 @@ def replay(
     """Run the fixture sessions through the rendered extension with node: directly and, when an
     installed senpi's own loader and runner import, through them. A passing replay is remembered by
     everything it depends on (`reuse`: trust one from an earlier run)."""
-    install, host = _senpi_host(installs, allow_foreign_root)
+    install, host = senpi_host(installs, allow_foreign_root)
     node = nodes.node_for(install.package_dir if install else None)
     memo = replays.ReplayMemo(store.state_dir / "replays.json")
     key, by_content = _keys(_replay_parts(patch, rendered, install, host, node))

@@ -29,7 +29,7 @@ from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.layers import dist_revert, extension, extension_keep, extension_plan
+from senpi_guard.layers import dist_revert, extension, extension_keep, extension_plan, extension_reprove
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.extension_keep import Keeping
@@ -43,6 +43,10 @@ from senpi_guard.prove import verify as verify_mod
 # `after` (core.patch.classify.State, the one vocabulary), `ok`, `detail` and `report`.
 Result = Outcome | LayerOutcome
 placement = extension_plan.placement  # (which agent dirs an install uses: status and audit show it)
+# the watcher's re-proof of an installed extension, handed over by the extension layer's `keep`
+Reproof = extension_reprove.Reproof
+reprove = extension_reprove.reprove
+loader_stamp = extension_reprove.loader_stamp
 Placement = extension_plan.Placement
 LayerStatus = extension.LayerStatus
 __all__ = [
@@ -52,10 +56,13 @@ __all__ = [
     "Outcome",
     "Pipeline",
     "Placement",
+    "Reproof",
     "Result",
     "Run",
     "build",
+    "loader_stamp",
     "placement",
+    "reprove",
 ]
 
 
@@ -215,6 +222,10 @@ class AgentDirLayer:
             return extension.inspect(self.patch, self.config, agent_dir)
         except FatalError as exc:
             return extension.LayerStatus("error", extension.target_path(self.patch, agent_dir), str(exc))
+
+    def taken_out(self, agent_dir: Path) -> dict | None:
+        """The record of a watcher's re-proof that took the extension out of this agent dir."""
+        return extension_reprove.shown(self.store, self.patch, agent_dir)
 
     def _ours(self, results: Iterable[LayerOutcome]) -> list[Result]:
         named: list[Result] = []
