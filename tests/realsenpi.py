@@ -193,6 +193,7 @@ def _full_senpi_begun_early(request, tmp_path_factory):
     if not any("full_senpi" in getattr(item, "fixturenames", ()) for item in request.session.items):
         yield
         return
+    tmp_path_factory.getbasetemp()  # (made here first: the thread and this one must not both make it)
     thread = threading.Thread(target=_full_pristine_quietly, args=(tmp_path_factory,), daemon=True)
     thread.start()
     yield
