@@ -7,7 +7,6 @@ dist layer's `keep` step does the work (layers/pipeline)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
 import threading
 import time
@@ -21,14 +20,9 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io.store import Store
 from senpi_guard.keep.notify import log, notify
 from senpi_guard.layers import pipeline
+from senpi_guard.prove import replays
 
-
-def file_stat(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
+file_stat = replays.file_identity  # (the watcher's name for it)
 
 
 def _sha(path: Path) -> str:

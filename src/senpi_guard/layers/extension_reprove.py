@@ -13,7 +13,6 @@ watcher leaves the agent dir alone until a successful `senpi-guard apply` clears
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,14 +34,6 @@ TAKEN_OUT_VERSION = 1
 APPLY_STEP = "fix what fails (`senpi-guard verify` shows it), then run `senpi-guard apply`"
 
 
-def _stat(path: str) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
 def loader_stamp(installs: list[Install], hosts: dict[str, tuple]) -> tuple:
     """What the extension's proof depends on in these installs, by identity (no file is read).
     `hosts` remembers where each install's loader and runner are, while its package stamp holds
@@ -58,7 +49,7 @@ def loader_stamp(installs: list[Install], hosts: dict[str, tuple]) -> tuple:
                 host = None
             known = hosts[str(install.package_dir)] = (stamp, host)
         host = known[1] or {}
-        files = tuple((role, path, _stat(path)) for role, path in sorted(host.items()))
+        files = tuple((role, path, replays.file_identity(path)) for role, path in sorted(host.items()))
         parts.append((str(install.package_dir), tuple(stamp or ()), files))
     return tuple(parts)
 

@@ -70,6 +70,15 @@ def replay_key(patch: Patch, config: Config, package_dir: Path, pairs: dict[str,
     return _sha(json.dumps(parts, sort_keys=True).encode())
 
 
+def file_identity(path: Path | str) -> tuple[int, int, int] | None:
+    """A file's inode, size and change time (None when it cannot be stat'ed): no byte is read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def package_stamp(package_dir: Path) -> list[int] | None:
     """package.json's and dist/'s identity and change times: an update changes both."""
     try:
