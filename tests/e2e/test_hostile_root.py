@@ -143,11 +143,11 @@ def test_planted_code_runs_as_its_owner_not_as_root(users_install, other_user, o
     tools.write_text(PLANTED + tools.read_text())
     give_to(other_user, tools)
     monkeypatch.setenv("SENPI_GUARD_PLANT_LOG", str(log))
-    run_cli(capsys, "verify", "--root", users_install)
+    run_cli(capsys, "verify", "--fresh", "--root", users_install)
     ran_as = {int(x) for x in log.read_text().split()}
     assert ran_as == {other_user.pw_uid}, f"the planted code ran as uids {ran_as or 'none'}"
     log.write_text("")
-    run_cli(capsys, "verify", "--allow-foreign-root", "--root", users_install)
+    run_cli(capsys, "verify", "--fresh", "--allow-foreign-root", "--root", users_install)
     assert {int(x) for x in log.read_text().split()} == {0}  # only when asked for
 
 

@@ -70,12 +70,12 @@ def test_the_extension_replay_runs_senpis_runner_as_its_owner_never_as_root(
     log = shared_log(open_dir, "who-ran-it")
     pkg = _users_install(tarball, open_dir / "prefix", attacker, WHO)
     env = {**extension_only, "SENPI_GUARD_PLANT_LOG": str(log)}
-    done = senpi_guard("verify", "--root", pkg, env=env)  # (a fresh replay: verify trusts no earlier one)
+    done = senpi_guard("verify", "--fresh", "--root", pkg, env=env)  # (--fresh: node runs, whatever passed before)
     text = done.stdout + done.stderr
     assert "through senpi's own extension runner" in text, text  # (the host really was loaded)
     assert _ran(log) == {(attacker.pw_uid, "extension_harness.mjs")}, (_ran(log), text)
     log.write_text("")
-    senpi_guard("verify", "--allow-foreign-root", "--root", pkg, env=env)
+    senpi_guard("verify", "--fresh", "--allow-foreign-root", "--root", pkg, env=env)
     assert _ran(log) == {(0, "extension_harness.mjs")}  # (only when asked for: the log tells them apart)
 
 
@@ -86,7 +86,7 @@ def _replaying(pkg: Path, env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
     watcher = Inotify()
     watcher.watch(tmp, IN_CREATE)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "senpi_guard", "verify", "--root", str(pkg)],
+        [sys.executable, "-m", "senpi_guard", "verify", "--fresh", "--root", str(pkg)],
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

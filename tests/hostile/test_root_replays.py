@@ -51,7 +51,7 @@ def test_a_world_writable_module_in_a_root_install_never_runs_as_root(attacker, 
     log = shared_log(open_dir, "who-ran-it")
     pkg = _install(tarball, open_dir / "prefix")
     _world_writable_tools(pkg, log)
-    for command in (("apply", "--dry-run"), ("verify",)):
+    for command in (("apply", "--dry-run"), ("verify", "--fresh")):
         log.write_text("")
         done = senpi_guard(*command, "--root", pkg, env={"SENPI_GUARD_PLANT_LOG": str(log)})
         ran_as = uids_in(log)

@@ -120,6 +120,7 @@ def outcome_json(outcome: pipeline.Outcome, changes: dict[str, Any] | None = Non
             "checks": report.checks_run,
             "node": report.node_version,
             "failures": [str(f) for f in report.failures],
+            "reused_from": report.reused_from,  # (not run again: when the identical replay ran)
         },
         "millis": outcome.millis,
         "changes": changes or None,

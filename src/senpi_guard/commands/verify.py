@@ -1,4 +1,7 @@
-"""`senpi-guard verify`: replay the fixtures through what is installed (both layers), change nothing."""
+"""`senpi-guard verify`: replay the fixtures through what is installed (both layers), change nothing.
+
+A replay identical, by everything its result depends on, to one that passed before is not run again
+(each line says when it passed); `--fresh` runs every replay with node."""
 
 from __future__ import annotations
 
@@ -13,12 +16,18 @@ EXITS = "0 every install is patched, the extension is installed, and every check
 def configure(parser) -> None:
     common.add_install_options(parser)
     common.add_foreign_root(parser)
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every replay with node (default: a replay identical to one that passed before, by the bytes,"
+        " node and checks it depends on, is not run again)",
+    )
 
 
 def run(args) -> int:
     patches, config = common.load()
     found = common.installs(args)
     flow = pipeline.build(patches, config, allow_foreign_root=args.allow_foreign_root)
-    flow.run("verify", found, pipeline.Run(allow_foreign_root=args.allow_foreign_root))
+    flow.run("verify", found, pipeline.Run(allow_foreign_root=args.allow_foreign_root, fresh=args.fresh))
     common.print_results(flow, args.json, next_steps=True)
     return 0 if flow.ok else 1

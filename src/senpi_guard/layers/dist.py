@@ -251,7 +251,7 @@ class Reconciler:
             located=self.remember_location(insp),
             last_verify={
                 "ok": report.ok,
-                "time": time.time(),
+                "time": report.reused_from or time.time(),  # (a replay not run again: when it ran)
                 "checks": report.checks_run,
                 "shas": shas,
                 "node": report.node_version,

@@ -89,6 +89,7 @@ class LayerOutcome:
                 "node": report.node_version,
                 "host": report.stats.get("host"),
                 "failures": [str(f) for f in report.failures],
+                "reused_from": report.reused_from,  # (not run again: when the identical replay ran)
             },
         }
 
@@ -166,9 +167,11 @@ def verify(
     agent_dir: Path,
     allow_foreign_root: bool = False,
     cancel: threading.Event | None = None,
+    fresh: bool = False,
 ) -> LayerOutcome:
-    """A fresh replay of what apply writes here, beside the state of the file there (ok: it is
-    there as apply writes it, and the replay passes)."""
+    """A replay of what apply writes here (`fresh`: run with node even when the identical replay
+    passed before), beside the state of the file there (ok: it is there as apply writes it, and the
+    replay passes)."""
     status = None
     try:
         status = inspect(patch, config, agent_dir)
@@ -179,7 +182,7 @@ def verify(
             installs,
             store,
             allow_foreign_root,
-            reuse=False,
+            reuse=not fresh,
             cancel=cancel,
         )
     except FatalError as exc:  # (the state is what inspection found; the replay's refusal is the detail)

@@ -255,17 +255,21 @@ def verify_all(
     found: list[Install],
     present_of: Callable[[Install], set[str]],
     allow_foreign_root: bool = False,
+    fresh: bool = False,
 ) -> list[extension.LayerOutcome]:
-    """verify's extension layer: a fresh replay of what apply would install in each agent dir, beside
-    the state of the file there (ok: it is installed as rendered and the replay passes); where the
-    config keeps it out, judged as status judges it (no replay)."""
+    """verify's extension layer: a replay of what apply would install in each agent dir (`fresh`: run
+    with node even when the identical replay passed before), beside the state of the file there (ok:
+    it is installed as rendered and the replay passes); where the config keeps it out, judged as
+    status judges it (no replay)."""
     planned, errors = targets(patch, found, config, store, present_of)
     outcomes = _errors(errors)
     for target in planned:
         if target.unsafe:
             outcomes.append(_inspected(patch, config, store, target))
             continue
-        outcome = extension.verify(patch, config, target.installs, store, target.agent_dir, allow_foreign_root)
+        outcome = extension.verify(
+            patch, config, target.installs, store, target.agent_dir, allow_foreign_root, fresh=fresh
+        )
         outcomes.append(judged(outcome, target))
     return outcomes
 

@@ -3,7 +3,7 @@ every file node loaded for it (senpi's loader, runner and their dependencies, as
 them with node's module.registerHooks), our rendered extension, the checks, fixtures and harness,
 and node's version. A reinstall of the same senpi (new inodes, same bytes) reuses the proof; one
 changed byte in any file it loaded, a new node or a new extension proves afresh. Without the list
-(node < 22.15, or no senpi host) nothing is remembered here. `verify` never reuses one."""
+(node < 22.15, or no senpi host) nothing is remembered here. `verify --fresh` never reuses one."""
 
 from __future__ import annotations
 

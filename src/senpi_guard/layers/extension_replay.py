@@ -14,6 +14,8 @@ from pathlib import Path
 from senpi_guard.core import jssyntax, locate
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
+from senpi_guard.errors import FatalError
+from senpi_guard.io import memo
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import extension_proofs as proofs
@@ -24,6 +26,8 @@ from senpi_guard.prove.verify import VerifyReport
 
 HARNESS = "extension_harness.mjs"
 RUNNER_CLASS = b"class ExtensionRunner"
+LOADER_EXPORTS = ["loadExtensions", "createExtensionRuntime"]
+HOST_MEMO = "senpi-host"
 
 
 def _defines_runner(path: Path) -> bool:
@@ -58,13 +62,44 @@ def senpi_host(installs: list[Install], allow_foreign_root: bool = False) -> tup
     for install in installs:
         if install.unsupported:
             continue
-        files = locate.js_files(install.package_dir / "dist")
-        found = locate.find_exported_functions(files, ["loadExtensions", "createExtensionRuntime"])
-        runners = [f for f in files if _defines_runner(Path(f))]
-        if len(runners) != 1 or any(len({h.path for h in hits}) != 1 for hits in found.values()):
-            continue
-        return install, {"loader": str(found["loadExtensions"][0].path), "runner": runners[0]}
+        host = _remembered_host(install.package_dir) or _find_host(install.package_dir)
+        if host is not None:
+            return install, host
     return None, None
+
+
+def _find_host(package_dir: Path) -> dict | None:
+    """One walk of dist/: the one file exporting the loader's functions, the one defining the runner."""
+    files = locate.js_files(package_dir / "dist")
+    found = locate.find_exported_functions(files, LOADER_EXPORTS)
+    runners = [f for f in files if _defines_runner(Path(f))]
+    if len(runners) != 1 or any(len({h.path for h in hits}) != 1 for hits in found.values()):
+        return None
+    host = {"loader": str(found[LOADER_EXPORTS[0]][0].path), "runner": str(runners[0])}
+    memo.remember(HOST_MEMO, _host_key(package_dir), host)
+    return host
+
+
+def _host_key(package_dir: Path) -> str | None:
+    stamp = replays.package_stamp(package_dir)
+    return None if stamp is None else json.dumps([str(package_dir), stamp])
+
+
+def _remembered_host(package_dir: Path) -> dict | None:
+    """Where the walk found them, while package.json and dist/ look as they did then (an update
+    changes both) and those files still export and define them (two files parsed, not dist/'s
+    thousands)."""
+    host = memo.recall(HOST_MEMO, _host_key(package_dir))
+    if not isinstance(host, dict) or not all(isinstance(host.get(k), str) for k in ("loader", "runner")):
+        return None
+    loader = Path(host["loader"])
+    try:
+        found = locate.find_exported_functions([loader], LOADER_EXPORTS)
+    except FatalError:
+        return None
+    if all(found[name] for name in LOADER_EXPORTS) and _defines_runner(Path(host["runner"])):
+        return {"loader": host["loader"], "runner": host["runner"]}
+    return None
 
 
 def _replay_parts(patch: Patch, rendered: str, install: Install | None, host: dict | None, node) -> dict:

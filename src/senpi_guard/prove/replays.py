@@ -42,17 +42,21 @@ def _patch_digest(patch: Patch) -> list[str]:
     ]
 
 
-def _neighbours(module: ModulePair) -> list[tuple[str, str]]:
+def _neighbours(module: ModulePair, replayed: set[Path]) -> list[tuple[str, str]]:
+    """The scripts beside a module that the replay may import, as they are on disk. The modules
+    replayed together are left out: their bytes are in the key already, and they are what apply
+    rewrites (so the replay before apply's write and verify's after it share a key)."""
     folder = Path(module.real_path).parent
     try:
         paths = sorted(p for p in folder.iterdir() if p.name.endswith(SCRIPTS) and p.is_file())
-        return [(p.name, _sha(p.read_bytes())) for p in paths if p != Path(module.real_path)]
+        return [(p.name, _sha(p.read_bytes())) for p in paths if p not in replayed]
     except OSError:
         return [("unreadable", str(time.time()))]  # never matches: the replay runs
 
 
 def replay_key(patch: Patch, config: Config, package_dir: Path, pairs: dict[str, ModulePair]) -> str:
     node = nodes.node_for(package_dir)
+    replayed = {Path(pair.real_path) for pair in pairs.values()}
     parts = {
         "patch": patch.patch_id(config),
         "digest": _patch_digest(patch),
@@ -62,7 +66,7 @@ def replay_key(patch: Patch, config: Config, package_dir: Path, pairs: dict[str,
                 pair.export,
                 _sha(pair.original),
                 _sha(pair.candidate) if pair.candidate is not None else None,
-                _neighbours(pair),
+                _neighbours(pair, replayed),
             ]
             for role, pair in sorted(pairs.items())
         },
