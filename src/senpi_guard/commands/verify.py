@@ -27,7 +27,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     patches, config = common.load()
     found = common.installs(args)
-    flow = pipeline.build(patches, config, allow_foreign_root=args.allow_foreign_root)
-    flow.run("verify", found, pipeline.Run(allow_foreign_root=args.allow_foreign_root, fresh=args.fresh))
+    flow = pipeline.build(patches, config, allow_foreign_root=args.allow_foreign_root, fresh_proofs=args.fresh)
+    flow.run("verify", found, pipeline.Run(allow_foreign_root=args.allow_foreign_root))
     common.print_results(flow, args.json, next_steps=True)
     return 0 if flow.ok else 1

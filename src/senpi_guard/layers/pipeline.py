@@ -75,7 +75,6 @@ class Run:
     from_edit: bool = False  # revert: ignore backups
     alone: bool = False  # revert --patch: only the patches asked for come off (shared files are rebuilt)
     allow_foreign_root: bool = False
-    fresh: bool = False  # verify: run every replay with node, trusting none that passed before
     keeping: Keeping | None = None  # watch: what the watcher carries between rounds
 
 
@@ -146,14 +145,13 @@ class DistLayer:
         return results
 
     def verify(self, installs: list[Install], run: Run) -> list[Result]:
-        # (--fresh: no replay trusted from an earlier run, unless two installs of this run are identical)
-        reconciler = self.reconciler.variant(reuse_stored_replays=False) if run.fresh else self.reconciler
+        # (build's fresh_proofs: no replay trusted from an earlier run, unless two installs are identical)
         results: list[Result] = []
         for install in installs:
             ui.progress(
                 f"senpi {install.version} ({install.manager}) [{self.patch.name}]: replaying the fixtures with node…"
             )
-            results.append(reconciler.verify(install))
+            results.append(self.reconciler.verify(install))
         return results
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
@@ -259,7 +257,13 @@ class AgentDirLayer:
         ui.progress(f"{self.patch.name}: replaying the fixture sessions through the extension…")
         return self._ours(
             extension_plan.verify_all(
-                self.patch, self.config, self.store, installs, self.dist.present_of, run.allow_foreign_root, run.fresh
+                self.patch,
+                self.config,
+                self.store,
+                installs,
+                self.dist.present_of,
+                run.allow_foreign_root,
+                fresh=not self.dist.reconciler.reuse_stored_replays,
             )
         )
 
