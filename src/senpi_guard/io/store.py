@@ -3,6 +3,7 @@ watcher's pid file and the one write lock. Nothing here writes into a senpi inst
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -18,6 +19,7 @@ from typing import Any, NamedTuple
 import platformdirs
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import answers
 from senpi_guard.io.logs import crash_log as crash_log  # (the commands' one import for it)
 from senpi_guard.io.logs import log_dir as log_dir
 from senpi_guard.io.write import os_error, private_dirs, write_private
@@ -147,16 +149,20 @@ class Store:
     @contextmanager
     def lock(self) -> Iterator[None]:
         """One writer at a time across apply, revert, demo and the watcher; says when it waits."""
-        import filelock  # only the commands that write pay for it
+        with answers.aside():  # (filelock looks at /proc as it is imported)
+            import filelock  # only the commands that write pay for it
 
         timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
         lock = filelock.FileLock(self._lock_path(self.lock_file))
         try:
-            _acquire(lock, 0, self.lock_file)
+            with answers.aside():  # (the lock's own bookkeeping is no input of what the command says)
+                _acquire(lock, 0, self.lock_file)
         except filelock.Timeout:
+            answers.refuse("waited for the write lock")
             log.warning("waiting for the write lock %s (another senpi-guard is writing)…", self.lock_file)
             try:
-                _acquire(lock, timeout, self.lock_file)
+                with answers.aside():
+                    _acquire(lock, timeout, self.lock_file)
             except filelock.Timeout as exc:
                 raise FatalError(
                     f"another senpi-guard holds the write lock {self.lock_file} for "
@@ -165,7 +171,8 @@ class Store:
         try:
             yield
         finally:
-            lock.release()
+            with answers.aside():
+                lock.release()
 
     # ---- backups -------------------------------------------------------------------------
     def backup_dir(self, package_dir: Path, version: str) -> Path:
@@ -306,7 +313,11 @@ class Store:
 
     def save_records(self, data: dict[str, Any]) -> None:
         data["version"] = RECORDS_VERSION
-        write_private(self.records_file, json.dumps(data, indent=2, sort_keys=True).encode())
+        encoded = json.dumps(data, indent=2, sort_keys=True).encode()
+        with contextlib.suppress(OSError):
+            if self.records_file.read_bytes() == encoded:  # (an apply with nothing to change writes nothing)
+                return
+        write_private(self.records_file, encoded)
 
     def update_install(self, package_dir: Path, patch: str | None = None, **fields: Any) -> None:
         """Record fields of an install (with `patch`: of that patch on it)."""

@@ -1,0 +1,249 @@
+"""Remembered answers (io/answers, io/recorder): a run's answer is printed again only while every
+input it consulted is as it was, and never for a run that wrote, started a process or failed. The
+`run` given to the front door here is a small command of the test's own, doing real file-system
+work, so each test can count whether it ran again."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from senpi_guard.io import answers, recorder
+from senpi_guard.io.store import cache_dir
+
+
+class Command:
+    """A stand-in command: each call runs `body` (which prints), counted."""
+
+    def __init__(self, body, code: int = 0) -> None:
+        self.body, self.code, self.calls = body, code, 0
+
+    def __call__(self, argv: list[str]) -> int:
+        self.calls += 1
+        self.body()
+        return self.code
+
+
+def door(capsys, command: Command, argv: tuple[str, ...] = ("status",)) -> tuple[int, str, str]:
+    code = answers.front_door(list(argv), command)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    path = tmp_path / "input.txt"
+    path.write_text("first")
+    os.utime(path, (1_000_000, 1_000_000))  # (old: not within the racy window)
+    return path
+
+
+def test_an_unchanged_input_replays_the_answer_without_running(capsys, data):
+    command = Command(lambda: (print("read:", data.read_text()), print("note", file=sys.stderr)), code=1)
+    first = door(capsys, command)
+    second = door(capsys, command)
+    assert first == (1, "read: first\n", "note\n")
+    assert second == first and command.calls == 1
+
+
+def test_a_changed_input_runs_again_and_says_the_new_thing(capsys, data):
+    command = Command(lambda: print("read:", data.read_text()))
+    door(capsys, command)
+    data.write_text("other")  # (same size; the identity changes)
+    os.utime(data, (1_000_000, 1_000_000))  # (even with the old mtime: the ctime moved)
+    assert door(capsys, command)[1] == "read: other\n" and command.calls == 2
+
+
+def test_a_path_that_appears_is_a_change(capsys, tmp_path):
+    wanted = tmp_path / "later.json"
+    command = Command(lambda: print("there" if wanted.exists() else "absent"))
+    assert door(capsys, command)[1] == "absent\n"
+    wanted.write_text("{}")
+    assert door(capsys, command)[1] == "there\n" and command.calls == 2
+
+
+def test_a_new_entry_in_a_folder_listed_is_a_change(capsys, tmp_path):
+    folder = tmp_path / "listed"
+    folder.mkdir()
+    command = Command(lambda: print(sorted(p.name for p in folder.iterdir())))
+    door(capsys, command)
+    (folder / "new").write_text("")
+    assert door(capsys, command)[1] == "['new']\n" and command.calls == 2
+    scanned = Command(lambda: print(sorted(e.name for e in os.scandir(folder) if e.is_file())))
+    door(capsys, scanned, ("status", "--scan"))
+    (folder / "newer").write_text("")
+    assert door(capsys, scanned, ("status", "--scan"))[1] == "['new', 'newer']\n" and scanned.calls == 2
+
+
+def test_a_link_retargeted_under_an_entry_is_a_change(capsys, tmp_path):
+    folder, one, two = tmp_path / "f", tmp_path / "one", tmp_path / "two"
+    folder.mkdir()
+    one.mkdir()
+    two.write_text("")
+    (folder / "link").symlink_to(one)
+    command = Command(lambda: print([e.is_dir() for e in os.scandir(folder)]))
+    assert door(capsys, command)[1] == "[True]\n"
+    (folder / "link").unlink()
+    (folder / "link").symlink_to(two)  # (same name: only the entry's target says it changed)
+    assert door(capsys, command)[1] == "[False]\n" and command.calls == 2
+
+
+def test_a_run_that_writes_or_starts_a_process_is_never_remembered(capsys, tmp_path):
+    writes = Command(lambda: (tmp_path / "out").write_text("x"))
+    door(capsys, writes)
+    door(capsys, writes)
+    spawns = Command(lambda: subprocess.run(["true"], check=True))
+    door(capsys, spawns, ("status", "-v"))
+    door(capsys, spawns, ("status", "-v"))
+    renames = Command(lambda: os.replace(tmp_path / "out", tmp_path / "out2"), code=0)
+    door(capsys, renames, ("status", "-q"))
+    (tmp_path / "out").write_text("x")
+    door(capsys, renames, ("status", "-q"))
+    assert (writes.calls, spawns.calls, renames.calls) == (2, 2, 2)
+
+
+def test_an_unexpected_failure_or_an_exit_is_never_remembered(capsys, data):
+    crashed = Command(lambda: data.read_text(), code=3)
+    door(capsys, crashed)
+    door(capsys, crashed)
+    assert crashed.calls == 2
+
+    def usage() -> None:
+        raise SystemExit(0)
+
+    exits = Command(usage)
+    for _ in range(2):
+        with pytest.raises(SystemExit):
+            answers.front_door(["status", "-v"], exits)
+    assert exits.calls == 2
+
+
+def test_other_commands_and_an_opt_out_are_not_remembered(capsys, data, monkeypatch):
+    command = Command(lambda: print(data.read_text()))
+    for argv in (("verify",), ("revert",), ("--help",), ("--config", "status", "watch")):
+        door(capsys, command, argv)
+        door(capsys, command, argv)
+    assert command.calls == 8
+    monkeypatch.setenv("SENPI_GUARD_FRESH", "1")
+    door(capsys, command)
+    door(capsys, command)
+    assert command.calls == 10
+
+
+def test_the_environment_and_the_arguments_are_part_of_the_key(capsys, data, monkeypatch):
+    command = Command(lambda: print(os.environ.get("SOME_SETTING"), data.read_text()))
+    door(capsys, command)
+    monkeypatch.setenv("SOME_SETTING", "on")
+    assert door(capsys, command)[1] == "on first\n"
+    door(capsys, command, ("status", "--json"))
+    assert command.calls == 3
+
+
+def test_an_answer_ages_with_what_it_used(capsys, data):
+    def says_until(when: float):
+        return lambda: (answers.expire(when), print(data.read_text()))
+
+    import time
+
+    lasting = Command(says_until(time.time() + 3600))
+    door(capsys, lasting)
+    door(capsys, lasting)
+    spent = Command(says_until(time.time() - 1))
+    door(capsys, spent, ("status", "-v"))
+    door(capsys, spent, ("status", "-v"))
+    assert (lasting.calls, spent.calls) == (1, 2)
+
+
+def test_a_process_asked_about_is_asked_again(capsys, tmp_path):
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        command = Command(lambda: print(recorder.alive(child.pid) and _asks(child.pid)))
+        assert door(capsys, command)[1] == "True\n"
+        assert door(capsys, command)[1] == "True\n" and command.calls == 1
+    finally:
+        child.kill()
+        child.wait()
+    assert door(capsys, command)[1] == "False\n" and command.calls == 2
+
+
+def _asks(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_racy_file_is_known_by_its_content_too(capsys, tmp_path):
+    fresh = tmp_path / "fresh.txt"
+    fresh.write_text("now")  # (changed just now: its timestamp's tick may not show the next change)
+    command = Command(lambda: print(fresh.read_text()))
+    door(capsys, command)
+    (stored,) = Path(answers.answers_dir()).iterdir()
+    answer = marshal.loads(stored.read_bytes())
+    assert answer["opened"][str(fresh)] is not None
+    fresh.write_text("new")
+    # a change the identity cannot show (as within one tick): the stored identity made current
+    answer["stats"][str(fresh)] = recorder.identity(str(fresh))
+    stored.write_bytes(marshal.dumps(answer))
+    assert not answers.still_true(answer)
+    assert door(capsys, command)[1] == "new\n" and command.calls == 2
+
+
+def test_an_answer_anyone_else_could_have_written_is_not_replayed(capsys, data):
+    command = Command(lambda: print(data.read_text()))
+    door(capsys, command)
+    (stored,) = Path(answers.answers_dir()).iterdir()
+    stored.chmod(0o666)
+    door(capsys, command)
+    assert command.calls == 2
+    stored = next(p for p in Path(answers.answers_dir()).iterdir())
+    assert stored.stat().st_mode & 0o777 == 0o600 and Path(answers.answers_dir()).stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("cache_home", [None, "", "  ", "/elsewhere/cache", "relative/cache"])
+def test_answers_live_in_the_cache_folder_status_may_write(cache_home, monkeypatch):
+    if cache_home is None:
+        monkeypatch.delenv("XDG_CACHE_HOME")
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", cache_home)
+    assert Path(answers.answers_dir()) == cache_dir() / "answers"
+
+
+def test_the_front_door_finds_the_command_past_the_top_level_options():
+    assert answers.chosen(["--config", "status", "apply"]) == "apply"
+    assert answers.chosen(["-v", "--color", "never", "status", "--json"]) == "status"
+    assert answers.chosen(["--config=x.toml", "status"]) == "status"
+    assert answers.chosen(["-V"]) is None and answers.chosen(["--help", "status"]) is None
+
+
+def test_a_neighbour_in_a_folder_on_the_way_is_no_change_but_a_link_on_the_way_is(capsys, tmp_path):
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "other" / "deep").mkdir(parents=True)
+    for side in ("real", "other"):
+        (tmp_path / side / "deep" / "file").write_text(side)
+        os.utime(tmp_path / side / "deep" / "file", (1_000_000, 1_000_000))
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    command = Command(lambda: print((tmp_path / "via" / "deep" / "file").resolve().read_text()))
+    assert door(capsys, command)[1] == "real\n"
+    (tmp_path / "neighbour").write_text("")  # (the folders on the way change times: no matter)
+    (tmp_path / "real" / "neighbour").mkdir()
+    assert door(capsys, command)[1] == "real\n" and command.calls == 1
+    (tmp_path / "via").unlink()
+    (tmp_path / "via").symlink_to(tmp_path / "other")
+    assert door(capsys, command)[1] == "other\n" and command.calls == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root: an answer another user owns")
+def test_as_root_an_answer_another_user_owns_is_not_replayed(capsys, data):
+    command = Command(lambda: print(data.read_text()))
+    door(capsys, command)
+    (stored,) = Path(answers.answers_dir()).iterdir()
+    os.chown(stored, 65534, 65534)  # (nobody's, 0600: as a user could leave in a folder of theirs)
+    door(capsys, command)
+    assert command.calls == 2
