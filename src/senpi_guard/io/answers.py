@@ -263,16 +263,15 @@ def _make(folder: str) -> None:
     with a user's XDG_CACHE_HOME, nothing of root's is left in the user's folders)."""
     from pathlib import Path
 
-    from senpi_guard.errors import FatalError
-    from senpi_guard.io.write import private_dirs
+    from senpi_guard.io import made
 
     above = Path(folder)
     while not above.exists() and above.parent != above:
         above = above.parent
     try:
         if above.stat().st_uid == os.geteuid():
-            private_dirs(Path(folder))
-    except (OSError, FatalError):
+            made.record(made.make_private(Path(folder)))  # (as io/write.private_dirs)
+    except OSError:
         pass
 
 

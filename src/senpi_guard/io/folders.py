@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import made
+from senpi_guard.io import answers, made
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY
 
@@ -48,6 +48,11 @@ def _open_as_user(folder: Path, create: bool) -> int | None:
 
 
 def _walk_as_root(folder: Path, create: bool) -> int | None:
+    with answers.kinds_only():  # (each folder on the way is opened for its kind and owner)
+        return _walk_from_root(folder, create)
+
+
+def _walk_from_root(folder: Path, create: bool) -> int | None:
     fd = os.open("/", DIR_FLAGS)
     try:
         walked = Path("/")

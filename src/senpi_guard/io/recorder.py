@@ -55,7 +55,7 @@ SPAWNS = ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "
 Identity = list[int]
 
 # the real functions, taken before any Recorder wraps them (the recorder's own reads go through these)
-_stat, _listdir, _kill, _open = os.stat, os.listdir, os.kill, builtins.open
+_stat, _listdir, _kill, _open, _os_open = os.stat, os.listdir, os.kill, builtins.open, os.open
 REAL = {
     name: getattr(os, name) for name in ("stat", "lstat", "listdir", "scandir", "open", "kill", "access", "readlink")
 }
@@ -90,11 +90,16 @@ def identity(path: str, follow: bool = True, seen: Identity | None = None) -> Id
 
 
 def content_hash(path: str) -> str | None:
+    """A regular file's content, as one hash (None: gone, or not a regular file, which is never
+    opened for reading here: a FIFO would block)."""
     try:
-        with _open(path, "rb") as handle:
-            return blake2b(handle.read(), digest_size=20).hexdigest()
+        fd = _os_open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
+    with _open(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return blake2b(handle.read(), digest_size=20).hexdigest()
 
 
 def names_hash(path: str) -> str:
@@ -194,9 +199,13 @@ class Recorder:
             return
         self.fds[handle_fd] = full
         st = os.fstat(handle_fd)
-        table.setdefault(full, identity_of(st))
         if stat.S_ISDIR(st.st_mode):
+            self.note_stat(full, follow, st, None)  # (a folder: for its kind alone under kinds_only)
             return
+        if not stat.S_ISREG(st.st_mode):
+            self.refuse(f"read {full}, which is not a regular file")
+            return
+        table.setdefault(full, identity_of(st))
         if full not in self.opened:
             racy = max(st.st_mtime_ns, st.st_ctime_ns) / 1e9 >= time.time() - RACY_S
             self.opened[full] = content_hash(full) if racy else None

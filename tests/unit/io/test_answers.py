@@ -247,3 +247,17 @@ def test_as_root_an_answer_another_user_owns_is_not_replayed(capsys, data):
     os.chown(stored, 65534, 65534)  # (nobody's, 0600: as a user could leave in a folder of theirs)
     door(capsys, command)
     assert command.calls == 2
+
+
+def test_a_fifo_read_without_blocking_is_not_remembered_and_hangs_nothing(capsys, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def peek() -> None:
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # (as io/write.read_in opens what it reads)
+        os.close(fd)
+        print("peeked")
+
+    command = Command(peek)
+    assert door(capsys, command)[1] == "peeked\n"
+    assert door(capsys, command)[1] == "peeked\n" and command.calls == 2
