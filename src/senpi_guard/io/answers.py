@@ -22,6 +22,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from senpi_guard.io import inputs
 from senpi_guard.io import recorder as rec
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ def key_of(argv: list[str]) -> str:
         "python": [sys.executable, sys.version],
         "code": _code_identity(),
     }
-    return rec.blake2b(repr(parts).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+    return inputs.blake2b(repr(parts).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
 
 
 def _load(path: str) -> dict[str, Any] | None:
@@ -161,14 +162,14 @@ def still_true(answer: dict[str, Any]) -> bool:
             return False
         for table, follow in ((answer["stats"], True), (answer["lstats"], False)):
             for path, seen in table.items():
-                if rec.identity(path, follow, seen) != seen:
+                if inputs.identity(path, follow, seen) != seen:
                     return False
         for path, seen in answer["opened"].items():
-            if seen is not None and rec.content_hash(path) != seen:
+            if seen is not None and inputs.content_hash(path) != seen:
                 return False
-        if any(rec.names_hash(path) != seen for path, seen in answer["listings"].items()):
+        if any(inputs.names_hash(path) != seen for path, seen in answer["listings"].items()):
             return False
-        return all(rec.alive(int(pid)) == was for pid, was in answer["pids"].items())
+        return all(inputs.alive(int(pid)) == was for pid, was in answer["pids"].items())
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
 
@@ -213,7 +214,7 @@ def recorded(run: Callable[[], int]) -> tuple[int, rec.Recorder, list]:
     chunks: list = []
     recorder = rec.Recorder(ignore=_is_lock)
     for path in SYSTEM_FILES:
-        recorder.stats[path] = rec.identity(path)
+        recorder.stats[path] = inputs.identity(path)
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Tee(saved[0], 1, chunks), _Tee(saved[1], 2, chunks)
     _active = recorder.start()

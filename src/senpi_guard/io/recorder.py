@@ -3,10 +3,9 @@
 code reaches the file system (and `pathlib`, `os.path`, `shutil` and `glob` through them) note each
 path they stat, open, list or resolve, each process they ask about, and each write or child process.
 
-An identity is what a stat gives of a file: device, inode, type and mode, owners, size, mtime and
-ctime (or the errno of a path that is not there). Timestamps are coarse: a file changed twice
-within one clock tick keeps its identity, so an opened file changed within RACY_S of the run is
-also known by a hash of its content. A run is not rememberable at all when it wrote, started a
+Each is known as io/inputs says. Timestamps are coarse: a file changed twice within one clock tick
+keeps its identity, so an opened file changed within RACY_S of the run is also known by a hash of
+its content. A run is not rememberable at all when it wrote, started a
 process, signalled one, or read what is not a file (/proc, /sys, /dev): `refused` says why."""
 
 from __future__ import annotations
@@ -18,13 +17,21 @@ import stat
 import time
 from typing import TYPE_CHECKING
 
-try:  # (the front door's path: hashlib would load OpenSSL for a hash the interpreter has built in)
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover
-    from hashlib import blake2b
+from senpi_guard.io.inputs import (
+    REAL,
+    Entries,
+    Identity,
+    content_hash,
+    identity,
+    identity_of,
+    kind_of,
+    names_hash,
+    real_open,
+    stat_or_error,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from typing import Any
 
 RACY_S = 2.0  # an input changed this recently may change again without a new identity
@@ -52,74 +59,6 @@ WRITES = (
 )
 SPAWNS = ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve", "execvp", "execvpe")
 
-Identity = list[int]
-
-# the real functions, taken before any Recorder wraps them (the recorder's own reads go through these)
-_stat, _listdir, _kill, _open, _os_open = os.stat, os.listdir, os.kill, builtins.open, os.open
-REAL = {
-    name: getattr(os, name) for name in ("stat", "lstat", "listdir", "scandir", "open", "kill", "access", "readlink")
-}
-
-
-def identity_of(st: os.stat_result) -> Identity:
-    return [
-        st.st_dev,
-        st.st_ino,
-        st.st_mode,
-        st.st_uid,
-        st.st_gid,
-        st.st_nlink,
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ctime_ns,
-    ]
-
-
-def kind_of(st: os.stat_result) -> Identity:
-    """What a folder is, not what is in it (no times, size or link count: its entries change them)."""
-    return [st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid]
-
-
-def identity(path: str, follow: bool = True, seen: Identity | None = None) -> Identity:
-    """A path's identity now ([-errno] when it cannot be stat'ed), as much of it as `seen` holds."""
-    try:
-        st = _stat(path, follow_symlinks=follow)
-    except OSError as exc:
-        return [-(exc.errno or 1)]
-    return kind_of(st) if seen is not None and len(seen) == 5 else identity_of(st)
-
-
-def content_hash(path: str) -> str | None:
-    """A regular file's content, as one hash (None: gone, or not a regular file, which is never
-    opened for reading here: a FIFO would block)."""
-    try:
-        fd = _os_open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with _open(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return blake2b(handle.read(), digest_size=20).hexdigest()
-
-
-def names_hash(path: str) -> str:
-    """A folder's entries (their names, sorted), as one hash; `!errno` when it cannot be listed."""
-    try:
-        names = sorted(_listdir(path))
-    except OSError as exc:
-        return f"!{exc.errno}"
-    return blake2b("\0".join(names).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
-
-
-def alive(pid: int) -> bool:
-    try:
-        _kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # (there, another user's)
-    return True
-
 
 class Recorder:
     """Inputs and refusals of the code run between start() and stop() (one at a time per process)."""
@@ -139,7 +78,7 @@ class Recorder:
         self.started = time.time()
         self._saved: list[tuple[Any, str, Any]] = []
         self._real = REAL
-        self._real_open = _open
+        self._real_open = real_open
         self._cwd = os.getcwd()
 
     # --- what the wrapped functions note
@@ -232,13 +171,13 @@ class Recorder:
         for module, name, value in (
             (os, "stat", self._wrapped_stat(real["stat"], True)),
             (os, "lstat", self._wrapped_stat(real["lstat"], False)),
-            (os, "listdir", self._wrapped_listdir(real["listdir"])),
-            (os, "scandir", self._wrapped_scandir(real["scandir"])),
+            (os, "listdir", self._wrapped_listing(real["listdir"], entries=False)),
+            (os, "scandir", self._wrapped_listing(real["scandir"], entries=True)),
             (os, "open", self._wrapped_os_open(real["open"])),
             (os, "kill", self._wrapped_kill(real["kill"])),
             (os.path, "realpath", self._kinds_only(os.path.realpath)),
-            (os, "access", self._wrapped_by_stat(real["access"])),
-            (os, "readlink", self._wrapped_by_lstat(real["readlink"])),
+            (os, "access", self._wrapped_by_stat(real["access"], follow=True)),
+            (os, "readlink", self._wrapped_by_stat(real["readlink"], follow=False)),
             (builtins, "open", wrapped_open),
             (io, "open", wrapped_open),
             (subprocess.Popen, "_execute_child", self._refusing("started a process", None)),
@@ -269,16 +208,14 @@ class Recorder:
 
         return wrapper
 
-    def _wrapped_by_stat(self, real: Callable) -> Callable:
-        def wrapper(path, *args, **kwargs):
-            self.note_stat(path, kwargs.get("follow_symlinks", True), *_stat_or_error(self._real["stat"], path))
-            return real(path, *args, **kwargs)
+    def _wrapped_by_stat(self, real: Callable, follow: bool) -> Callable:
+        """`access` and `readlink`: what they answer follows from the path's identity (and ids)."""
 
-        return wrapper
-
-    def _wrapped_by_lstat(self, real: Callable) -> Callable:
         def wrapper(path, *args, **kwargs):
-            self.note_stat(path, False, *_stat_or_error(self._real["lstat"], path))
+            if kwargs.get("dir_fd") is not None:
+                self.refuse("an access or readlink relative to a folder descriptor")
+            followed = follow and kwargs.get("follow_symlinks", True)
+            self.note_stat(path, followed, *stat_or_error(self._real["stat" if followed else "lstat"], path))
             return real(path, *args, **kwargs)
 
         return wrapper
@@ -295,21 +232,15 @@ class Recorder:
 
         return wrapper
 
-    def _wrapped_listdir(self, real: Callable) -> Callable:
+    def _wrapped_listing(self, real: Callable, entries: bool) -> Callable:
+        """`listdir`, or `scandir` (`entries`: its entries' own stats noted as they are asked)."""
+
         def wrapper(path=None):
             if isinstance(path, int):
                 self.refuse("a listing of a folder descriptor")
             self.note_listing(path)
-            return real(os.curdir if path is None else path)
-
-        return wrapper
-
-    def _wrapped_scandir(self, real: Callable) -> Callable:
-        def wrapper(path=None):
-            if isinstance(path, int):
-                self.refuse("a listing of a folder descriptor")
-            self.note_listing(path)
-            return _Entries(real(os.curdir if path is None else path), self)
+            listing = real(os.curdir if path is None else path)
+            return Entries(listing, self) if entries else listing
 
         return wrapper
 
@@ -399,79 +330,9 @@ class Recorder:
         return True
 
 
-def _stat_or_error(real: Callable, path: Any) -> tuple[os.stat_result | None, OSError | None]:
-    try:
-        return real(path), None
-    except (OSError, TypeError, ValueError) as exc:
-        return None, exc if isinstance(exc, OSError) else OSError(0, str(exc))
-
-
 def _original(recorder: Recorder, wrapper: Callable) -> Callable:
     """The function a refusing wrapper replaced (a process is still started: the run goes on)."""
     for module, name, value in recorder._saved:
         if getattr(module, name, None) is wrapper:
             return value
     raise RuntimeError("no original for a wrapped function")  # pragma: no cover
-
-
-class _Entries:
-    """os.scandir's iterator, its entries' stats noted (an entry's type may follow a link)."""
-
-    def __init__(self, real: Any, recorder: Recorder) -> None:
-        self._real, self._recorder = real, recorder
-
-    def __iter__(self) -> Iterator[_Entry]:
-        return self
-
-    def __next__(self) -> _Entry:
-        return _Entry(next(self._real), self._recorder)
-
-    def __enter__(self) -> _Entries:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._real.close()
-
-
-class _Entry:
-    def __init__(self, real: os.DirEntry, recorder: Recorder) -> None:
-        self._real, self._recorder = real, recorder
-        self.name, self.path = real.name, real.path
-
-    def _noted(self, follow: bool) -> None:
-        lstat = self._recorder._real["lstat"]
-        self._recorder.note_stat(self.path, False, *_stat_or_error(lstat, self.path))
-        if follow:
-            self._recorder.note_stat(self.path, True, *_stat_or_error(self._recorder._real["stat"], self.path))
-
-    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
-        self._noted(follow_symlinks)
-        return self._real.is_dir(follow_symlinks=follow_symlinks)
-
-    def is_file(self, *, follow_symlinks: bool = True) -> bool:
-        self._noted(follow_symlinks)
-        return self._real.is_file(follow_symlinks=follow_symlinks)
-
-    def is_symlink(self) -> bool:
-        self._noted(False)
-        return self._real.is_symlink()
-
-    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
-        self._noted(follow_symlinks)
-        return self._real.stat(follow_symlinks=follow_symlinks)
-
-    def inode(self) -> int:
-        self._noted(False)
-        return self._real.inode()
-
-    def is_junction(self) -> bool:  # (3.12)
-        return False
-
-    def __fspath__(self) -> str:
-        return self.path
-
-    def __repr__(self) -> str:
-        return f"<recorded {self._real!r}>"

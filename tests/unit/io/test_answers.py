@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from senpi_guard.io import answers, recorder
+from senpi_guard.io import answers, inputs
 from senpi_guard.io.store import cache_dir
 
 
@@ -162,7 +162,7 @@ def test_an_answer_ages_with_what_it_used(capsys, data):
 def test_a_process_asked_about_is_asked_again(capsys, tmp_path):
     child = subprocess.Popen(["sleep", "60"])
     try:
-        command = Command(lambda: print(recorder.alive(child.pid) and _asks(child.pid)))
+        command = Command(lambda: print(inputs.alive(child.pid) and _asks(child.pid)))
         assert door(capsys, command)[1] == "True\n"
         assert door(capsys, command)[1] == "True\n" and command.calls == 1
     finally:
@@ -189,7 +189,7 @@ def test_a_racy_file_is_known_by_its_content_too(capsys, tmp_path):
     assert answer["opened"][str(fresh)] is not None
     fresh.write_text("new")
     # a change the identity cannot show (as within one tick): the stored identity made current
-    answer["stats"][str(fresh)] = recorder.identity(str(fresh))
+    answer["stats"][str(fresh)] = inputs.identity(str(fresh))
     stored.write_bytes(marshal.dumps(answer))
     assert not answers.still_true(answer)
     assert door(capsys, command)[1] == "new\n" and command.calls == 2
