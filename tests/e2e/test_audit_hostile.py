@@ -318,3 +318,21 @@ def test_a_target_that_exits_at_import_says_what_it_printed(tmp_path, capsys):
     code, out, err = run_cli(capsys, "audit", path, "--root", pkg)
     line = one_line(err)
     assert code == 1 and "bye from the target" in line and str(pkg) in line
+
+
+def test_senpis_session_code_that_does_not_import_is_a_fallback_the_report_names(tmp_path, capsys):
+    # (audit falls back to its own reconstruction only for a reason it can name, never silently)
+    pkg = plain_pkg(tmp_path)
+    manager = pkg / "dist" / "core" / "session-manager.js"
+    manager.write_text("throw new Error('senpi-guard test: no session code');\n" + manager.read_text("utf-8"))
+    path = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=3, directive_bytes=300)
+    code, out, err = run_cli(capsys, "audit", path, "--json", "--root", pkg)
+    assert code == 0, err
+    (report,) = json.loads(out)["sessions"]
+    assert report["reconstruction"] == "python"
+    assert "did not import: senpi-guard test: no session code" in report["fallback"], report["fallback"]
+    assert "no session code" in err
+    code, out, _ = run_cli(capsys, "audit", path, "--root", pkg)
+    assert code == 0 and "not (all) used" in out and "no session code" in out, out
+    code, out, _ = run_cli(capsys, "audit", path, "--json", "--root", plain_pkg(tmp_path / "intact"))
+    assert json.loads(out)["sessions"][0]["fallback"] is None

@@ -75,7 +75,8 @@ def audit_rows(full_senpi, session: Path) -> list[dict]:
     result = senpi_guard("audit", "--root", full_senpi.package_dir, "--json", session)
     assert result.returncode == 0, result.stderr
     (report,) = json.loads(result.stdout)["sessions"]
-    assert report["reconstruction"] == "senpi"  # senpi's own buildSessionContext + convertToLlm
+    # senpi's own buildSessionContext + convertToLlm (else the report says why not)
+    assert report["reconstruction"] == "senpi", report["fallback"]
     return report["turns"]
 
 

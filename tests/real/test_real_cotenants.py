@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write_user_config
-from test_real_compose import BRIDGE, TEST_PATCHES, carried, extra, run
+from test_real_compose import BRIDGE, TEST_PATCHES, carried, extra, failed, run
 
 from senpi_guard import discover
 from senpi_guard.core.patch import apply as edit
@@ -81,7 +81,8 @@ def test_revert_patch_keeps_a_hand_edit_in_another_patchs_region(dist_only):
     pkg = dist_only("2026.8.1")
     target = pkg / BRIDGE
     env = extra("prompt-text", "prompt-stream", "prompt-blocks")
-    assert run("apply", "--root", pkg, env=env)["rc"] == 0
+    applied = run("apply", "--root", pkg, env=env)
+    assert applied["rc"] == 0, failed(applied)
     data = target.read_bytes()
     assert data.count(b"\n    return text;\n") == 1
     target.write_bytes(data.replace(b"\n    return text;\n", b"\n    return text; // HANDEDIT\n"))

@@ -107,16 +107,23 @@ function withExtension(messages) {
     return rewrite.rewritten;
 }
 const textBytes = (messages) => contextTexts(messages).reduce((n, t) => n + bytes(t), 0);
+// Why senpi's own session code is not used, each said in the ready line (never a silent fallback).
+const fallback = [];
+const why = (error) => String(error?.message ?? error).split("\n")[0].slice(0, 300);
 let session = null;
 if (job.session) {
     try {
         session = { build: await load(job.session.context), convert: await load(job.session.convert) };
-        session.branch = await load(job.branch).catch(() => null);
     }
     catch (error) {
-        session = null;
-        process.stderr.write(`senpi's own session functions did not import: ${error?.message ?? error}\n`);
+        fallback.push(`senpi's buildSessionContext/convertToLlm did not import: ${why(error)}`);
     }
+}
+if (session && job.branch) {
+    session.branch = await load(job.branch).catch((error) => {
+        fallback.push(`senpi's generateBranchSummary did not import: ${why(error)}`);
+        return null;
+    });
 }
 
 const store = new Map(); // id -> {message | entry, spans}
@@ -394,7 +401,7 @@ async function measure(request) {
     return result;
 }
 
-process.stdout.write(TAG + JSON.stringify({ ready: true, node: process.version, exact: session !== null, settingsPrint }) + "\n");
+process.stdout.write(TAG + JSON.stringify({ ready: true, node: process.version, exact: session !== null, fallback, settingsPrint }) + "\n");
 let out = [];
 for (let next = await lines.next(); !next.done; next = await lines.next()) {
     if (!next.value.trim()) {

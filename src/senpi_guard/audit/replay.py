@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from senpi_guard import ui
 from senpi_guard.audit import configuration, money, rows, session
 from senpi_guard.audit.prices import PriceBook
 from senpi_guard.audit.server import NodeServer
@@ -45,6 +46,7 @@ class Serializer:
     resident_lane: bool  # the install has a delta lane (2026.7.31-2 and later)
     package_dir: Path | None = None  # (where senpi's model registry, its list prices, is found)
     settings_print: str | None = None  # (the audit's extension's dedupe settings, as its entries print them)
+    fallback: str | None = None  # why senpi's own session code was wanted and not used (None: it was)
 
     def send(self, request: dict[str, Any]) -> None:
         self.send_raw(json.dumps(request).encode())
@@ -71,11 +73,32 @@ def _pairs(dist: pipeline.DistLayer, install: Install) -> dict[str, verify.Modul
     return dist.module_pairs(install, roles=tuple(dist.patch.audit.values()))
 
 
-def _session_functions(install: Install) -> dict[str, Path]:
+def _session_functions(install: Install) -> tuple[dict[str, Path], dict[str, str]]:
     """senpi's own delta serialiser and session functions, found by what the files export; a name
-    defined in more than one place is left out (never guessed)."""
+    defined in more than one place is left out (never guessed), and why each is missing."""
     found = locate.find_exported_functions(locate.js_files(install.package_dir / "dist"), SESSION_FUNCTIONS)
-    return {name: hits[0].path for name, hits in found.items() if len({h.path for h in hits}) == 1}
+    paths = {name: sorted({h.path for h in hits}) for name, hits in found.items()}
+    missing = {
+        name: f"defined in {len(where)} files ({', '.join(str(p) for p in where[:2])})" if where else "not found"
+        for name, where in paths.items()
+        if len(where) != 1
+    }
+    return {name: where[0] for name, where in paths.items() if len(where) == 1}, missing
+
+
+def _fallback(exact: bool, missing: dict[str, str], ready: dict[str, Any], where: str) -> str | None:
+    """Why senpi's own session code, wanted (`exact`), is not (all) used: what Python found missing
+    in dist/, and what node could not import."""
+    if not exact:
+        return None
+    # (a build older than branch summaries has no generateBranchSummary: that is no fallback)
+    reasons = [
+        f"{name} in {where}'s dist/: {why}"
+        for name, why in missing.items()
+        if name in ("buildSessionContext", "convertToLlm") or (name == "generateBranchSummary" and why != "not found")
+    ]
+    reasons += [str(r) for r in ready.get("fallback") or []]
+    return "; ".join(reasons) or None
 
 
 def _job(
@@ -149,7 +172,7 @@ def serializer(
     dist = flow.dists[patch.name]
     with ExitStack() as stack:
         chosen, pairs, label, own = _chosen(installs, dist, stack, sample_ok)
-        functions = _session_functions(chosen)
+        functions, missing = _session_functions(chosen)
         exact = reconstruction == "senpi" or (reconstruction == "auto" and own)
         sandbox = dist.sandbox(chosen, pairs)
         place = stack.enter_context(mirror(chosen.package_dir, list(pairs.values()), patch.checks_path, sandbox))
@@ -167,6 +190,9 @@ def serializer(
                 "could not be used (not found, or they did not import under node); "
                 "run without --reconstruction senpi to use senpi-guard's own"
             )
+        fallback = _fallback(exact, missing, ready, where)
+        if fallback:  # (never silently less exact: the report says it too)
+            ui.progress(f"audit: senpi's own session code is not (all) used: {fallback}")
         yield Serializer(
             label,
             node,
@@ -174,6 +200,7 @@ def serializer(
             "buildDeltaPromptBlocks" in functions,
             chosen.package_dir if own else None,
             ready.get("settingsPrint"),
+            fallback,
         )
 
 
@@ -231,6 +258,7 @@ def audit_session(
         "session": str(path),
         "serializer": server.label,
         "reconstruction": server.reconstruction,
+        "fallback": server.fallback,
         "summary": summary.result(),
         "warnings": dict(found.warnings),
         "warning_lines": dict(found.warning_lines),

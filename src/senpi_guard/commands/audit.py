@@ -120,7 +120,8 @@ class JsonStream:
         sys.stdout.write(
             f'{", " if self.sessions else ""}{{"session": {json.dumps(str(path))}, '
             f'"serializer": {json.dumps(server.label)}, '
-            f'"reconstruction": {json.dumps(server.reconstruction)}, "turns": [\n'
+            f'"reconstruction": {json.dumps(server.reconstruction)}, "fallback": {json.dumps(server.fallback)}, '
+            '"turns": [\n'
         )
         self.sessions += 1
         self.rows = 0

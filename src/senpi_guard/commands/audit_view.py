@@ -37,6 +37,8 @@ def print_header(path: Path, server) -> None:
         else "senpi-guard's reconstruction of senpi's context"
     )
     _say(f"serialised by {server.label}; contexts rebuilt with {how}")
+    if server.fallback:
+        _say(f"senpi's own session code is not (all) used: {server.fallback}")
     _say(
         "columns: prompt bytes each call sent as installed, with the dist layer, the extension, both; "
         "new,inst/new,both: of those, bytes not in the provider's cache; by: which configuration sent the "

@@ -13,6 +13,7 @@ import tarfile
 import traceback
 import zlib
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,11 +150,13 @@ def as_user(owner: tuple[int, int] | None, work: Callable[[], None], what: str =
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         pid = os.fork()
-    finally:
+    except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
     if pid == 0:  # the child: drop every privilege first, then do the work, then _exit
         code = 0
         try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             os.close(read_end)
             os.setgroups([])
             os.setresgid(owner[1], owner[1], owner[1])
@@ -171,14 +174,19 @@ def as_user(owner: tuple[int, int] | None, work: Callable[[], None], what: str =
         finally:
             os._exit(code)
     os.close(write_end)
-    try:
+    status = None
+    try:  # (^C, SIGTERM: the child must not go on writing while its folder is removed)
+        # a stop that came during the fork is raised here, where the child is already stopped for it
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         with os.fdopen(read_end, "rb") as pipe:
             message = pipe.read().decode("utf-8", "replace")
-    except BaseException:  # (^C, SIGTERM: the child must not go on writing while its folder is removed)
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
+        _pid, status = os.waitpid(pid, 0)
+    except BaseException:
+        if status is None:
+            with suppress(ProcessLookupError, ChildProcessError):  # (reaped just before the stop came)
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
         raise
-    _pid, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise FatalError(message or f"{what} as uid {owner[0]} ended with status {status}")
 

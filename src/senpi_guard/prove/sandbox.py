@@ -161,23 +161,36 @@ def _owned_folder(base: Path, tag: str, owner: tuple[int, int] | None, fill: Cal
         signal.pthread_sigmask(signal.SIG_SETMASK, held)  # (a SIGTERM that came meanwhile is raised here)
         yield folder
     finally:
-        as_user(owner, lambda: shutil.rmtree(folder, ignore_errors=True), "removing the replay folder")
+        with _stops_held():  # (a stop during the removal would leave the folder half removed)
+            as_user(owner, lambda: shutil.rmtree(folder, ignore_errors=True), "removing the replay folder")
+
+
+@contextmanager
+def _stops_held() -> Iterator[None]:
+    """^C and SIGTERM wait until the block ends (and are raised then)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 @contextmanager
 def check_scratch() -> Iterator[Path]:
     """`check`'s scratch folder in the temp folder, named with the pid (`sweep` removes what a killed
-    check left), removed when the block ends: ^C and SIGTERM are held from the moment it is made
-    until the block's `finally` is armed, so a stop in between cannot leave it behind."""
+    check left), removed when the block ends: ^C and SIGTERM are held while it is made and while it
+    is removed, so a stop at either moment cannot leave it behind (it is raised after)."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         scratch = tempfile.TemporaryDirectory(prefix=f"{CHECK_PREFIX}{os.getpid()}-")
-    except BaseException:
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # (a stop that came meanwhile is raised here)
+            yield Path(scratch.name)
+        finally:
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            scratch.cleanup()  # (it also removes read-only folders an unpack made)
+    finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        raise
-    with scratch as name:  # (its cleanup also removes read-only folders an unpack made)
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # (a stop that came meanwhile is raised here)
-        yield Path(name)
 
 
 @dataclass(frozen=True)
