@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -337,6 +338,29 @@ def hand_patched(base: str) -> str:
     body, _, source_map = base.rpartition("//# sourceMappingURL=")
     body = body.replace("    return blocks;\n}", "    return dedupeRepeatedDirectiveBlocks(blocks);\n}")
     return body + HAND_FIX.lstrip("\n") + "//# sourceMappingURL=" + source_map
+
+
+_OWN_BASETEMP = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """As root, this run's temp folders go in a folder of its own in the temp folder, removed when
+    the run ends (`--basetemp DIR` keeps them). Under pytest's default, /tmp/pytest-of-root, they
+    are at the mercy of every other pytest started on the machine meanwhile: each makes that folder
+    0700 again, and `nobody`, whom the replays of a root install run as, loses every folder of this
+    run at once (node's imports then fail: EACCES in the middle of a test)."""
+    if os.geteuid() != 0 or config.option.basetemp or getattr(config, "workerinput", None) is not None:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="senpi-guard-tests-"))
+    folder.chmod(0o755)
+    config.option.basetemp = str(folder)
+    config.stash[_OWN_BASETEMP] = folder
+
+
+def pytest_unconfigure(config):
+    if _OWN_BASETEMP in config.stash:
+        shutil.rmtree(config.stash[_OWN_BASETEMP], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items):
