@@ -9,11 +9,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import (
     SHAPE_REL,
+    WatchProcess,
     add_path,
     harness_processes,
     node_check,
@@ -24,6 +27,10 @@ from conftest import (
     wait_for,
     write_user_config,
 )
+
+from senpi_guard.io.store import Store
+
+EXTENSION = "senpi-guard-directive-dedupe.js"
 
 
 @pytest.fixture
@@ -109,7 +116,7 @@ def test_revert_holds_the_install_until_apply(reverted_by_hand, watch, capsys):
 
 def test_revert_holds_the_extension_too_until_apply(npm_install, watch, capsys, isolated_dirs):
     pkg = npm_install(2)
-    ours = isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
+    ours = isolated_dirs / "agent" / "extensions" / EXTENSION
     watcher = watch("--root", pkg, "--rescan-interval", "1")
     wait_for(ours.is_file, what="the extension installed at start-up")
     assert run_cli(capsys, "revert", "--root", pkg)[0] == 0
@@ -126,6 +133,66 @@ def test_revert_holds_the_extension_too_until_apply(npm_install, watch, capsys, 
     assert not ours.exists()  # the watcher never undid the revert
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # lifts both holds
     assert ours.is_file()
+    assert watcher.stop() < 2.0
+
+
+LOCK_WAIT = "waiting for the write lock"  # (what a senpi-guard that finds the lock taken says)
+
+
+def _stopped(pid: int) -> bool:
+    """Every thread of the process is stopped: SIGSTOP took effect, not only was sent."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            continue  # (a thread that ended meanwhile)
+    return bool(states) and all(state == "T" for state in states)
+
+
+@contextmanager
+def paused_at_the_write_lock(watcher: WatchProcess, start_pass: Callable[[], None]) -> Iterator[None]:
+    """The watcher's next pass stopped where it has decided to write and waits for the write lock.
+    The test holds the lock (as another senpi-guard writing), sets the pass off and, once the watcher
+    says it waits, stops it (SIGSTOP) and lets the lock go: what the block runs takes the lock first
+    (a stopped watcher takes nothing), and the pass goes on (SIGCONT) after it."""
+    waits = watcher.text().count(LOCK_WAIT)
+    with Store().lock():
+        start_pass()
+        wait_for(lambda: watcher.text().count(LOCK_WAIT) > waits, what="the watcher's pass to wait for the lock")
+        watcher.proc.send_signal(signal.SIGSTOP)
+        wait_for(lambda: _stopped(watcher.proc.pid), what="the watcher to stop")
+    try:
+        yield
+    finally:
+        watcher.proc.send_signal(signal.SIGCONT)
+
+
+@pytest.mark.parametrize("layer", ["dist", "extension"])
+def test_revert_wins_over_a_pass_that_decided_to_write_before_it(layer, reverted_by_hand, watch, capsys, isolated_dirs):
+    """A pass that found a layer gone and not held (taken away by hand here) waits for the write lock
+    to put it back while `revert` runs: the revert and its hold stand. (The extension layer's pass
+    looked at the hold before it took the lock, and put the extension back after such a revert.)"""
+    pkg, target, original, revert_target = reverted_by_hand
+    agent = isolated_dirs / "agent"
+    ours = agent / "extensions" / EXTENSION
+    watcher = watch("--root", pkg, "--rescan-interval", "1")
+    wait_for(lambda: patched(target) and "-> installed" in watcher.text(), what="both layers at start-up")
+    dist_passes = watcher.text().count("reconcile started")
+    done = " trigger=" if layer == "dist" else "extension layer "  # (the line the layer's pass ends with)
+    with paused_at_the_write_lock(watcher, revert_target if layer == "dist" else ours.unlink):
+        # the pass waiting is this layer's (the dist layer looks again only at an install that changed)
+        assert watcher.text().count("reconcile started") == dist_passes + (layer == "dist")
+        ended = watcher.text().count(done)
+        assert run_cli(capsys, "revert", "--root", pkg)[0] == 0
+        assert target.read_bytes() == original and not ours.exists()
+    wait_for(lambda: watcher.text().count(done) > ended, what="the pass to go on")
+    assert target.read_bytes() == original and not ours.exists()  # nothing put back: the revert stands
+    assert ("after=held" if layer == "dist" else f"extension layer {agent}: held") in watcher.text()
+    code, out, _ = run_cli(capsys, "status", "--root", pkg)
+    assert code == 1 and "state     held" in out
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # lifts both holds
+    assert patched(target) and ours.is_file()
     assert watcher.stop() < 2.0
 
 

@@ -1,7 +1,9 @@
 """The extension layer as the watcher keeps it: installed in each agent dir the installs use when it
 is wanted and absent or stale (verified first, as by apply). The policy is the layer's, the watcher
 only schedules it and logs what comes back:
-- an agent dir a revert left held is left alone until `senpi-guard apply`;
+- an agent dir a revert left held is left alone until `senpi-guard apply`; the hold is looked at
+  again under the write lock before the extension is written (revert removes it and holds the
+  agent dir under that lock), so a revert that ran after the round looked wins;
 - an edited or foreign file, an agent dir where the extension would be unsafe, an install whose
   agent dir cannot be told, a config change that would reshape sent messages: each is a standing
   problem, reported once and left alone;
@@ -96,9 +98,7 @@ def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
     path = extension.target_path(now.patch, target.agent_dir)
     if (now.patch.name, where) in now.keeping.proving:
         return
-    if now.store.hold(target.agent_dir) is not None:
-        detail = "held by `senpi-guard revert`; left alone until `senpi-guard apply`"
-        now.standing(("held", where), target.agent_dir, "held", detail, target.installs)
+    if _held(now, target):
         return
     if target.unsafe:
         now.standing(("unsafe", where), target.agent_dir, "unsafe", target.unsafe, target.installs)
@@ -145,10 +145,22 @@ def _due_again(now: _Round, target: extension_plan.AgentTarget) -> None:
         now.keeping.reproofs.append(job)
 
 
+def _held(now: _Round, target: extension_plan.AgentTarget) -> bool:
+    """Whether a revert left the agent dir held (reported once; left alone until `apply`)."""
+    if now.store.hold(target.agent_dir) is None:
+        return False
+    detail = "held by `senpi-guard revert`; left alone until `senpi-guard apply`"
+    now.standing(("held", str(target.agent_dir)), target.agent_dir, "held", detail, target.installs)
+    return True
+
+
 def _install(now: _Round, target: extension_plan.AgentTarget) -> LayerOutcome | None:
-    """Installed as apply installs it (None: a re-proof took it out meanwhile, the record says so)."""
+    """Installed as apply installs it, unless since the round looked a revert held the agent dir or
+    a re-proof took the extension out (None: the hold is reported, the re-proof's record says the
+    rest). Both are looked at again under the write lock, which revert holds while it removes the
+    extension and holds the agent dir: a pass that decided before a revert never writes after it."""
     with now.store.lock():
-        if extension_reprove.taken_out(now.store, now.patch, target.agent_dir) is not None:
+        if _held(now, target) or extension_reprove.taken_out(now.store, now.patch, target.agent_dir) is not None:
             return None
         outcome = extension.install(
             now.patch, now.config, target.installs, now.store, target.agent_dir, cancel=now.cancel
