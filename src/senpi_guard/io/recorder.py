@@ -57,6 +57,7 @@ WRITES = (
     "setxattr",
     "removexattr",
 )
+SPAWNED = "started a process"
 SPAWNS = ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve", "execvp", "execvpe")
 
 
@@ -86,13 +87,14 @@ class Recorder:
     def refuse(self, why: str) -> None:
         if self.refused is None and not self.paused:
             self.refused = why
+            self.stop()  # (nothing of this run will be remembered: the rest of it runs unwatched)
 
     def expire(self, when: float) -> None:
         """An answer read here is good until `when` (wall clock): so is what this run says."""
         self.expires = when if self.expires is None else min(self.expires, when)
 
     def _abs(self, path: Any, dir_fd: int | None = None) -> str | None:
-        if self.paused or isinstance(path, int):
+        if self.paused or self.refused or isinstance(path, int):
             return None  # (a descriptor: its path was noted when it was opened)
         try:
             text = os.fsdecode(os.fspath(path))
@@ -180,9 +182,9 @@ class Recorder:
             (os, "readlink", self._wrapped_by_stat(real["readlink"], follow=False)),
             (builtins, "open", wrapped_open),
             (io, "open", wrapped_open),
-            (subprocess.Popen, "_execute_child", self._refusing("started a process", None)),
+            (subprocess.Popen, "_execute_child", self._refusing(SPAWNED, subprocess.Popen._execute_child)),
             *((os, name, self._refusing(f"{name}:", getattr(os, name))) for name in WRITES if hasattr(os, name)),
-            *((os, name, self._refusing("started a process", None)) for name in SPAWNS if hasattr(os, name)),
+            *((os, name, self._refusing(SPAWNED, getattr(os, name))) for name in SPAWNS if hasattr(os, name)),
         ):
             self._saved.append((module, name, getattr(module, name)))
             setattr(module, name, value)
@@ -295,14 +297,16 @@ class Recorder:
 
         return wrapper
 
-    def _refusing(self, what: str, real: Callable | None) -> Callable:
-        recorder = self
+    def _refusing(self, what: str, real: Callable) -> Callable:
+        """A write (noted once it happened: one that raised changed nothing), or a process (refused
+        before it starts; it still starts: the run goes on, unremembered)."""
+        recorder, before = self, what == SPAWNED
 
         def wrapper(*args, **kwargs):
-            if real is None:  # (a process: refused before it starts)
+            if before:
                 recorder.refuse(what)
-                return _original(recorder, wrapper)(*args, **kwargs)
-            result = real(*args, **kwargs)  # (raised: nothing changed)
+                return real(*args, **kwargs)
+            result = real(*args, **kwargs)
             recorder.note_write(what, args[0] if args else None, kwargs.get("dir_fd"))
             return result
 
@@ -328,11 +332,3 @@ class Recorder:
                 self.refuse("a file changed during the run")
                 return False
         return True
-
-
-def _original(recorder: Recorder, wrapper: Callable) -> Callable:
-    """The function a refusing wrapper replaced (a process is still started: the run goes on)."""
-    for module, name, value in recorder._saved:
-        if getattr(module, name, None) is wrapper:
-            return value
-    raise RuntimeError("no original for a wrapped function")  # pragma: no cover
