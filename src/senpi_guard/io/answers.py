@@ -204,15 +204,11 @@ class _Tee:
         return getattr(self._stream, name)
 
 
-def _is_lock(path: str) -> bool:
-    return path.endswith(".lock")
-
-
 def recorded(run: Callable[[], int]) -> tuple[int, rec.Recorder, list]:
     """Run `run` with a Recorder on and its output noted; the exit code, the recorder, the output."""
     global _active
     chunks: list = []
-    recorder = rec.Recorder(ignore=_is_lock)
+    recorder = rec.Recorder()
     for path in SYSTEM_FILES:
         recorder.stats[path] = inputs.identity(path)
     saved = sys.stdout, sys.stderr

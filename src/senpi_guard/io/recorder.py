@@ -52,6 +52,7 @@ WRITES = (
     "symlink",
     "link",
     "truncate",
+    "chdir",  # (not a write, but what every relative path after it means)
     "mkfifo",
     "mknod",
     "setxattr",
@@ -64,8 +65,7 @@ SPAWNS = ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "
 class Recorder:
     """Inputs and refusals of the code run between start() and stop() (one at a time per process)."""
 
-    def __init__(self, ignore: Callable[[str], bool] = lambda path: False) -> None:
-        self.ignore = ignore  # paths that are neither inputs nor writes (a lock file)
+    def __init__(self) -> None:
         self.stats: dict[str, Identity] = {}  # followed
         self.lstats: dict[str, Identity] = {}
         self.opened: dict[str, str | None] = {}  # path -> content hash taken at open when racy then
@@ -109,7 +109,7 @@ class Recorder:
             full = text if text.startswith("/") else os.path.join(self._cwd, text)
         if full.startswith(NOT_FILES) and full not in QUIET_DEVICES:
             self.refuse(f"read {full}, which is not a file")
-        return None if self.ignore(full) else full
+        return full
 
     def note_stat(
         self, path: Any, follow: bool, result: os.stat_result | None, error: OSError | None, dir_fd: int | None = None
@@ -160,8 +160,7 @@ class Recorder:
         if self.paused:
             return
         full = self._abs(path, dir_fd) if path is not None and not isinstance(path, int) else None
-        if path is None or isinstance(path, int) or full is not None:
-            self.refuse(f"{what} {full or ''}".strip())
+        self.refuse(f"{what} {full or ''}".strip())
 
     # --- the wrappers
 

@@ -261,3 +261,27 @@ def test_a_fifo_read_without_blocking_is_not_remembered_and_hangs_nothing(capsys
     command = Command(peek)
     assert door(capsys, command)[1] == "peeked\n"
     assert door(capsys, command)[1] == "peeked\n" and command.calls == 2
+
+
+def test_taking_the_write_lock_again_is_no_change_and_a_file_named_like_a_lock_is_an_input(capsys, tmp_path):
+    from senpi_guard.io.store import Store
+
+    store = Store()
+
+    def locked() -> None:
+        with store.lock():
+            print("locked", (tmp_path / "yarn.lock").read_text())
+
+    (tmp_path / "yarn.lock").write_text("one")
+    os.utime(tmp_path / "yarn.lock", (1_000_000, 1_000_000))
+    command = Command(locked)
+    door(capsys, command)  # (the lock file made: a change to its folder while the run ran)
+    door(capsys, command)
+    assert door(capsys, command)[1] == "locked one\n" and command.calls == 2  # (taking it again: no change)
+    (tmp_path / "yarn.lock").write_text("two")
+    assert door(capsys, command)[1] == "locked two\n" and command.calls == 3
+    here = os.getcwd()
+    chdirs = Command(lambda: (os.chdir(tmp_path), os.chdir(here)))
+    door(capsys, chdirs, ("status", "-v"))
+    door(capsys, chdirs, ("status", "-v"))
+    assert chdirs.calls == 2
