@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, hand_patched, harness_processes, rows_of, run_cli, tree_digest, wait_for
+from conftest import SHAPE_REL, hand_patched, harness_processes, rows_of, run_cli, run_console, tree_digest, wait_for
 
 from senpi_guard.demo import sample, sample_session
 from senpi_guard.prove import sandbox
@@ -326,3 +326,20 @@ def test_a_log_dir_that_is_a_file_is_one_line(npm_install, isolated_dirs):
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "cannot open the log" in result.stderr
+
+
+def test_a_full_disk_under_the_cache_costs_only_the_remembered_answer(small_tmpfs, tmp_path):
+    from senpi_guard.demo import sample
+
+    pkg = tmp_path / "senpi"
+    sample.write_sample_package(pkg, 2, fillers=3)
+    env = {"XDG_CACHE_HOME": str(small_tmpfs / "cache")}
+    assert run_console("apply", "--root", pkg, env=env).returncode == 0
+    first = run_console("status", "--root", pkg, env=env)
+    answers = small_tmpfs / "cache" / "senpi-guard" / "answers"
+    assert first.returncode == 0 and len(list(answers.iterdir())) == 1  # (kept while there was room)
+    fill(small_tmpfs)
+    told = run_console("status", "-v", "--root", pkg, env=env)  # (a new answer: no room for it)
+    assert told.returncode == 0 and "patched" in told.stdout and told.stderr == ""
+    assert [p.name for p in answers.iterdir()] == [next(answers.iterdir()).name]  # no scratch left
+    assert run_console("status", "--root", pkg, env=env).stdout == first.stdout  # (the kept one still holds)

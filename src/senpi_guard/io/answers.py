@@ -240,17 +240,21 @@ def keep(key: str, code: int, recorder: rec.Recorder, chunks: list) -> bool:
         "made": recorder.started,
     }
     folder = answers_dir()
+    scratch = os.path.join(folder, f".{key}.{os.getpid()}.tmp")
     try:  # (a cache: one not written only costs the next run the work)
         st = os.stat(folder)
         if st.st_uid != os.geteuid() or st.st_mode & 0o077:
             return False
-        scratch = os.path.join(folder, f".{key}.{os.getpid()}.tmp")
         with open(os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             out.write(marshal.dumps(answer))
         os.replace(scratch, os.path.join(folder, key))
-        _prune(folder)
     except (OSError, ValueError):
+        try:  # noqa: SIM105 (a full disk: the half-written scratch goes)
+            os.unlink(scratch)
+        except OSError:
+            pass
         return False
+    _prune(folder)
     return True
 
 
@@ -273,7 +277,12 @@ def _make(folder: str) -> None:
 
 
 def _prune(folder: str) -> None:
-    entries = sorted(os.scandir(folder), key=lambda e: e.stat().st_mtime_ns, reverse=True)
+    """The newest KEEP answers stay (another run's scratch, a dot file, is its own to remove)."""
+    try:
+        entries = [e for e in os.scandir(folder) if not e.name.startswith(".")]
+        entries.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
+    except OSError:
+        return
     for entry in entries[KEEP:]:
         try:  # noqa: SIM105 (as above)
             os.unlink(entry.path)
