@@ -160,14 +160,7 @@ def still_true(answer: dict[str, Any]) -> bool:
     try:
         if answer["expires"] is not None and time.time() >= answer["expires"]:
             return False
-        for table, follow in ((answer["stats"], True), (answer["lstats"], False)):
-            for path, seen in table.items():
-                if inputs.identity(path, follow, seen) != seen:
-                    return False
-        for path, seen in answer["opened"].items():
-            if seen is not None and inputs.content_hash(path) != seen:
-                return False
-        if any(inputs.names_hash(path) != seen for path, seen in answer["listings"].items()):
+        if inputs.changed(answer["stats"], answer["lstats"], answer["opened"], answer["listings"]) is not None:
             return False
         return all(inputs.alive(int(pid)) == was for pid, was in answer["pids"].items())
     except (KeyError, TypeError, ValueError, AttributeError):

@@ -94,6 +94,21 @@ def alive(pid: int) -> bool:
     return True
 
 
+def changed(
+    stats: dict[str, Identity], lstats: dict[str, Identity], opened: dict[str, str | None], listings: dict[str, str]
+) -> str | None:
+    """What of these inputs is no longer as noted (None: nothing): an identity, a racy file's
+    content (`opened`: its hash, None for a file known by identity alone), a folder's entries."""
+    for table, follow in ((stats, True), (lstats, False)):
+        if any(identity(path, follow, seen) != seen for path, seen in table.items()):
+            return "an input"
+    if any(seen is not None and content_hash(path) != seen for path, seen in opened.items()):
+        return "a file"
+    if any(names_hash(path) != seen for path, seen in listings.items()):
+        return "a folder"
+    return None
+
+
 def stat_or_error(real: Callable, path: Any) -> tuple[os.stat_result | None, OSError | None]:
     try:
         return real(path), None

@@ -5,8 +5,8 @@ path they stat, open, list or resolve, each process they ask about, and each wri
 
 Each is known as io/inputs says. Timestamps are coarse: a file changed twice within one clock tick
 keeps its identity, so an opened file changed within RACY_S of the run is also known by a hash of
-its content. A run is not rememberable at all when it wrote, started a
-process, signalled one, or read what is not a file (/proc, /sys, /dev): `refused` says why."""
+its content. A run is not rememberable at all when it wrote, started a process, signalled one, or
+read what is not a file (/proc, /sys, /dev): `refused` says why."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from senpi_guard.io.inputs import (
     REAL,
     Entries,
     Identity,
+    changed,
     content_hash,
-    identity,
     identity_of,
     kind_of,
     names_hash,
@@ -78,8 +78,6 @@ class Recorder:
         self.refused: str | None = None
         self.started = time.time()
         self._saved: list[tuple[Any, str, Any]] = []
-        self._real = REAL
-        self._real_open = real_open
         self._cwd = os.getcwd()
 
     # --- what the wrapped functions note
@@ -157,8 +155,6 @@ class Recorder:
             self.listings[full] = names_hash(full)
 
     def note_write(self, what: str, path: Any = None, dir_fd: int | None = None) -> None:
-        if self.paused:
-            return
         full = self._abs(path, dir_fd) if path is not None and not isinstance(path, int) else None
         self.refuse(f"{what} {full or ''}".strip())
 
@@ -167,7 +163,7 @@ class Recorder:
     def start(self) -> Recorder:
         import subprocess
 
-        real = self._real
+        real = REAL
         wrapped_open = self._wrapped_open()
         for module, name, value in (
             (os, "stat", self._wrapped_stat(real["stat"], True)),
@@ -216,7 +212,7 @@ class Recorder:
             if kwargs.get("dir_fd") is not None:
                 self.refuse("an access or readlink relative to a folder descriptor")
             followed = follow and kwargs.get("follow_symlinks", True)
-            self.note_stat(path, followed, *stat_or_error(self._real["stat" if followed else "lstat"], path))
+            self.note_stat(path, followed, *stat_or_error(REAL["stat" if followed else "lstat"], path))
             return real(path, *args, **kwargs)
 
         return wrapper
@@ -262,7 +258,7 @@ class Recorder:
         return wrapper
 
     def _wrapped_open(self) -> Callable:
-        real = self._real_open
+        real = real_open
 
         def wrapper(file, mode="r", *args, **kwargs):
             if isinstance(file, int) or any(flag in mode for flag in "wax+"):
@@ -318,16 +314,7 @@ class Recorder:
         to remember), with the content of racy files taken again."""
         if self.refused:
             return False
-        for table, follow in ((self.stats, True), (self.lstats, False)):
-            if any(identity(path, follow, seen) != seen for path, seen in table.items()):
-                self.refuse("an input changed during the run")
-                return False
-        if any(names_hash(path) != seen for path, seen in self.listings.items()):
-            self.refuse("a folder changed during the run")
-            return False
-        for path, seen in self.opened.items():
-            now = content_hash(path) if seen is not None else None
-            if now != seen:
-                self.refuse("a file changed during the run")
-                return False
-        return True
+        what = changed(self.stats, self.lstats, self.opened, self.listings)
+        if what is not None:
+            self.refuse(f"{what} changed during the run")
+        return what is None
