@@ -3,6 +3,8 @@ looked for in the known shapes' folders before the rest of dist/ is walked."""
 
 import json
 import os
+import shutil
+import traceback
 from pathlib import Path
 
 from conftest import run_cli
@@ -75,3 +77,52 @@ def test_a_global_folder_that_was_never_made_is_not_asked_for_again(tmp_path, ca
     code, out, err = run_cli(capsys, "status", "--json")
     assert code == 1 and json.loads(out)["installs"][0]["state"] == "unpatched", err
     assert calls.read_text().count("asked") == 1
+
+
+def test_apply_walks_dist_once_for_every_patch_and_reads_no_file_again_on_a_reinstall(
+    tmp_path, capsys, monkeypatch, isolated_dirs
+):
+    """After an update nothing is remembered of where the targets are: one walk of dist/ per layer
+    (the first patch's walk looks for every patch's targets; the next patch takes its answer from
+    it). A reinstall of the same release (new inodes, the same bytes, here in another folder) reads
+    only the files that defined them before. A second definition is still refused."""
+    from senpi_guard.core import locate
+
+    pkg = tmp_path / "pkg"
+    sample.write_sample_package(pkg, 2, fillers=0)
+    options = pkg / "dist" / "core" / "extensions" / "builtin" / "claude-sdk-oauth" / "options.js"
+    options.write_text("export function buildClaudeSdkOauthQueryOptions(o) {\n  return { ...o };\n}\n")
+    walkers: list[str] = []
+    scanned: list[int] = []
+    real_walk, real_find = locate.js_files, locate.find_exported_functions
+
+    def walk(dist):
+        walkers.append(traceback.extract_stack(limit=2)[0].name)
+        return real_walk(dist)
+
+    def find(files, names):
+        files = list(files)
+        scanned.append(len(files))
+        return real_find(files, names)
+
+    monkeypatch.setattr(locate, "js_files", walk)
+    monkeypatch.setattr(locate, "find_exported_functions", find)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(pkg, pristine, symlinks=True)
+    code, out, err = run_cli(capsys, "apply", "--root", pkg, "--json")
+    assert code == 0, out + err
+    states = {row["patch"]: row["state"] for row in json.loads(out)["installs"]}
+    assert states == {"directive-dedupe": "patched", "hand-fix-hooks": "clean"}, out
+    assert walkers == ["locate_targets", "_find_host"]
+    files = len(real_walk(pristine / "dist"))
+    assert max(scanned) == files  # (the first time, every .js file is read)
+    shutil.copytree(pristine, tmp_path / "again", symlinks=True)
+    walkers.clear(), scanned.clear()
+    code, out, err = run_cli(capsys, "apply", "--root", tmp_path / "again", "--json")
+    assert code == 0 and [row["state"] for row in json.loads(out)["installs"]] == ["patched", "clean"], out + err
+    assert max(scanned) <= 3 < files, scanned
+    (pristine / "dist" / "copy.js").write_text(options.read_text())
+    walkers.clear()
+    code, out, err = run_cli(capsys, "apply", "--root", pristine)
+    assert code == 1 and "2 definitions of buildClaudeSdkOauthQueryOptions" in out + err, out + err
+    assert "copy.js" in out + err

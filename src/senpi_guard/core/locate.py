@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,6 +36,36 @@ def js_files(dist: Path) -> list[str]:
     except OSError as exc:
         raise FatalError(f"cannot list {exc.filename or dist}: {exc.strerror}; make dist/ readable and retry") from exc
     found.sort()
+    return found
+
+
+def listing_key(package_dir: Path, dist: Path, files: list[str]) -> str | None:
+    """What an install's code is, short of reading it: package.json's bytes and each .js file's
+    place under dist/ and size (None: package.json unreadable). A reinstall of the same release,
+    wherever it is, has the same key; an update, or a file added, removed or resized, another."""
+    try:
+        digest = hashlib.sha256((package_dir / "package.json").read_bytes())
+        prefix = len(str(dist)) + 1
+        for name in files:
+            digest.update(f"{name[prefix:]}\0{os.lstat(name).st_size}\n".encode("utf-8", "surrogateescape"))
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def mentioning(files: Iterable[str], needles: Iterable[bytes]) -> dict[bytes, list[str]]:
+    """Which of `files` mention each needle: every file read once, whatever the number of needles
+    (a file that cannot be read mentions nothing: what reads it next says why)."""
+    found: dict[bytes, list[str]] = {needle: [] for needle in needles}
+    for name in files:
+        try:
+            with open(name, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        for needle, where in found.items():
+            if needle in data:
+                where.append(name)
     return found
 
 

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 Identity = list[int]
 
 # the real functions, taken before any Recorder wraps them (the recorder's own reads go through these)
-_stat, _listdir, _kill, real_open, _os_open = os.stat, os.listdir, os.kill, builtins.open, os.open
+_stat, _listdir, _scandir, _kill = os.stat, os.listdir, os.scandir, os.kill
+real_open, _os_open = builtins.open, os.open
 REAL = {
     name: getattr(os, name) for name in ("stat", "lstat", "listdir", "scandir", "open", "kill", "access", "readlink")
 }
@@ -84,6 +85,32 @@ def names_hash(path: str) -> str:
     return blake2b("\0".join(names).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
 
 
+def typed_hash(path: str) -> str:
+    """A folder's entries with what each is (a link, a folder, a file or other, as the listing
+    itself says, not following links), as one hash marked `t:`: what `os.scandir` answers of its
+    entries without a stat of each (`!errno` when it cannot be listed)."""
+    try:
+        with _scandir(path) as listing:
+            typed = sorted(f"{_type_of(entry)}{entry.name}" for entry in listing)
+    except OSError as exc:
+        return f"!{exc.errno}"
+    return "t:" + blake2b("\0".join(typed).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+
+
+def _type_of(entry: os.DirEntry) -> str:
+    try:
+        if entry.is_symlink():
+            return "l"
+        return "d" if entry.is_dir(follow_symlinks=False) else "f" if entry.is_file(follow_symlinks=False) else "o"
+    except OSError:
+        return "?"
+
+
+def listing_hash(path: str, seen: str) -> str:
+    """The listing now, taken as `seen` was (typed or by names alone)."""
+    return typed_hash(path) if seen.startswith("t:") else names_hash(path)
+
+
 def alive(pid: int) -> bool:
     try:
         _kill(pid, 0)
@@ -104,7 +131,7 @@ def changed(
             return "an input"
     if any(seen is not None and content_hash(path) != seen for path, seen in opened.items()):
         return "a file"
-    if any(names_hash(path) != seen for path, seen in listings.items()):
+    if any(listing_hash(path, seen) != seen for path, seen in listings.items()):
         return "a folder"
     return None
 
@@ -117,7 +144,9 @@ def stat_or_error(real: Callable, path: Any) -> tuple[os.stat_result | None, OSE
 
 
 class Entries:
-    """os.scandir's iterator, its entries' stats noted (an entry's type may follow a link)."""
+    """os.scandir's iterator (its listing noted typed: what an entry is, not following links, is
+    known from it); an entry's stat is noted when what is asked goes beyond that: its stat, its
+    inode, or its type through a link."""
 
     def __init__(self, real: Any, recorder: Recorder) -> None:
         self._real, self._recorder = real, recorder
@@ -149,16 +178,20 @@ class _Entry:
         if follow:
             self._recorder.note_stat(self.path, True, *stat_or_error(REAL["stat"], self.path))
 
+    def _typed(self, follow: bool) -> None:
+        """A type asked: the typed listing knows it, unless it is asked through a link."""
+        if follow and self._real.is_symlink():
+            self._noted(True)
+
     def is_dir(self, *, follow_symlinks: bool = True) -> bool:
-        self._noted(follow_symlinks)
+        self._typed(follow_symlinks)
         return self._real.is_dir(follow_symlinks=follow_symlinks)
 
     def is_file(self, *, follow_symlinks: bool = True) -> bool:
-        self._noted(follow_symlinks)
+        self._typed(follow_symlinks)
         return self._real.is_file(follow_symlinks=follow_symlinks)
 
     def is_symlink(self) -> bool:
-        self._noted(False)
         return self._real.is_symlink()
 
     def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:

@@ -28,6 +28,7 @@ from senpi_guard.io.inputs import (
     names_hash,
     real_open,
     stat_or_error,
+    typed_hash,
 )
 
 if TYPE_CHECKING:
@@ -149,10 +150,18 @@ class Recorder:
             racy = max(st.st_mtime_ns, st.st_ctime_ns) / 1e9 >= time.time() - RACY_S
             self.opened[full] = content_hash(full) if racy else None
 
-    def note_listing(self, path: Any) -> None:
+    def note_listing(self, path: Any, typed: bool = False) -> None:
+        """A folder listed (`typed`: by scandir, whose entries say what each is)."""
         full = self._abs(os.curdir if path is None else path)
-        if full is not None and full not in self.listings:
-            self.listings[full] = names_hash(full)
+        if full is None:
+            return
+        seen = self.listings.get(full)
+        if seen is None:
+            self.listings[full] = typed_hash(full) if typed else names_hash(full)
+        elif typed and not seen.startswith("t:"):  # (listed by name before: the names still those)
+            if names_hash(full) != seen:
+                self.refuse("a folder changed during the run")
+            self.listings[full] = typed_hash(full)
 
     def note_write(self, what: str, path: Any = None, dir_fd: int | None = None) -> None:
         full = self._abs(path, dir_fd) if path is not None and not isinstance(path, int) else None
@@ -230,12 +239,12 @@ class Recorder:
         return wrapper
 
     def _wrapped_listing(self, real: Callable, entries: bool) -> Callable:
-        """`listdir`, or `scandir` (`entries`: its entries' own stats noted as they are asked)."""
+        """`listdir`, or `scandir` (`entries`: its listing typed, an entry's stat noted as it is asked)."""
 
         def wrapper(path=None):
             if isinstance(path, int):
                 self.refuse("a listing of a folder descriptor")
-            self.note_listing(path)
+            self.note_listing(path, typed=entries)
             listing = real(os.curdir if path is None else path)
             return Entries(listing, self) if entries else listing
 

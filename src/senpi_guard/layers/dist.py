@@ -138,7 +138,10 @@ class Reconciler:
         )
 
     def _locate(self, install: Install, dist: Path) -> tuple[dict, int]:
-        return where.locate_targets(self.patch, self.store, install, dist, self.quick_locate)
+        house = self.house
+        return where.locate_targets(
+            self.patch, self.store, install, dist, self.quick_locate, house.walked, house.functions
+        )
 
     def remember_location(self, insp: Inspection) -> dict:
         return where.location_record(self.patch, insp)

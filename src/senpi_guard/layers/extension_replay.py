@@ -28,6 +28,7 @@ HARNESS = "extension_harness.mjs"
 RUNNER_CLASS = b"class ExtensionRunner"
 LOADER_EXPORTS = ["loadExtensions", "createExtensionRuntime"]
 HOST_MEMO = "senpi-host"
+HOST_BY_RELEASE = "senpi-host-by-release"  # (by locate.listing_key: a reinstall of the same release)
 
 
 def _defines_runner(path: Path) -> bool:
@@ -69,14 +70,26 @@ def senpi_host(installs: list[Install], allow_foreign_root: bool = False) -> tup
 
 
 def _find_host(package_dir: Path) -> dict | None:
-    """One walk of dist/: the one file exporting the loader's functions, the one defining the runner."""
-    files = locate.js_files(package_dir / "dist")
-    found = locate.find_exported_functions(files, LOADER_EXPORTS)
-    runners = [f for f in files if _defines_runner(Path(f))]
+    """One walk of dist/: the one file exporting the loader's functions, the one defining the runner
+    (where they were in a release with the same package.json and .js files, while they still are;
+    else each .js file is read)."""
+    dist = package_dir / "dist"
+    files = locate.js_files(dist)
+    key = locate.listing_key(package_dir, dist, files)
+    same = memo.recall(HOST_BY_RELEASE, key)
+    if isinstance(same, dict) and all(isinstance(same.get(k), str) for k in ("loader", "runner")):
+        host = _still_hosts({k: str(dist / same[k]) for k in ("loader", "runner")})
+        if host is not None:
+            memo.remember(HOST_MEMO, _host_key(package_dir), host)
+            return host
+    mentions = locate.mentioning(files, [RUNNER_CLASS, *(name.encode() for name in LOADER_EXPORTS)])
+    runners = [f for f in mentions.pop(RUNNER_CLASS) if _defines_runner(Path(f))]
+    found = locate.find_exported_functions(sorted({f for where in mentions.values() for f in where}), LOADER_EXPORTS)
     if len(runners) != 1 or any(len({h.path for h in hits}) != 1 for hits in found.values()):
         return None
     host = {"loader": str(found[LOADER_EXPORTS[0]][0].path), "runner": str(runners[0])}
     memo.remember(HOST_MEMO, _host_key(package_dir), host)
+    memo.remember(HOST_BY_RELEASE, key, {k: str(Path(v).relative_to(dist)) for k, v in host.items()})
     return host
 
 
@@ -92,6 +105,11 @@ def _remembered_host(package_dir: Path) -> dict | None:
     host = memo.recall(HOST_MEMO, _host_key(package_dir))
     if not isinstance(host, dict) or not all(isinstance(host.get(k), str) for k in ("loader", "runner")):
         return None
+    return _still_hosts(host)
+
+
+def _still_hosts(host: dict) -> dict | None:
+    """These files, while they still export the loader's functions and define the runner."""
     loader = Path(host["loader"])
     try:
         found = locate.find_exported_functions([loader], LOADER_EXPORTS)

@@ -28,6 +28,8 @@ class House:
     def __init__(self, patches: Iterable[Patch]) -> None:
         self.patches = tuple(sorted(patches, key=lambda patch: (patch.order, patch.name)))
         self.by_name = {patch.name: patch for patch in self.patches}
+        self.functions = tuple(dict.fromkeys(t.function for patch in self.patches for t in patch.targets))
+        self.walked: dict[Path, dict] = {}  # where a walk of an install's dist/ found every patch's targets
 
     @classmethod
     def around(cls, patch: Patch) -> House:

@@ -93,6 +93,26 @@ def test_a_link_retargeted_under_an_entry_is_a_change(capsys, tmp_path):
     assert door(capsys, command)[1] == "[False]\n" and command.calls == 2
 
 
+def test_an_entry_that_becomes_another_kind_under_its_name_is_a_change(capsys, tmp_path):
+    """scandir's listing is kept with what each entry is (no stat of each entry: a walk of dist/
+    would pay one per file), so a file that becomes a folder, or a link, of the same name is seen."""
+    folder = tmp_path / "walked"
+    folder.mkdir()
+    (folder / "a.js").write_text("")
+    kinds = Command(lambda: print([(e.name, e.is_dir(follow_symlinks=False)) for e in os.scandir(folder)]))
+    assert door(capsys, kinds)[1] == "[('a.js', False)]\n"
+    (folder / "a.js").unlink()
+    (folder / "a.js").mkdir()
+    assert door(capsys, kinds)[1] == "[('a.js', True)]\n" and kinds.calls == 2
+    (folder / "a.js").rmdir()
+    (folder / "a.js").symlink_to(tmp_path)
+    files = Command(lambda: print([e.is_file(follow_symlinks=False) for e in os.scandir(folder)]))
+    assert door(capsys, files, ("status", "--files"))[1] == "[False]\n"
+    (folder / "a.js").unlink()
+    (folder / "a.js").write_text("")  # (a link became a file: the listing's kinds say so)
+    assert door(capsys, files, ("status", "--files"))[1] == "[True]\n" and files.calls == 2
+
+
 def test_a_run_that_writes_or_starts_a_process_is_never_remembered(capsys, tmp_path):
     writes = Command(lambda: (tmp_path / "out").write_text("x"))
     door(capsys, writes)
