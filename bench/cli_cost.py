@@ -3,11 +3,13 @@ full published package, installed with the real npm into a temp prefix), as root
 unprivileged user (`senpi-guard-bench`, made with useradd if missing, run through runuser under an
 env -i-like environment), against `node -e 0` measured the same way in the same run, round robin.
 
-Each round: `node -e 0`; a first `apply` (the install reverted and senpi-guard's state, cache and
-the agent dir removed before it); `apply` again (nothing changed since the apply that changed
-things); `apply` once more ("apply again": nothing changed since an apply that changed nothing);
-`status` (the first since); `status` again; `verify`. Medians over the rounds; the machine's load
-average is printed before and after (the figures are noisy under load).
+Each round: `node -e 0`; a first `apply` with nothing remembered (the install reverted and
+senpi-guard's state, cache and the agent dir removed before it); `apply` again (nothing changed
+since the apply that changed things); `apply` once more ("apply again": nothing changed since an
+apply that changed nothing); `status` (the first since); `status` again; `verify`; then the same
+release installed again with the real npm (what `senpi update` does when a release comes back: new
+files, the same bytes) and a first `apply` on it, senpi-guard's state kept. Medians over the rounds;
+the machine's load average is printed before and after (the figures are noisy under load).
 
     .venv/bin/python bench/cli_cost.py [--rounds 5] [--json] [--only root|user]
 """
@@ -42,16 +44,20 @@ GOALS = {
     "status again": 3.0,
     "apply, nothing changed": 3.0,
     "apply again, nothing changed": 3.0,
-    "first apply": 10.0,
+    "first apply, nothing remembered": 10.0,
+    "first apply, a reinstall": 10.0,
     "verify": 15.0,
 }
+
+
+NPM_INSTALL = ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
 
 
 def install(prefix: Path) -> Path:
     """The full package with the real npm on node 24 (npm fetches its two natives once)."""
     env = {**os.environ, "PATH": f"{NODE24}{os.pathsep}{os.environ['PATH']}"}
-    argv = ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-    subprocess.run([*argv, "--prefix", str(prefix), str(REAL / TARBALL)], env=env, check=True, capture_output=True)
+    argv = [*NPM_INSTALL, "--prefix", str(prefix), str(REAL / TARBALL)]
+    subprocess.run(argv, env=env, check=True, capture_output=True)
     return prefix / SCOPED
 
 
@@ -106,6 +112,14 @@ class Identity:
             raise SystemExit(f"{self.name}: {argv[-4:]} exited {done.returncode}: {said}")
         return took
 
+    def reinstall(self) -> None:
+        """The same release again with the real npm, as this side (its own npm cache)."""
+        prefix = self.package_dir.parents[2].parent
+        npm = [*NPM_INSTALL, "--cache", str(self.home / ".npm"), "--prefix", str(prefix), str(REAL / TARBALL)]
+        done = subprocess.run(self.argv(*npm), capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"{self.name}: npm reinstall exited {done.returncode}: {done.stderr[-800:]}")
+
     def fresh(self) -> None:
         """Back to a senpi never patched: revert, then senpi-guard's state and the agent dir gone."""
         subprocess.run(self.cli("revert"), capture_output=True, check=False)
@@ -126,7 +140,7 @@ def round_robin(sides: list[Identity], rounds: int) -> dict[str, dict[str, list[
             row, node = times[side.name], side.argv("node", "-e", "0")
             side.fresh()
             row["node -e 0"].append(side.timed(node))
-            row["first apply"].append(side.timed(side.cli("apply")))
+            row["first apply, nothing remembered"].append(side.timed(side.cli("apply")))
             row["node -e 0"].append(side.timed(node))
             row["apply, nothing changed"].append(side.timed(side.cli("apply")))
             row["node -e 0"].append(side.timed(node))
@@ -137,6 +151,9 @@ def round_robin(sides: list[Identity], rounds: int) -> dict[str, dict[str, list[
             row["status again"].append(side.timed(side.cli("status")))
             row["node -e 0"].append(side.timed(node))
             row["verify"].append(side.timed(side.cli("verify")))
+            side.reinstall()
+            row["node -e 0"].append(side.timed(node))
+            row["first apply, a reinstall"].append(side.timed(side.cli("apply")))
     return times
 
 

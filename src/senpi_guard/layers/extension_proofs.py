@@ -25,10 +25,12 @@ def content_key(base: dict) -> str:
 
 
 def _unchanged(imported: dict[str, str]) -> bool:
+    """Every file still holds the bytes it held (thousands of files: plain strings, not Paths)."""
     for path, wanted in imported.items():
         try:
-            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        except OSError:
+            with open(path, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+        except (OSError, TypeError, ValueError):
             return False
         if digest != wanted:
             return False
