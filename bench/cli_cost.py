@@ -50,7 +50,10 @@ GOALS = {
 }
 
 
-NPM_INSTALL = ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
+NPM_INSTALL = ["npm", "install", "-g", "--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier"]
+NPM_INSTALL += ["--loglevel=error", "--fetch-retries=0"]
+# what npm needs of the machine's network set-up to reach the registry (a bare environment has none)
+NETWORK = ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
 
 
 def install(prefix: Path) -> Path:
@@ -116,7 +119,8 @@ class Identity:
         """The same release again with the real npm, as this side (its own npm cache)."""
         prefix = self.package_dir.parents[2].parent
         npm = [*NPM_INSTALL, "--cache", str(self.home / ".npm"), "--prefix", str(prefix), str(REAL / TARBALL)]
-        done = subprocess.run(self.argv(*npm), capture_output=True, text=True, check=False)
+        network = [f"{k}={v}" for k, v in os.environ.items() if k.upper() in NETWORK]
+        done = subprocess.run(self.argv("env", *network, *npm), capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"{self.name}: npm reinstall exited {done.returncode}: {done.stderr[-800:]}")
 
