@@ -54,15 +54,14 @@ def listing_key(package_dir: Path, dist: Path, files: list[str]) -> str | None:
 
 
 def mentioning(files: Iterable[str], needles: Iterable[bytes]) -> dict[bytes, list[str]]:
-    """Which of `files` mention each needle: every file read once, whatever the number of needles
-    (a file that cannot be read mentions nothing: what reads it next says why)."""
+    """Which of `files` mention each needle: every file read once, whatever the number of needles."""
     found: dict[bytes, list[str]] = {needle: [] for needle in needles}
     for name in files:
         try:
             with open(name, "rb") as handle:
                 data = handle.read()
-        except OSError:
-            continue
+        except OSError as exc:
+            raise FatalError(f"cannot read {name}: {exc.strerror}; make dist/ readable") from exc
         for needle, where in found.items():
             if needle in data:
                 where.append(name)
