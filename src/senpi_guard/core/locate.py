@@ -41,13 +41,15 @@ def js_files(dist: Path) -> list[str]:
 
 def listing_key(package_dir: Path, dist: Path, files: list[str]) -> str | None:
     """What an install's code is, short of reading it: package.json's bytes and each .js file's
-    place under dist/ and size (None: package.json unreadable). A reinstall of the same release,
-    wherever it is, has the same key; an update, or a file added, removed or resized, another."""
+    place under dist/ and size (a link's: its target's; None: one cannot be read). A reinstall of
+    the same release, wherever it is, has the same key; an update, or a file added, removed or
+    resized, another. An edit that keeps every size is not seen: as with the stamp of an install's
+    record (package.json's and dist/'s identity and times), which an edit deep in dist/ keeps."""
     try:
         digest = hashlib.sha256((package_dir / "package.json").read_bytes())
         prefix = len(str(dist)) + 1
         for name in files:
-            digest.update(f"{name[prefix:]}\0{os.lstat(name).st_size}\n".encode("utf-8", "surrogateescape"))
+            digest.update(f"{name[prefix:]}\0{os.stat(name).st_size}\n".encode("utf-8", "surrogateescape"))
     except OSError:
         return None
     return digest.hexdigest()
@@ -68,9 +70,14 @@ def mentioning(files: Iterable[str], needles: Iterable[bytes]) -> dict[bytes, li
     return found
 
 
-def find_exported_functions(files: Iterable[str | Path], names: Iterable[str]) -> dict[str, list[Located]]:
-    """Every definition of each exported function among `files`; each file is read once."""
-    wanted = {name: name.encode() for name in names}
+def find_exported_functions(
+    files: Iterable[str | Path], names: Iterable[str], also: Iterable[str] = ()
+) -> dict[str, list[Located]]:
+    """Every definition of each exported function among `files`; each file is read once. Names in
+    `also` are looked for on the side (another patch's): a file mentioning only them that cannot
+    be parsed leaves them out of the answer rather than failing it (their own walk says why)."""
+    wanted = {name: name.encode() for name in (*names, *also)}
+    aside = set(also) - set(names)
     found: dict[str, list[Located]] = {name: [] for name in wanted}
     for name_or_path in files:
         try:
@@ -84,7 +91,15 @@ def find_exported_functions(files: Iterable[str | Path], names: Iterable[str]) -
         if not mentioned:
             continue
         path = Path(name_or_path)
-        tree = _parse(path, data, mentioned[0])
+        try:
+            tree = _parse(path, data, mentioned[0])
+        except FatalError:
+            if not set(mentioned) <= aside:
+                raise
+            for name in mentioned:
+                found.pop(name, None)
+                wanted.pop(name, None)
+            continue
         for name in mentioned:
             found[name].extend(Located(path, d) for d in jssyntax.find_definitions(tree, name))
     return found

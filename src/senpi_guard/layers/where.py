@@ -53,7 +53,7 @@ def locate_targets(
         if walked is not None and stamp is not None:
             walked[install.package_dir] = same_release
         return hits
-    found = locate.find_exported_functions(files, list(dict.fromkeys([*names, *also])))
+    found = locate.find_exported_functions(files, names, also=[name for name in also if name not in names])
     rels = _rels(found, install.package_dir)
     if walked is not None and stamp is not None:
         walked[install.package_dir] = {"stamp": stamp, "targets": rels}
@@ -80,8 +80,8 @@ def _still_there(remembered: object, stamp: list[int] | None, package_dir: Path,
 
 
 def _rels(hits: dict, package_dir: Path) -> dict:
-    """Each name's one definition's file (None: none); a name defined twice is left out, so that
-    the walk is made again and says so."""
+    """Each name's one definition's file (None: none); a name defined twice, or in a file that could
+    not be parsed (another patch's name), is left out, so that its own walk is made and says so."""
     return {
         name: (str(found[0].path.relative_to(package_dir)) if found else None)
         for name, found in hits.items()
