@@ -100,10 +100,10 @@ def test_apply_walks_dist_once_for_every_patch_and_reads_no_file_again_on_a_rein
         walkers.append(traceback.extract_stack(limit=2)[0].name)
         return real_walk(dist)
 
-    def find(files, names):
+    def find(files, names, also=()):
         files = list(files)
         scanned.append(len(files))
-        return real_find(files, names)
+        return real_find(files, names, also)
 
     monkeypatch.setattr(locate, "js_files", walk)
     monkeypatch.setattr(locate, "find_exported_functions", find)

@@ -242,7 +242,8 @@ def test_the_front_door_finds_the_command_past_the_top_level_options():
     assert answers.chosen(["-V"]) is None and answers.chosen(["--help", "status"]) is None
 
 
-def test_a_neighbour_in_a_folder_on_the_way_is_no_change_but_a_link_on_the_way_is(capsys, tmp_path):
+def test_a_neighbour_in_a_folder_on_the_way_is_no_change_but_a_link_on_the_way_is(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("SENPI_GUARD_DEBUG_ANSWERS", "1")  # (a failure says why a run was not kept)
     (tmp_path / "real" / "deep").mkdir(parents=True)
     (tmp_path / "other" / "deep").mkdir(parents=True)
     for side in ("real", "other"):
@@ -250,10 +251,11 @@ def test_a_neighbour_in_a_folder_on_the_way_is_no_change_but_a_link_on_the_way_i
         os.utime(tmp_path / side / "deep" / "file", (1_000_000, 1_000_000))
     (tmp_path / "via").symlink_to(tmp_path / "real")
     command = Command(lambda: print((tmp_path / "via" / "deep" / "file").resolve().read_text()))
-    assert door(capsys, command)[1] == "real\n"
+    _, out, why = door(capsys, command)
+    assert out == "real\n" and "not kept" not in why, why
     (tmp_path / "neighbour").write_text("")  # (the folders on the way change times: no matter)
     (tmp_path / "real" / "neighbour").mkdir()
-    assert door(capsys, command)[1] == "real\n" and command.calls == 1
+    assert door(capsys, command)[1] == "real\n" and command.calls == 1, why
     (tmp_path / "via").unlink()
     (tmp_path / "via").symlink_to(tmp_path / "other")
     assert door(capsys, command)[1] == "other\n" and command.calls == 2
