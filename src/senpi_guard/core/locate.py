@@ -59,11 +59,7 @@ def mentioning(files: Iterable[str], needles: Iterable[bytes]) -> dict[bytes, li
     """Which of `files` mention each needle: every file read once, whatever the number of needles."""
     found: dict[bytes, list[str]] = {needle: [] for needle in needles}
     for name in files:
-        try:
-            with open(name, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise FatalError(f"cannot read {name}: {exc.strerror}; make dist/ readable") from exc
+        data = _read(name)
         for needle, where in found.items():
             if needle in data:
                 where.append(name)
@@ -80,11 +76,7 @@ def find_exported_functions(
     aside = set(also) - set(names)
     found: dict[str, list[Located]] = {name: [] for name in wanted}
     for name_or_path in files:
-        try:
-            with open(name_or_path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise FatalError(f"cannot read {name_or_path}: {exc.strerror}; make dist/ readable") from exc
+        data = _read(name_or_path)
         mentioned = [
             name for name, needle in wanted.items() if needle in data and not _only_in_line_comments(data, needle)
         ]
@@ -103,6 +95,14 @@ def find_exported_functions(
         for name in mentioned:
             found[name].extend(Located(path, d) for d in jssyntax.find_definitions(tree, name))
     return found
+
+
+def _read(name: str | Path) -> bytes:
+    try:
+        with open(name, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise FatalError(f"cannot read {name}: {exc.strerror}; make dist/ readable") from exc
 
 
 def _only_in_line_comments(data: bytes, needle: bytes) -> bool:
