@@ -106,13 +106,29 @@ def tarballs(tmp_path_factory) -> dict[int, Path]:
 
 
 @pytest.fixture
-def npm_install(tarballs, tmp_path) -> Callable[..., Path]:
-    """Install a sample shape with the real `npm install -g --prefix TMP`; return the package dir."""
+def npm_install(tarballs, tmp_path, tmp_path_factory) -> Callable[..., Path]:
+    """A sample shape as the real `npm install -g --prefix TMP` leaves it; returns the package dir.
+    Each shape is installed with npm once per run (npm's cache and logs in the run's folder, not
+    the test's HOME) and copied (cp -a) into a new prefix of the test's own. A tarball of the
+    test's own, a prefix that already exists (an install over another, as `senpi update` runs it)
+    or through_npm=True (npm run as the test's user, leaving its ~/.npm) goes through npm itself."""
+    import realsenpi  # (loaded as a plugin: an import at the top would skip its assert rewriting)
+
     counter = iter(range(100))
 
-    def install(shape: int = 2, tarball: Path | None = None, prefix: Path | None = None) -> Path:
+    def install(
+        shape: int = 2, tarball: Path | None = None, prefix: Path | None = None, through_npm: bool = False
+    ) -> Path:
         prefix = prefix or tmp_path / f"prefix{next(counter)}"
-        return sample.npm_install_global(tarball or tarballs[shape], prefix)
+        if tarball is not None or prefix.exists() or through_npm:
+            return sample.npm_install_global(tarball or tarballs[shape], prefix)
+        made = realsenpi.made_once(
+            tmp_path_factory,
+            f"sample-shape{shape}",
+            lambda folder: realsenpi.npm_global(tarballs[shape], folder, npm_cache=folder.parent / "npm-cache"),
+        )
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        return realsenpi.copy_install(made, prefix) / realsenpi.SCOPED
 
     return install
 

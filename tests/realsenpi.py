@@ -72,9 +72,14 @@ def path_with(*folders: Path) -> str:
     return os.pathsep.join([*map(str, folders), os.environ.get("PATH", "")])
 
 
-def npm_global(tarball: Path, prefix: Path, node_bin: Path | None = None, offline: bool = True) -> Path:
-    """`npm install -g` as `senpi update` runs it (no scripts), into `prefix`; the package dir."""
+def npm_global(
+    tarball: Path, prefix: Path, node_bin: Path | None = None, offline: bool = True, npm_cache: Path | None = None
+) -> Path:
+    """`npm install -g` as `senpi update` runs it (no scripts), into `prefix`; the package dir.
+    `npm_cache`: npm's cache and logs there (else npm's own, in HOME)."""
     env = dict(os.environ)
+    if npm_cache is not None:
+        env["npm_config_cache"] = str(npm_cache)
     if node_bin is not None:
         env["PATH"] = path_with(node_bin)
     argv = [
@@ -113,12 +118,25 @@ def node24() -> Path:
 
 
 @pytest.fixture
-def dist_only(real_builds, tmp_path):
-    """Install one dist-only real build with the real npm (offline); returns its package dir."""
+def dist_only(real_builds, tmp_path, tmp_path_factory):
+    """One dist-only real build as the real npm (offline) installs it; returns its package dir.
+    Each build is installed with npm once per run (npm's cache and logs in the run's folder) and
+    copied (cp -a) into a new prefix of the
+    test's own; a prefix that already exists (an update over an install) goes through npm itself."""
     counter = iter(range(100))
 
     def install(version: str, prefix: Path | None = None) -> Path:
-        return npm_global(real_builds / DIST_ONLY[version], prefix or tmp_path / f"real{next(counter)}")
+        tarball = real_builds / DIST_ONLY[version]
+        prefix = prefix or tmp_path / f"real{next(counter)}"
+        if prefix.exists():
+            return npm_global(tarball, prefix)
+        made = made_once(
+            tmp_path_factory,
+            f"dist-only-{version}",
+            lambda folder: npm_global(tarball, folder, npm_cache=folder.parent / "npm-cache"),
+        )
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        return copy_install(made, prefix) / SCOPED
 
     return install
 

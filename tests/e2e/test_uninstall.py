@@ -39,7 +39,7 @@ def machine(env, npm_install, isolated_dirs, monkeypatch):
     project whose agent dir got the extension with `apply --here`, and the service's unit written.
     Returns (the roots to compare, the state before apply, the project)."""
     monkeypatch.delenv("SENPI_CODING_AGENT_DIR")  # (senpi's default: ~/.senpi/agent, and a project's)
-    first = npm_install(3, prefix=env / "prefix-a")
+    first = npm_install(3, prefix=env / "prefix-a", through_npm=True)  # (the user's ~/.npm: npm was used here)
     second = npm_install(2, prefix=env / "prefix-b")
     add_path(monkeypatch, env / "prefix-a" / "bin", env / "prefix-b" / "bin")
     assert (env / "prefix-a" / "bin" / "senpi").exists() and (env / "prefix-b" / "bin" / "senpi").exists()
