@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import pwd
 import shutil
@@ -379,7 +380,7 @@ def pytest_unconfigure(config):
         shutil.rmtree(config.stash[_OWN_BASETEMP], ignore_errors=True)
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """Everything under tests/e2e installs real packages with npm/pnpm/bun/yarn: marked `slow`;
     everything under tests/real runs the real senpi builds: marked `slow` and `real`."""
     e2e, real = Path(__file__).parent / "e2e", Path(__file__).parent / "real"
@@ -389,6 +390,51 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if real in parents:
             item.add_marker(pytest.mark.real)
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers > 1:
+        items[:] = spread_for_workers(items, workers)
+
+
+# the real tier's files by the time their tests took (measured 2026-12-06, 3 workers on 2 cores):
+# only the order tests start in, never which run
+LONGEST_FIRST = (
+    "test_real_claude.py",
+    "test_real_entry_lanes.py",
+    "test_real_cli.py",
+    "test_real_audit_truth.py",
+    "test_real_compose.py",
+    "test_real_metrics.py",
+    "test_real_auto.py",
+    "test_real_money.py",
+    "test_real_uninstall.py",
+    "test_real_budget.py",
+    "test_real_package.py",
+)
+
+
+def spread_for_workers(items: list, workers: int) -> list:
+    """The real tier spread over the first split pytest-xdist's worksteal makes (contiguous runs of
+    len(left) // workers left): each worker's run begins with its share of the real tests, those
+    that need no full install first (it is made in a thread meanwhile), then the longest. The rest
+    fill each run in their own order, so what is stolen from a run's end is short. Without this the
+    whole real tier fell in one worker's run, and a long test started last held up the end."""
+    real = Path(__file__).parent / "real"
+    heavy = [item for item in items if real in Path(item.fspath).parents]
+    light = iter([item for item in items if real not in Path(item.fspath).parents])
+    first = [item for item in heavy if "full_senpi" not in item.fixturenames]
+    rank = {name: at for at, name in enumerate(LONGEST_FIRST)}
+    later = sorted(
+        (item for item in heavy if "full_senpi" in item.fixturenames),
+        key=lambda item: rank.get(Path(item.fspath).name, len(rank)),
+    )
+    ordered, left = [], len(items)
+    for worker in range(workers):
+        size = left // (workers - worker)
+        run = first[worker::workers] + later[worker::workers]
+        run += itertools.islice(light, max(0, size - len(run)))
+        ordered += run
+        left -= size
+    return ordered + list(light)
 
 
 # What a whole run must not fall below (raise these when tests are added; never lower them to make a
