@@ -362,6 +362,22 @@ _OWN_BASETEMP = pytest.StashKey[Path]()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
+    _hypothesis_folder_made_before_any_test()
+    _own_basetemp(config)
+
+
+def _hypothesis_folder_made_before_any_test() -> None:
+    """Hypothesis makes its folder (.hypothesis, in the folder the run starts in) when a test of its
+    first saves something. Made in the middle of a run, it changes that folder, which python imports
+    from ('' on sys.path), and so the key of every remembered answer (io/answers) taken across that
+    moment: a test that runs a command twice then saw it run twice (once in a hog run, from a fresh
+    clone). It is made here, before any test, as hypothesis makes it."""
+    from hypothesis.configuration import storage_directory
+
+    storage_directory(intent_to_write=False).create_if_missing()
+
+
+def _own_basetemp(config) -> None:
     """As root, this run's temp folders go in a folder of its own in the temp folder, removed when
     the run ends (`--basetemp DIR` keeps them). Under pytest's default, /tmp/pytest-of-root, they
     are at the mercy of every other pytest started on the machine meanwhile: each makes that folder

@@ -261,6 +261,21 @@ def test_a_neighbour_in_a_folder_on_the_way_is_no_change_but_a_link_on_the_way_i
     assert door(capsys, command)[1] == "other\n" and command.calls == 2
 
 
+def test_an_entry_made_in_a_folder_python_imports_from_is_a_new_key(capsys, data, tmp_path, monkeypatch):
+    """Why tests/conftest.py makes hypothesis' folder before any test: a folder on sys.path (the
+    one a run starts in, '') that gains an entry may now hold a module of that name."""
+    imports_from = tmp_path / "imports-from"
+    imports_from.mkdir()
+    monkeypatch.syspath_prepend(str(imports_from))
+    command = Command(lambda: print(data.read_text()))
+    door(capsys, command)
+    door(capsys, command)
+    assert command.calls == 1
+    (imports_from / ".hypothesis").mkdir()
+    door(capsys, command)
+    assert command.calls == 2
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root: an answer another user owns")
 def test_as_root_an_answer_another_user_owns_is_not_replayed(capsys, data):
     command = Command(lambda: print(data.read_text()))
