@@ -141,16 +141,29 @@ def dist_only(real_builds, tmp_path, tmp_path_factory):
     return install
 
 
+class Unpacked(dict):
+    """Each real build's package folder, extracted once per run on first use (made_once: the other
+    workers wait for it and share it) and read-only to every test: reading files, never patching."""
+
+    def __init__(self, tmp_path_factory) -> None:
+        super().__init__()
+        self._factory = tmp_path_factory
+
+    def __missing__(self, version: str) -> Path:
+        name = FULL_TARBALL if version == FULL_VERSION else DIST_ONLY[version]
+
+        def extract(folder: Path) -> None:
+            with tarfile.open(real_dir() / name) as archive:
+                archive.extractall(folder, filter="data")
+
+        self[version] = made_once(self._factory, f"unpacked-{version}", extract) / "package"
+        return self[version]
+
+
 @pytest.fixture(scope="session")
-def unpacked(real_builds, tmp_path_factory) -> dict[str, Path]:
-    """Every real build extracted (read-only uses: reading files, never patching)."""
-    out = tmp_path_factory.mktemp("real-unpacked")
-    found = {}
-    for version, name in [*DIST_ONLY.items(), (FULL_VERSION, FULL_TARBALL)]:
-        with tarfile.open(real_builds / name) as archive:
-            archive.extractall(out / version, filter="data")
-        found[version] = out / version / "package"
-    return found
+def unpacked(real_builds, tmp_path_factory) -> Unpacked:
+    """Every real build extracted, each on first use (read-only uses: reading files, never patching)."""
+    return Unpacked(tmp_path_factory)
 
 
 @dataclass
