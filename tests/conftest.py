@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import pwd
 import shutil
@@ -109,8 +108,8 @@ def tarballs(tmp_path_factory) -> dict[int, Path]:
 @pytest.fixture
 def npm_install(tarballs, tmp_path, tmp_path_factory) -> Callable[..., Path]:
     """A sample shape as the real `npm install -g --prefix TMP` leaves it; returns the package dir.
-    Each shape is installed with npm once per run (npm's cache and logs in the run's folder, not
-    the test's HOME) and copied (cp -a) into a new prefix of the test's own. A tarball of the
+    Each shape is installed with npm once per run (as the run: npm's HOME and cache in the run's
+    folder, not the test's) and copied (cp -a) into a new prefix of the test's own. A tarball of the
     test's own, a prefix that already exists (an install over another, as `senpi update` runs it)
     or through_npm=True (npm run as the test's user, leaving its ~/.npm) goes through npm itself."""
     import realsenpi  # (loaded as a plugin: an import at the top would skip its assert rewriting)
@@ -126,7 +125,7 @@ def npm_install(tarballs, tmp_path, tmp_path_factory) -> Callable[..., Path]:
         made = realsenpi.made_once(
             tmp_path_factory,
             f"sample-shape{shape}",
-            lambda folder: realsenpi.npm_global(tarballs[shape], folder, npm_cache=folder.parent / "npm-cache"),
+            lambda folder: realsenpi.npm_global(tarballs[shape], folder, as_the_run=folder.parent),
         )
         prefix.parent.mkdir(parents=True, exist_ok=True)
         return realsenpi.copy_install(made, prefix) / realsenpi.SCOPED
@@ -374,7 +373,11 @@ def _hypothesis_folder_made_before_any_test() -> None:
     clone). It is made here, before any test, as hypothesis makes it."""
     from hypothesis.configuration import storage_directory
 
-    storage_directory(intent_to_write=False).create_if_missing()
+    folder = storage_directory(intent_to_write=False)
+    if hasattr(folder, "create_if_missing"):  # (hypothesis >= 6.152: with its .gitignore)
+        folder.create_if_missing()
+    else:  # (a Path before)
+        folder.mkdir(parents=True, exist_ok=True)
 
 
 def _own_basetemp(config) -> None:
@@ -396,7 +399,7 @@ def pytest_unconfigure(config):
         shutil.rmtree(config.stash[_OWN_BASETEMP], ignore_errors=True)
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     """Everything under tests/e2e installs real packages with npm/pnpm/bun/yarn: marked `slow`;
     everything under tests/real runs the real senpi builds: marked `slow` and `real`."""
     e2e, real = Path(__file__).parent / "e2e", Path(__file__).parent / "real"
@@ -406,51 +409,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if real in parents:
             item.add_marker(pytest.mark.real)
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    if workers > 1:
-        items[:] = spread_for_workers(items, workers)
-
-
-# the real tier's files by the time their tests took (measured 2026-12-06, 3 workers on 2 cores):
-# only the order tests start in, never which run
-LONGEST_FIRST = (
-    "test_real_claude.py",
-    "test_real_entry_lanes.py",
-    "test_real_cli.py",
-    "test_real_audit_truth.py",
-    "test_real_compose.py",
-    "test_real_metrics.py",
-    "test_real_auto.py",
-    "test_real_money.py",
-    "test_real_uninstall.py",
-    "test_real_budget.py",
-    "test_real_package.py",
-)
-
-
-def spread_for_workers(items: list, workers: int) -> list:
-    """The real tier spread over the first split pytest-xdist's worksteal makes (contiguous runs of
-    len(left) // workers left): each worker's run begins with its share of the real tests, those
-    that need no full install first (it is made in a thread meanwhile), then the longest. The rest
-    fill each run in their own order, so what is stolen from a run's end is short. Without this the
-    whole real tier fell in one worker's run, and a long test started last held up the end."""
-    real = Path(__file__).parent / "real"
-    heavy = [item for item in items if real in Path(item.fspath).parents]
-    light = iter([item for item in items if real not in Path(item.fspath).parents])
-    first = [item for item in heavy if "full_senpi" not in item.fixturenames]
-    rank = {name: at for at, name in enumerate(LONGEST_FIRST)}
-    later = sorted(
-        (item for item in heavy if "full_senpi" in item.fixturenames),
-        key=lambda item: rank.get(Path(item.fspath).name, len(rank)),
-    )
-    ordered, left = [], len(items)
-    for worker in range(workers):
-        size = left // (workers - worker)
-        run = first[worker::workers] + later[worker::workers]
-        run += itertools.islice(light, max(0, size - len(run)))
-        ordered += run
-        left -= size
-    return ordered + list(light)
 
 
 # What a whole run must not fall below (raise these when tests are added; never lower them to make a

@@ -8,6 +8,7 @@ the real tier with the reason; under CI=true it fails the run."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -72,14 +73,22 @@ def path_with(*folders: Path) -> str:
     return os.pathsep.join([*map(str, folders), os.environ.get("PATH", "")])
 
 
+# what the run started with (a made-once install is made as the run, whatever the test that asks first set)
+RUN_PATH = os.environ.get("PATH", "")
+CP = shutil.which("cp") or "/bin/cp"
+
+
 def npm_global(
-    tarball: Path, prefix: Path, node_bin: Path | None = None, offline: bool = True, npm_cache: Path | None = None
+    tarball: Path, prefix: Path, node_bin: Path | None = None, offline: bool = True, as_the_run: Path | None = None
 ) -> Path:
     """`npm install -g` as `senpi update` runs it (no scripts), into `prefix`; the package dir.
-    `npm_cache`: npm's cache and logs there (else npm's own, in HOME)."""
+    `as_the_run`: a folder of the run's own, for an install every test shares: npm gets its HOME
+    and cache there, the PATH the run started with and none of npm's settings from the environment
+    (else it runs in the test's environment, leaving ~/.npm as npm does)."""
     env = dict(os.environ)
-    if npm_cache is not None:
-        env["npm_config_cache"] = str(npm_cache)
+    if as_the_run is not None:
+        env = {key: value for key, value in env.items() if not key.lower().startswith("npm_config_")}
+        env.update(HOME=str(as_the_run / "npm-home"), npm_config_cache=str(as_the_run / "npm-cache"), PATH=RUN_PATH)
     if node_bin is not None:
         env["PATH"] = path_with(node_bin)
     argv = [
@@ -133,7 +142,7 @@ def dist_only(real_builds, tmp_path, tmp_path_factory):
         made = made_once(
             tmp_path_factory,
             f"dist-only-{version}",
-            lambda folder: npm_global(tarball, folder, npm_cache=folder.parent / "npm-cache"),
+            lambda folder: npm_global(tarball, folder, as_the_run=folder.parent),
         )
         prefix.parent.mkdir(parents=True, exist_ok=True)
         return copy_install(made, prefix) / SCOPED
@@ -194,7 +203,7 @@ def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path
 def copy_install(prefix: Path, dest: Path) -> Path:
     """A copy of the npm prefix `prefix` (cp -a: modes, times and links as npm left them; npm's bin
     links are relative, so the copy's `bin/senpi` runs the copy)."""
-    subprocess.run(["cp", "-a", f"{prefix}/.", str(dest)], check=True)
+    subprocess.run([CP, "-a", f"{prefix}/.", str(dest)], check=True)
     return dest
 
 
@@ -238,6 +247,66 @@ def full_senpi(real_builds, node24, tmp_path_factory) -> FullInstall:
     pristine = full_pristine(tmp_path_factory)
     prefix = copy_install(pristine, tmp_path_factory.mktemp("real-full"))
     return FullInstall(prefix, prefix / SCOPED, prefix / "bin" / "senpi", node24)
+
+
+# the real tier's files by the time their tests took (measured 2026-12-06, 3 workers on 2 cores):
+# only the order tests start in, never which run
+LONGEST_FIRST = (
+    "test_real_claude.py",
+    "test_real_entry_lanes.py",
+    "test_real_cli.py",
+    "test_real_audit_truth.py",
+    "test_real_compose.py",
+    "test_real_metrics.py",
+    "test_real_auto.py",
+    "test_real_money.py",
+    "test_real_uninstall.py",
+    "test_real_budget.py",
+    "test_real_package.py",
+)
+
+
+def spread_for_workers(items: list, workers: int) -> list:
+    """The real tier spread over the first split pytest-xdist's worksteal makes (contiguous runs of
+    len(left) // workers left): each worker's run begins with its share of the real tests, those
+    that need no full install first (it is made in a thread meanwhile), then the longest. The rest
+    fill each run in their own order, so what is stolen from a run's end is short. Without this the
+    whole real tier fell in one worker's run, and a long test started last held up the end."""
+    real = REPO / "tests" / "real"
+    heavy = [item for item in items if real in Path(item.fspath).parents]
+    light = iter([item for item in items if real not in Path(item.fspath).parents])
+    first = [item for item in heavy if "full_senpi" not in item.fixturenames]
+    rank = {name: at for at, name in enumerate(LONGEST_FIRST)}
+    later = sorted(
+        (item for item in heavy if "full_senpi" in item.fixturenames),
+        key=lambda item: rank.get(Path(item.fspath).name, len(rank)),
+    )
+    ordered, left = [], len(items)
+    for worker in range(workers):
+        size = left // (workers - worker)
+        run = first[worker::workers] + later[worker::workers]
+        run += itertools.islice(light, max(0, size - len(run)))
+        ordered += run
+        left -= size
+    return ordered + list(light)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist's worksteal, what is left after -k, -m and --deselect is spread (below)."""
+    worker = getattr(config, "workerinput", {})
+    if worker.get("workercount", 1) > 1 and _dist_of(worker.get("mainargv", [])) == "worksteal":
+        items[:] = spread_for_workers(items, worker["workercount"])
+
+
+def _dist_of(argv: list[str]) -> str | None:
+    """The controller's --dist (a worker's own option says "no": xdist sets it so)."""
+    for at, arg in enumerate(argv):
+        if arg == "--dist" and at + 1 < len(argv):
+            return argv[at + 1]
+        if arg.startswith("--dist="):
+            return arg.removeprefix("--dist=")
+    return None
 
 
 # ---- running the real senpi -------------------------------------------------------------------

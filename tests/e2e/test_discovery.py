@@ -155,8 +155,11 @@ def test_bun_compiled_binary_is_unsupported_and_untouched(env, capsys, monkeypat
     src.write_text('console.log("@code-yeongyu/senpi single binary");')
     bindir = tmp_path / "compiled"
     bindir.mkdir()
-    subprocess.run(
-        [bun, "build", "--compile", str(src), "--outfile", str(bindir / "pi")], check=True, capture_output=True
+    subprocess.run(  # (in the test's folder: bun writes its scratch binary in the folder it runs in)
+        [bun, "build", "--compile", str(src), "--outfile", str(bindir / "pi")],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
     )
     before = sha(bindir / "pi")
     add_path(monkeypatch, bindir)
