@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the tests need, from this checkout alone, then the tests.
 #   bash scripts/test.sh          ruff (lint + format check), lint-imports + every test (real npm/pnpm/bun/yarn, the real senpi builds) in nproc+1 xdist workers
-#   bash scripts/test.sh --fast   ruff, lint-imports + the unit tests (tests/unit; 16.5 s measured when the venv is up to date)
+#   bash scripts/test.sh --fast   ruff, lint-imports + the unit tests (tests/unit; 25.7 s measured when the venv is up to date)
 #   bash scripts/test.sh --dev    as the first, with senpi-guard installed editable (for working on src/)
 # Extra arguments go to pytest (e.g. a test file and -k NAME). Needs python3 (>= 3.11), node (>= 18)
 # and npm; installs the rest: with uv on PATH, the versions uv.lock pins (`uv sync`), else with pip
