@@ -129,9 +129,9 @@ def node24() -> Path:
 @pytest.fixture
 def dist_only(real_builds, tmp_path, tmp_path_factory):
     """One dist-only real build as the real npm (offline) installs it; returns its package dir.
-    Each build is installed with npm once per run (npm's cache and logs in the run's folder) and
-    copied (cp -a) into a new prefix of the
-    test's own; a prefix that already exists (an update over an install) goes through npm itself."""
+    Each build is installed with npm once per run (as the run: npm's HOME and cache in the run's
+    folder) and copied (cp -a) into a new prefix of the test's own; a prefix that already exists
+    (an update over an install) goes through npm itself."""
     counter = iter(range(100))
 
     def install(version: str, prefix: Path | None = None) -> Path:
