@@ -122,13 +122,7 @@ def npm_install(tarballs, tmp_path, tmp_path_factory) -> Callable[..., Path]:
         prefix = prefix or tmp_path / f"prefix{next(counter)}"
         if tarball is not None or prefix.exists() or through_npm:
             return sample.npm_install_global(tarball or tarballs[shape], prefix)
-        made = realsenpi.made_once(
-            tmp_path_factory,
-            f"sample-shape{shape}",
-            lambda folder: realsenpi.npm_global(tarballs[shape], folder, as_the_run=folder.parent),
-        )
-        prefix.parent.mkdir(parents=True, exist_ok=True)
-        return realsenpi.copy_install(made, prefix) / realsenpi.SCOPED
+        return realsenpi.installed_once(tmp_path_factory, f"sample-shape{shape}", tarballs[shape], prefix)
 
     return install
 

@@ -139,13 +139,7 @@ def dist_only(real_builds, tmp_path, tmp_path_factory):
         prefix = prefix or tmp_path / f"real{next(counter)}"
         if prefix.exists():
             return npm_global(tarball, prefix)
-        made = made_once(
-            tmp_path_factory,
-            f"dist-only-{version}",
-            lambda folder: npm_global(tarball, folder, as_the_run=folder.parent),
-        )
-        prefix.parent.mkdir(parents=True, exist_ok=True)
-        return copy_install(made, prefix) / SCOPED
+        return installed_once(tmp_path_factory, f"dist-only-{version}", tarball, prefix)
 
     return install
 
@@ -198,6 +192,14 @@ def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path
             make(folder)
             done.touch()
     return folder
+
+
+def installed_once(tmp_path_factory, name: str, tarball: Path, prefix: Path) -> Path:
+    """`tarball` as `npm install -g` leaves it in `prefix` (a new one), through npm once per run
+    (as the run) and copied; the package dir."""
+    made = made_once(tmp_path_factory, name, lambda folder: npm_global(tarball, folder, as_the_run=folder.parent))
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    return copy_install(made, prefix) / SCOPED
 
 
 def copy_install(prefix: Path, dest: Path) -> Path:
