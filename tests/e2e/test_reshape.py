@@ -97,6 +97,15 @@ def test_the_watchers_hands_leave_a_tag_change_to_apply(npm_install, capsys, iso
     (again,) = watchers_round()  # a standing problem is reported once, not on every round
     assert again.layer == "dist" and (sha(target), extension.read_bytes()) == before
 
+    # gone for a round (the config as the extension was made), then back: reported again
+    write_user_config(isolated_dirs, "")
+    config = config_mod.load()
+    assert [r.layer for r in watchers_round()] == ["dist"]
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = "auto"\n')
+    config = config_mod.load()
+    (_dist, back) = watchers_round()
+    assert back.standing and back.detail.startswith("left as it is") and back.detail == standing.detail
+
     # the same hands do make a change that leaves sent messages alone: here, the extension removed
     extension.unlink()
     (_dist, installed) = watchers_round()

@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from senpi_guard import discover
 from senpi_guard.core import locate
@@ -137,10 +138,16 @@ class DistSchedule:
             return
         if outcome.ok:
             self.known[key] = Known(outcome.files, fingerprint(inst, outcome.files))
-            self.store.update_install(inst.package_dir, patch=patch_name, last_reconcile=result, backoff=None)
+            self._record(inst, patch_name, last_reconcile=result, backoff=None)
             return
-        self.store.update_install(inst.package_dir, patch=patch_name, last_reconcile=result)
+        self._record(inst, patch_name, last_reconcile=result)
         self._back_off(outcome)
+
+    def _record(self, inst: discover.Install, patch_name: str, **fields: Any) -> None:
+        """Fields of the install's record, under the write lock: the records are read, changed and
+        written again, and an `apply` running meanwhile writes them too (its record is kept)."""
+        with self.store.lock():
+            self.store.update_install(inst.package_dir, patch=patch_name, **fields)
 
     def _back_off(self, outcome: pipeline.Outcome) -> None:
         """A failure: retried when the install was still changing (an update landing), else not
@@ -170,5 +177,5 @@ class DistSchedule:
             "error": outcome.detail[:500],
             "time": time.time(),
         }
-        self.store.update_install(inst.package_dir, patch=patch_name, backoff=backoff)
+        self._record(inst, patch_name, backoff=backoff)
         self.known[(inst.real_dir, patch_name)] = Known(outcome.files, ())

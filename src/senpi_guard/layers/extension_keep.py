@@ -39,7 +39,9 @@ class Keeping:
     """What the watcher carries from one round to the next (the layers' memory, not theirs to keep:
     a round builds its layers anew)."""
 
-    noted: set[tuple[str, str]] = field(default_factory=set)  # standing problems already reported
+    # standing problems already reported, (patch, kind, where): one that is no longer seen in a
+    # whole round is forgotten, so that it is reported again if it comes back
+    noted: set[tuple[str, str, str]] = field(default_factory=set)
     failed: set[tuple[str, str]] = field(default_factory=set)  # (patch id, agent dir) whose replay failed
     # whether an install is due for the dist layer (the watcher's schedule: changed since last seen,
     # not backed off)
@@ -59,13 +61,25 @@ class _Round:
     keeping: Keeping
     cancel: threading.Event
     results: list[LayerOutcome] = field(default_factory=list)
+    seen: set[tuple[str, str, str]] = field(default_factory=set)  # the standing problems of this round
+    partial: bool = False  # an agent dir was not looked at (being re-proven): nothing is forgotten
 
     def standing(self, key: tuple[str, str], path: Path, state: str, detail: str, installs=()) -> None:
-        """A standing problem: reported the first time it is seen, then left alone quietly."""
-        if key in self.keeping.noted:
+        """A standing problem: reported the first time it is seen, then left alone quietly while it
+        lasts."""
+        noted = (self.patch.name, *key)
+        self.seen.add(noted)
+        if noted in self.keeping.noted:
             return
-        self.keeping.noted.add(key)
+        self.keeping.noted.add(noted)
         self.results.append(LayerOutcome(path, state, state, False, detail, installs=list(installs), standing=True))
+
+    def forget_gone(self) -> None:
+        """After a whole round: this patch's standing problems not seen in it are gone."""
+        if self.partial:
+            return
+        mine = {key for key in self.keeping.noted if key[0] == self.patch.name}
+        self.keeping.noted -= mine - self.seen
 
 
 def keep_all(
@@ -79,16 +93,20 @@ def keep_all(
 ) -> list[LayerOutcome]:
     """The watcher's round of one patch's extension layer: what it changed, what failed, and the
     standing problems it had not reported before (nothing for what is as wanted)."""
-    if patch.extension is None or not installs:
+    if patch.extension is None:
         return []
     now = _Round(patch, config, store, keeping, cancel)
+    if not installs:
+        now.forget_gone()
+        return []
     planned, errors = extension_plan.targets(patch, installs, config, store, present_of)
     for install, line in errors:
         now.standing(("error", line), Path("-"), "error", line, [install])
     for target in planned:
         if cancel.is_set():
-            break
+            return now.results  # (a round cut short saw only some: what it did not see may still stand)
         _keep_in(now, target)
+    now.forget_gone()
     return now.results
 
 
@@ -97,6 +115,7 @@ def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
     where = str(target.agent_dir)
     path = extension.target_path(now.patch, target.agent_dir)
     if (now.patch.name, where) in now.keeping.proving:
+        now.partial = True
         return
     if _held(now, target):
         return
