@@ -86,14 +86,15 @@ def updates(prefix: Path, count: int, patch, cfg) -> list[float]:
 def reinstalls(prefix: Path, count: int, lines: Lines, patch, cfg) -> list[dict]:
     package_dir, out = prefix / SCOPED, []
     for _ in range(count):
+        started = time.monotonic()  # (the watcher's lines may come before npm exits: looked for since)
         npm_install(REAL / FULL[1], prefix, offline=False)
         exited = time.monotonic()
         dist = wait_patched(package_dir, package_dir / TARGET, FULL[0], patch, cfg, timeout=60) - exited
-        said = lines.first_after(exited, "extension layer", timeout=15)
+        said = lines.first_after(started, "extension layer", timeout=15)
         out.append(
             {
                 "dist_s": dist,
-                "extension_s": said[0] - exited if said else None,
+                "extension_s": max(0.0, said[0] - exited) if said else None,  # (0: before npm exited)
                 "extension_reused": bool(said and "identical replay" in said[1]),
                 "extension_line": said[1][-200:] if said else None,
             }
@@ -120,16 +121,17 @@ def loader_tarballs(work: Path, count: int) -> list[Path]:
 def loader_changes(prefix: Path, tarballs: list[Path], lines: Lines, patch, cfg) -> list[dict]:
     package_dir, out = prefix / SCOPED, []
     for tarball in tarballs:
+        started = time.monotonic()  # (the watcher may re-patch before npm exits: its lines are looked for since)
         npm_install(tarball, prefix, offline=False)
         exited = time.monotonic()
         dist_s = wait_patched(package_dir, package_dir / TARGET, FULL[0], patch, cfg, timeout=60) - exited
-        dist = lines.first_after(exited, DIST_LINE, timeout=30)
-        proof = lines.first_after(exited, "extension layer", timeout=60)
+        dist = lines.first_after(started, DIST_LINE, timeout=30)
+        proof = lines.first_after(started, "extension layer", timeout=60)
         out.append(
             {
                 "dist_s": dist_s,
                 "after_dist_s": proof[0] - dist[0] if proof and dist else None,
-                "after_exit_s": proof[0] - exited if proof else None,
+                "after_exit_s": max(0.0, proof[0] - exited) if proof else None,
                 "fresh": bool(proof and "re-proven" in proof[1] and "a fresh proof" in proof[1]),
                 "extension_line": proof[1][-200:] if proof else None,
             }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,8 +43,8 @@ def acquire(lock, timeout: float, path: Path) -> None:
 
 
 @contextmanager
-def write_lock(lock_file: Path, lock_path: str) -> Iterator[None]:
-    """Hold the write lock `lock_file` (its file at `lock_path`, checked by the store): one writer
+def write_lock(lock_file: Path, lock_path: Callable[[], str]) -> Iterator[None]:
+    """Hold the write lock `lock_file` (its file at `lock_path()`, checked by the store): one writer
     at a time across processes and threads; says when it waits. The thread that holds it already
     goes on at once (the records' own writes take it inside an apply's)."""
     held, key = _held_here(), str(lock_file)
@@ -59,7 +59,7 @@ def write_lock(lock_file: Path, lock_path: str) -> Iterator[None]:
         import filelock  # only the commands that write pay for it
 
     timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
-    lock = filelock.FileLock(lock_path)
+    lock = filelock.FileLock(lock_path())
     try:
         with answers.aside():  # (the lock's own bookkeeping is no input of what the command says)
             acquire(lock, 0, lock_file)

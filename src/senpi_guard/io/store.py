@@ -127,7 +127,7 @@ class Store:
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """One writer at a time across apply, revert, demo and the watcher (io/locks): says when
         it waits; the thread that holds it takes it again at once (see update_install)."""
-        return locks.write_lock(self.lock_file, self._lock_path(self.lock_file))
+        return locks.write_lock(self.lock_file, lambda: self._lock_path(self.lock_file))
 
     # ---- backups -------------------------------------------------------------------------
     def backup_dir(self, package_dir: Path, version: str) -> Path:

@@ -144,7 +144,12 @@ class DistSchedule:
         self._back_off(outcome)
 
     def _record(self, inst: discover.Install, patch_name: str, **fields: Any) -> None:
-        self.store.update_install(inst.package_dir, patch=patch_name, **fields)  # (under the write lock)
+        """Fields of the install's record (under the write lock: it may wait for an apply). A
+        record not written is logged; the round goes on (the watcher's own memory has it)."""
+        try:
+            self.store.update_install(inst.package_dir, patch=patch_name, **fields)
+        except FatalError as exc:
+            log.error("install=%s not recorded: %s", inst.package_dir, exc)
 
     def _back_off(self, outcome: pipeline.Outcome) -> None:
         """A failure: retried when the install was still changing (an update landing), else not

@@ -352,8 +352,12 @@ class Reconciler:
         except Exception as exc:  # a bug: this install's error, the others go on
             return replace(start, detail=unexpected(exc))
         installed = insp.state == State.PATCHED
+        unrecorded = ""
         if installed:
-            self.record_verification(insp, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
+            try:  # (the record only spares a later apply the replay: a verify that ran still says so)
+                self.record_verification(insp, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
+            except FatalError as exc:
+                unrecorded = f" (not recorded: {exc})"
         # (not installed: one line saying so, and what the replay proved of what apply would write)
         absent = insp.state in (State.UNPATCHED, State.HELD, State.UPSTREAM, State.CLEAN)
         what = "not installed" if absent else "not as apply writes it"
@@ -367,7 +371,7 @@ class Reconciler:
             start,
             ok=report.ok and installed,
             report=report,
-            detail=detail,
+            detail=detail + unrecorded,
             millis=int((time.monotonic() - began) * 1000),
         )
 
