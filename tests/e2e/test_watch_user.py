@@ -28,7 +28,7 @@ from conftest import (
     write_user_config,
 )
 
-from senpi_guard.io.store import Store
+from senpi_guard.io.store import Store, log_dir
 
 EXTENSION = "senpi-guard-directive-dedupe.js"
 
@@ -188,6 +188,7 @@ def test_revert_wins_over_a_pass_that_decided_to_write_before_it(layer, reverted
         assert target.read_bytes() == original and not ours.exists()
     wait_for(lambda: watcher.text().count(done) > ended, what="the pass to go on")
     assert target.read_bytes() == original and not ours.exists()  # nothing put back: the revert stands
+    assert LOCK_WAIT in (log_dir() / "watch.log").read_text()  # (its wait is in its log, not only on stderr)
     assert ("after=held" if layer == "dist" else f"extension layer {agent}: held") in watcher.text()
     code, out, _ = run_cli(capsys, "status", "--root", pkg)
     assert code == 1 and "state     held" in out

@@ -16,6 +16,8 @@ log = logging.getLogger("senpi-guard.watch")
 
 
 def setup_logging(verbose: bool = True) -> Path:
+    """watch.log (and stderr): the watcher's own lines and senpi-guard's others (its parent
+    logger's: the write lock's wait), in one place."""
     folder = store.log_dir()
     logfile = folder / "watch.log"
     try:
@@ -23,14 +25,16 @@ def setup_logging(verbose: bool = True) -> Path:
         handler = RotatingFileHandler(logfile, maxBytes=1 << 20, backupCount=3, encoding="utf-8")
     except OSError as exc:
         raise os_error(exc, "open the log", logfile, "fix that folder (or set XDG_STATE_HOME), then retry") from exc
-    log.setLevel(logging.INFO)
-    log.handlers.clear()
+    parent = logging.getLogger("senpi-guard")  # (made now if not yet: log's parent from here on)
+    parent.setLevel(logging.INFO)
+    for logger in (log, parent):
+        logger.handlers.clear()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    log.addHandler(handler)
+    parent.addHandler(handler)
     if verbose:
         console = logging.StreamHandler(sys.stderr)
         console.setFormatter(logging.Formatter("senpi-guard watch: %(message)s"))
-        log.addHandler(console)
+        parent.addHandler(console)
     return logfile
 
 
