@@ -45,15 +45,21 @@ def _hold_the_lock(pkg) -> subprocess.Popen:
     return holder
 
 
-def test_the_watchers_record_waits_for_the_write_lock_and_loses_no_other_write(npm_install, caplog):
-    pkg = npm_install(3)
+def _a_watchers_round(pkg):
+    """The dist layer's outcome of a watcher's round over `pkg`, not yet recorded, and the schedule
+    that records it."""
     install = discover.describe(pkg)
     store = Store()
     flow = pipeline.build([PATCH], config_mod.load(), store, cancel=threading.Event())
     run = pipeline.Run(keeping=pipeline.Keeping())
     (outcome,) = [r for layer in flow.keep_order() for r in layer.keep([install], run) if r.layer == "dist"]
     assert outcome.ok, outcome.detail
-    schedule = DistSchedule(store, threading.Event(), queue.SimpleQueue())
+    return store, outcome, DistSchedule(store, threading.Event(), queue.SimpleQueue())
+
+
+def test_the_watchers_record_waits_for_the_write_lock_and_loses_no_other_write(npm_install, caplog):
+    pkg = npm_install(3)
+    store, outcome, schedule = _a_watchers_round(pkg)
 
     holder = _hold_the_lock(pkg)
     try:
@@ -97,12 +103,7 @@ def test_a_verify_that_cannot_have_the_lock_still_says_what_its_replay_found(npm
 
 def test_a_watcher_record_not_written_is_logged_and_the_round_goes_on(npm_install, monkeypatch, caplog):
     pkg = npm_install(3)
-    install = discover.describe(pkg)
-    store = Store()
-    flow = pipeline.build([PATCH], config_mod.load(), store, cancel=threading.Event())
-    run = pipeline.Run(keeping=pipeline.Keeping())
-    (outcome,) = [r for layer in flow.keep_order() for r in layer.keep([install], run) if r.layer == "dist"]
-    schedule = DistSchedule(store, threading.Event(), queue.SimpleQueue())
+    store, outcome, schedule = _a_watchers_round(pkg)
     monkeypatch.setenv("SENPI_GUARD_LOCK_TIMEOUT", "0.5")  # (the holder never lets go)
     holder = _hold_the_lock(pkg)
     try:
@@ -112,4 +113,4 @@ def test_a_watcher_record_not_written_is_logged_and_the_round_goes_on(npm_instal
         holder.wait()
     assert "last_reconcile" not in store.install_record(pkg, patch=PATCH.name)
     assert any("not recorded: another senpi-guard holds the write lock" in r.getMessage() for r in caplog.records)
-    assert (install.real_dir, PATCH.name) in schedule.known  # (the watcher's own memory has the round)
+    assert (outcome.install.real_dir, PATCH.name) in schedule.known  # (the watcher's own memory has the round)
