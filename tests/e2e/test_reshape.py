@@ -97,6 +97,15 @@ def test_the_watchers_hands_leave_a_tag_change_to_apply(npm_install, capsys, iso
     (again,) = watchers_round()  # a standing problem is reported once, not on every round
     assert again.layer == "dist" and (sha(target), extension.read_bytes()) == before
 
+    # a round that could not look at the agent dir (a record it cannot read) forgets nothing: the
+    # problem still stands there, and is not reported again once the agent dir is looked at
+    unreadable = Store().state_dir / "extension-taken-out.json"
+    unreadable.write_text("{not json")
+    (_dist, error) = watchers_round()
+    assert error.after == "error" and not error.standing and "cannot read" in error.detail, error.detail
+    unreadable.unlink()
+    assert [r.layer for r in watchers_round()] == ["dist"]
+
     # gone for a round (the config as the extension was made), then back: reported again
     write_user_config(isolated_dirs, "")
     config = config_mod.load()

@@ -1,11 +1,13 @@
 """The write lock's mechanics (io/store owns the lock file): filelock's acquire with an OS failure
-as one line, a wait that says so, and a lock its holding thread takes again at once."""
+as one line, a wait that says so and ends when its `stop` is set, and a lock its holding thread
+takes again at once."""
 
 from __future__ import annotations
 
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +17,7 @@ from senpi_guard.io import answers
 from senpi_guard.io.write import os_error
 
 LOCK_TIMEOUT = 120.0
+STOP_POLL_S = 0.1  # how soon a wait sees its stop (the watcher's SIGTERM)
 log = logging.getLogger("senpi-guard")
 _HELD = threading.local()  # the write locks this thread holds, by path, and how deep
 
@@ -43,10 +46,11 @@ def acquire(lock, timeout: float, path: Path) -> None:
 
 
 @contextmanager
-def write_lock(lock_file: Path, lock_path: Callable[[], str]) -> Iterator[None]:
+def write_lock(lock_file: Path, lock_path: Callable[[], str], stop: threading.Event | None = None) -> Iterator[None]:
     """Hold the write lock `lock_file` (its file at `lock_path()`, checked by the store): one writer
-    at a time across processes and threads; says when it waits. The thread that holds it already
-    goes on at once (the records' own writes take it inside an apply's)."""
+    at a time across processes and threads; says when it waits, and stops waiting (FatalError) when
+    `stop` is set. The thread that holds it already goes on at once (the records' own writes take it
+    inside an apply's)."""
     held, key = _held_here(), str(lock_file)
     if held.get(key):
         held[key] += 1
@@ -66,14 +70,7 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str]) -> Iterator[None]:
     except filelock.Timeout:
         answers.refuse("waited for the write lock")
         log.warning("waiting for the write lock %s (another senpi-guard is writing)…", lock_file)
-        try:
-            with answers.aside():
-                acquire(lock, timeout, lock_file)
-        except filelock.Timeout as exc:
-            raise FatalError(
-                f"another senpi-guard holds the write lock {lock_file} for "
-                f"over {timeout:g}s; wait for it or stop it, then retry"
-            ) from exc
+        _wait(lock, timeout, lock_file, stop)
     held[key] = 1
     try:
         yield
@@ -81,3 +78,24 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str]) -> Iterator[None]:
         held.pop(key, None)
         with answers.aside():
             lock.release()
+
+
+def _wait(lock, timeout: float, lock_file: Path, stop: threading.Event | None) -> None:
+    """Wait up to `timeout` for the lock, in short slices when a `stop` may end the wait."""
+    import filelock
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if stop is not None and stop.is_set():
+            raise FatalError(f"stopped while waiting for the write lock {lock_file}; nothing was written")
+        left = max(0.0, deadline - time.monotonic())
+        try:
+            with answers.aside():
+                acquire(lock, left if stop is None else min(left, STOP_POLL_S), lock_file)
+            return
+        except filelock.Timeout as exc:
+            if time.monotonic() >= deadline:
+                raise FatalError(
+                    f"another senpi-guard holds the write lock {lock_file} for "
+                    f"over {timeout:g}s; wait for it or stop it, then retry"
+                ) from exc

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,9 +84,14 @@ class Store:
     """Owns the data dir (backups) and the state dir (records, pid file, write lock). Every
     folder on the way to what it reads or writes is checked with `trusted`."""
 
-    def __init__(self, data_dir: Path | None = None, state_dir: Path | None = None) -> None:
+    def __init__(
+        self, data_dir: Path | None = None, state_dir: Path | None = None, stop: threading.Event | None = None
+    ) -> None:
         self.data_dir = data_dir or Path(platformdirs.user_data_dir(APP))
         self.state_dir = state_dir or Path(platformdirs.user_state_dir(APP))
+        self.stop = stop  # (the watcher's: a wait for the write lock ends when it is set)
+        # why a record could not be written in this run (verify's records are not waited for again)
+        self.unrecorded: str | None = None
 
     def _trusted_chain(self, top: Path, folder: Path) -> Path:
         """Check `top` and every folder below it down to `folder`."""
@@ -127,7 +133,7 @@ class Store:
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """One writer at a time across apply, revert, demo and the watcher (io/locks): says when
         it waits; the thread that holds it takes it again at once (see update_install)."""
-        return locks.write_lock(self.lock_file, lambda: self._lock_path(self.lock_file))
+        return locks.write_lock(self.lock_file, lambda: self._lock_path(self.lock_file), self.stop)
 
     # ---- backups -------------------------------------------------------------------------
     def backup_dir(self, package_dir: Path, version: str) -> Path:

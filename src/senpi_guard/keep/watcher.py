@@ -76,11 +76,11 @@ class Watcher:
         self, patches: list[Patch], config: Config, roots: list[Path], overrides: dict[str, float] | None = None
     ) -> None:
         self.patches = patches
-        self.store = Store()
+        self.stop = threading.Event()  # also cancels a running replay, any write not started, a lock's wait
+        self.store = Store(stop=self.stop)
         self.overrides = overrides or {}
         self.config = dataclasses.replace(config, **self.overrides)
         self.roots = roots
-        self.stop = threading.Event()  # also cancels a running replay and any write not started
         self.triggers: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.signals: queue.SimpleQueue[int | None] = queue.SimpleQueue()  # (what the handlers put)
         self.last_event = 0.0  # of an event that can change a target (dist/, package.json, above)
@@ -281,8 +281,8 @@ class Watcher:
         logged and the watcher goes on (exiting would be a crash loop under the service's Restart=)."""
         try:
             self.reconcile_all(trigger)
-        except FatalError as exc:
-            log.error("reconcile failed: %s", exc)
+        except FatalError as exc:  # (a stop that came while the round waited for the lock: no failure)
+            (log.info if self.stop.is_set() else log.error)("reconcile failed: %s", exc)
         except Exception as exc:  # a bug: logged with its traceback, and the next round still comes
             log.error(
                 "reconcile failed: unexpected %s: %s; the traceback is in %s",

@@ -243,6 +243,18 @@ class Reconciler:
             and last.get("patch") == self.patch.patch_id(self.config)
         )
 
+    def _recorded(self, insp: Inspection, report: verify.VerifyReport) -> str:
+        """verify's record of a replay ("" when written; else why not, for its line). The record only
+        spares a later apply the replay, so a verify that ran still says so; and once one could not
+        be written (the write lock held past its timeout), the rest of the run does not wait again."""
+        if self.store.unrecorded is None:
+            try:
+                self.record_verification(insp, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
+                return ""
+            except FatalError as exc:
+                self.store.unrecorded = str(exc)
+        return f" (not recorded: {self.store.unrecorded})"
+
     def record_verification(self, insp: Inspection, report: verify.VerifyReport, shas: dict[str, str]) -> None:
         """What `status` shows as the last verification, what lets `apply` skip a re-run, and where
         the targets are."""
@@ -352,12 +364,7 @@ class Reconciler:
         except Exception as exc:  # a bug: this install's error, the others go on
             return replace(start, detail=unexpected(exc))
         installed = insp.state == State.PATCHED
-        unrecorded = ""
-        if installed:
-            try:  # (the record only spares a later apply the replay: a verify that ran still says so)
-                self.record_verification(insp, report, {tf.rel: tf.snapshot.sha256 for tf in insp.files})
-            except FatalError as exc:
-                unrecorded = f" (not recorded: {exc})"
+        unrecorded = self._recorded(insp, report) if installed else ""
         # (not installed: one line saying so, and what the replay proved of what apply would write)
         absent = insp.state in (State.UNPATCHED, State.HELD, State.UPSTREAM, State.CLEAN)
         what = "not installed" if absent else "not as apply writes it"

@@ -62,7 +62,7 @@ class _Round:
     cancel: threading.Event
     results: list[LayerOutcome] = field(default_factory=list)
     seen: set[tuple[str, str, str]] = field(default_factory=set)  # the standing problems of this round
-    partial: bool = False  # an agent dir was not looked at (being re-proven): nothing is forgotten
+    partial: bool = False  # an agent dir was not looked at (being re-proven, an error): nothing is forgotten
 
     def standing(self, key: tuple[str, str], path: Path, state: str, detail: str, installs=()) -> None:
         """A standing problem: reported the first time it is seen, then left alone quietly while it
@@ -145,7 +145,8 @@ def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
         if status.state in ("installed", "package") or wanted in now.keeping.failed:
             return
         outcome = _install(now, target)
-    except FatalError as exc:
+    except FatalError as exc:  # (the agent dir was not looked at: what stood there may still stand)
+        now.partial = True
         now.results.append(LayerOutcome(path, "error", "error", False, str(exc), installs=list(target.installs)))
         return
     if outcome is None:
