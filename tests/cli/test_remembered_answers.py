@@ -117,3 +117,20 @@ def test_a_replayed_answer_into_a_closed_pipe_is_quiet(applied):
     assert first.returncode == 0 and first.stdout, first.stderr
     assert "senpi_guard.cli" not in done.stderr, said(done)  # (replayed)
     assert done.returncode == 1 and said(done) == "", said(done)
+
+
+def test_metrics_carry_the_time_of_their_run_and_are_never_replayed(applied, tmp_path):
+    pkg, _ = applied
+
+    def stamp(text: str) -> str:
+        return next(line for line in text.splitlines() if line.startswith("senpi_guard_status_timestamp_seconds"))
+
+    first = console("status", "--root", pkg, "--format", "prometheus")
+    again = console("status", "--root", pkg, "--format", "prometheus", importtime=True)
+    assert first.returncode == again.returncode == 0 and not replayed(again), said(again)
+    assert stamp(first.stdout) != stamp(again.stdout)
+    textfile = tmp_path / "metrics"
+    textfile.mkdir()
+    for _ in range(2):
+        done = console("status", "--root", pkg, "--textfile", textfile, importtime=True)
+        assert not replayed(done) and (textfile / "senpi_guard.prom").is_file(), said(done)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +56,41 @@ def test_root_is_never_told_an_answer_the_user_could_have_written(attacker, user
     told = status_as_root(pkg, cache)
     assert "FORGED" not in told.stdout and told.returncode == 1 and "unpatched" in told.stdout
     assert not replayed(told)
+
+
+def test_a_prefix_remounted_noexec_is_seen_at_once(npm_install, tmp_path):
+    """A remount keeps every path's identity but not what access() says: the install's own
+    `<prefix>/bin/node`, executable until its folder is remounted noexec (in a private mount
+    namespace), is no longer the node status names, and a remembered answer saying it is never
+    replayed."""
+    pkg = npm_install(2)
+    prefix = pkg.parents[3]
+    console_node = shutil.which("node")
+    assert console_node is not None
+    own = prefix / "bin" / "node"
+    try:
+        os.link(os.path.realpath(console_node), own)
+    except OSError:  # (another file system)
+        shutil.copy2(os.path.realpath(console_node), own)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    status = f"{sys.executable} -X importtime -m senpi_guard status --root {pkg}"
+    script = (
+        f"mount --bind {prefix} {prefix} && "
+        + " && ".join(f"{{ {status} >{runs}/{n}.out 2>{runs}/{n}.err || true; }}" for n in ("warm", "first", "again"))
+        + f" && mount -o remount,bind,noexec {prefix} {prefix}"
+        + f" && {{ {status} >{runs}/noexec.out 2>{runs}/noexec.err || true; }}"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+
+    def run(name: str) -> subprocess.CompletedProcess[str]:
+        out, err = (runs / f"{name}.out").read_text(), (runs / f"{name}.err").read_text()
+        return subprocess.CompletedProcess([], 0, out, err)
+
+    first, again, noexec = run("first"), run("again"), run("noexec")
+    assert f"(the install's own prefix: {own})" in first.stdout, first.stdout + first.stderr
+    assert replayed(again) and again.stdout == first.stdout
+    assert not replayed(noexec) and "the install's own prefix" not in noexec.stdout, noexec.stdout

@@ -29,11 +29,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 COMMANDS = ("status", "apply")
 VALUED = ("--config", "--color")  # the top-level options that take a value (as cli's)
 KEEP = 64  # answers kept, the newest
 SYSTEM_FILES = ("/etc/passwd", "/etc/group", "/etc/localtime")  # read by libc, not through Python
+ZONES = "/usr/share/zoneinfo"  # (where libc looks for the zone TZ names, unless TZDIR says)
+# a remount read-only or noexec changes what access() says of a path, not the path's identity
+MOUNTS = "/proc/self/mountinfo"
 _active: rec.Recorder | None = None
 
 
@@ -113,6 +116,50 @@ def _code_identity() -> list:
     return seen
 
 
+def _system_files() -> list[str]:
+    """The files libc reads for what a run prints (users, groups, the time zone), not through Python:
+    the zone file TZ names too (a tzdata update, or TZ pointing at another file)."""
+    zone = os.environ.get("TZ", "").removeprefix(":")
+    if not zone:
+        return list(SYSTEM_FILES)
+    if os.path.isabs(zone):
+        return [*SYSTEM_FILES, zone]
+    return [*SYSTEM_FILES, *(os.path.join(folder, zone) for folder in (os.environ.get("TZDIR"), ZONES) if folder)]
+
+
+def _mounts() -> str | None:
+    """The mount table, as one hash (None where there is none to read)."""
+    try:
+        with open(MOUNTS, "rb") as handle:
+            return inputs.blake2b(handle.read(), digest_size=16).hexdigest()
+    except OSError:
+        return None
+
+
+def _someone_writes() -> bool:
+    """Whether another senpi-guard holds the write lock (filelock's flock on the state dir's
+    write.lock): an `apply` replayed then would say "nothing changed" of an install being changed;
+    a fresh one waits for the writer, and says so."""
+    import fcntl
+
+    import platformdirs
+
+    path = os.path.join(platformdirs.user_state_dir("senpi-guard"), "write.lock")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # (not ours to judge here: the fresh run says what is wrong)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # (and with it the shared lock, at once)
+    return False
+
+
 def _streams() -> list:
     ttys = [os.isatty(fd) for fd in (0, 1, 2)]
     size = None
@@ -160,6 +207,8 @@ def still_true(answer: dict[str, Any]) -> bool:
     try:
         if answer["expires"] is not None and time.time() >= answer["expires"]:
             return False
+        if answer["mounts"] != _mounts():
+            return False
         if inputs.changed(answer["stats"], answer["lstats"], answer["opened"], answer["listings"]) is not None:
             return False
         return all(inputs.alive(int(pid)) == was for pid, was in answer["pids"].items())
@@ -202,7 +251,7 @@ def recorded(run: Callable[[], int]) -> tuple[int, rec.Recorder, list]:
     global _active
     chunks: list = []
     recorder = rec.Recorder()
-    for path in SYSTEM_FILES:
+    for path in _system_files():
         recorder.stats[path] = inputs.identity(path)
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Tee(saved[0], 1, chunks), _Tee(saved[1], 2, chunks)
@@ -216,14 +265,16 @@ def recorded(run: Callable[[], int]) -> tuple[int, rec.Recorder, list]:
     return code, recorder, chunks
 
 
-def keep(key: str, code: int, recorder: rec.Recorder, chunks: list) -> bool:
-    """Remember a finished run's answer when nothing it read changed and nothing refused it."""
-    if code not in (0, 1) or not recorder.settled():
+def keep(key: str, code: int, recorder: rec.Recorder, chunks: list, mounts: str | None) -> bool:
+    """Remember a finished run's answer when nothing it read changed (the mount table, `mounts`
+    before it, included) and nothing refused it."""
+    if code not in (0, 1) or not recorder.settled() or _mounts() != mounts:
         return False
     answer = {
         "format": FORMAT,
         "code": code,
         "chunks": chunks,
+        "mounts": mounts,
         "stats": recorder.stats,
         "lstats": recorder.lstats,
         "opened": recorder.opened,
@@ -286,17 +337,22 @@ def _prune(folder: str) -> None:
 def front_door(argv: list[str], run: Callable[[list[str]], int]) -> int:
     """`run(argv)`, or its remembered answer when the command is one that may be remembered and
     nothing it depends on changed since."""
-    if chosen(argv) not in COMMANDS or os.environ.get("SENPI_GUARD_FRESH", "") not in ("", "0"):
+    command = chosen(argv)
+    if command not in COMMANDS or os.environ.get("SENPI_GUARD_FRESH", "") not in ("", "0"):
         return run(argv)
-    key = key_of(argv)
+    try:
+        key = key_of(argv)
+    except OSError:  # (the current folder removed: no key to keep an answer under)
+        return run(argv)
     folder = answers_dir()
     answer = _load(os.path.join(folder, key))
-    if answer is not None and still_true(answer):
+    if answer is not None and still_true(answer) and not (command == "apply" and _someone_writes()):
         return replay(answer)
     if not os.path.isdir(folder):
         _make(folder)
+    mounts = _mounts()
     code, recorder, chunks = recorded(lambda: run(argv))
-    kept = keep(key, code, recorder, chunks)
+    kept = keep(key, code, recorder, chunks, mounts)
     if os.environ.get("SENPI_GUARD_DEBUG_ANSWERS"):  # (why a run was not remembered)
         print(f"senpi-guard: answer {'kept' if kept else 'not kept'}: {recorder.refused or code}", file=sys.stderr)
     return code

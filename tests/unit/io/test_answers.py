@@ -323,3 +323,71 @@ def test_taking_the_write_lock_again_is_no_change_and_a_file_named_like_a_lock_i
     door(capsys, chdirs, ("status", "-v"))
     door(capsys, chdirs, ("status", "-v"))
     assert chdirs.calls == 2
+
+
+def test_the_zone_file_tz_names_is_an_input(capsys, tmp_path, monkeypatch):
+    """libc reads the zone file, not Python: a tzdata update (or the file TZ names, replaced) changes
+    every time printed."""
+    import time
+
+    zones = tmp_path / "zones"
+    zones.mkdir()
+    (zones / "Here").write_bytes(Path("/usr/share/zoneinfo/Etc/UTC").read_bytes())
+    monkeypatch.setenv("TZ", "Here")
+    monkeypatch.setenv("TZDIR", str(zones))
+
+    def local_midnight() -> None:  # (each run a process of its own would read the zone afresh)
+        for zone in ("UTC", "Here"):
+            os.environ["TZ"] = zone
+            time.tzset()
+        print(time.strftime("%H:%M", time.localtime(0)))
+
+    command = Command(local_midnight)
+    try:
+        assert door(capsys, command)[1] == "00:00\n"
+        assert door(capsys, command)[1] == "00:00\n" and command.calls == 1
+        (zones / "Here.new").write_bytes(Path("/usr/share/zoneinfo/Asia/Tokyo").read_bytes())
+        (zones / "Here.new").replace(zones / "Here")
+        assert door(capsys, command)[1] == "09:00\n" and command.calls == 2
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_a_change_of_the_mount_table_is_a_change(capsys, data, tmp_path, monkeypatch):
+    """A folder remounted read-only (or noexec) keeps every identity, but not what access() says:
+    the mount table is an input of every answer (a file of the test's own stands in for it here;
+    tests/hostile/test_remembered_root.py remounts a real folder)."""
+    table = tmp_path / "mountinfo"
+    table.write_text("25 1 0:22 / / rw,relatime - ext4 /dev/sda1 rw\n")
+    monkeypatch.setattr(answers, "MOUNTS", str(table))
+    command = Command(lambda: print("read:", data.read_text()))
+    door(capsys, command)
+    assert door(capsys, command)[1] == "read: first\n" and command.calls == 1
+    table.write_text("25 1 0:22 / / ro,relatime - ext4 /dev/sda1 ro\n")
+    assert door(capsys, command)[1] == "read: first\n" and command.calls == 2
+    assert door(capsys, command)[1] == "read: first\n" and command.calls == 2  # (and remembered again)
+
+
+def test_an_apply_is_not_replayed_while_another_senpi_guard_holds_the_write_lock(capsys, data):
+    """It would say "nothing changed" of an install that writer is changing; a fresh apply waits for
+    the writer (a status, which never waits, is still replayed)."""
+    from senpi_guard.io.store import Store
+
+    apply_command = Command(lambda: print("read:", data.read_text()))
+    status_command = Command(lambda: print("read:", data.read_text()))
+    door(capsys, apply_command, ("apply",))
+    door(capsys, status_command)
+    with Store().lock():  # (as another senpi-guard would hold it: filelock's flock on write.lock)
+        assert door(capsys, apply_command, ("apply",))[1] == "read: first\n" and apply_command.calls == 2
+        assert door(capsys, status_command)[1] == "read: first\n" and status_command.calls == 1
+    assert door(capsys, apply_command, ("apply",))[1] == "read: first\n" and apply_command.calls == 2
+
+
+def test_a_removed_current_folder_runs_the_command_afresh(capsys, data, tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    command = Command(lambda: print("read:", data.read_text()))
+    assert door(capsys, command) == (0, "read: first\n", "") and command.calls == 1
