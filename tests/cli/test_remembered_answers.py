@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,25 @@ def test_metrics_carry_the_time_of_their_run_and_are_never_replayed(applied, tmp
     for _ in range(2):
         done = console("status", "--root", pkg, "--textfile", textfile, importtime=True)
         assert not replayed(done) and (textfile / "senpi_guard.prom").is_file(), said(done)
+
+
+def test_an_agent_dir_that_is_a_link_is_remembered_until_it_points_elsewhere(applied, isolated_dirs, tmp_path):
+    """A dotfiles setup (the agent dir a link into a dotfiles folder): status is remembered, and a
+    link pointed at another folder is seen at once."""
+    pkg, _ = applied
+    agent = isolated_dirs / "agent"
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    if agent.exists():  # (apply put the extension there)
+        shutil.move(agent, dotfiles / "agent")
+    else:
+        (dotfiles / "agent").mkdir()
+    agent.symlink_to(dotfiles / "agent")
+    first = console("status", "--root", pkg)
+    second = console("status", "--root", pkg, importtime=True)
+    assert replayed(second) and second.stdout == first.stdout, said(second)
+    (tmp_path / "empty").mkdir()
+    agent.unlink()
+    agent.symlink_to(tmp_path / "empty")
+    moved = console("status", "--root", pkg, importtime=True)
+    assert not replayed(moved) and moved.stdout != first.stdout, said(moved)

@@ -11,6 +11,7 @@ read what is not a file (/proc, /sys, /dev): `refused` says why."""
 from __future__ import annotations
 
 import builtins
+import errno
 import io
 import os
 import stat
@@ -23,6 +24,7 @@ from senpi_guard.io.inputs import (
     Identity,
     changed,
     content_hash,
+    identity,
     identity_of,
     kind_of,
     names_hash,
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 RACY_S = 2.0  # an input changed this recently may change again without a new identity
+# an open refused for what the path is (a link where O_NOFOLLOW says none, a file where O_DIRECTORY
+# wants a folder): its identity, which `changed` compares, says so too; another errno is kept as one
+PATH_SHAPED = (errno.ELOOP, errno.ENOTDIR)
 NOT_FILES = ("/proc/", "/sys/", "/dev/")
 QUIET_DEVICES = ("/dev/null", "/dev/tty")
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -135,7 +140,10 @@ class Recorder:
             return
         table = self.stats if follow else self.lstats
         if handle_fd is None:
-            table.setdefault(full, [-((error and error.errno) or 1)])
+            if error is not None and error.errno in PATH_SHAPED:  # (what the path is, not a failure)
+                table.setdefault(full, identity(full, follow))
+            else:
+                table.setdefault(full, [-((error and error.errno) or 1)])
             return
         self.fds[handle_fd] = full
         st = os.fstat(handle_fd)

@@ -391,3 +391,25 @@ def test_a_removed_current_folder_runs_the_command_afresh(capsys, data, tmp_path
     gone.rmdir()
     command = Command(lambda: print("read:", data.read_text()))
     assert door(capsys, command) == (0, "read: first\n", "") and command.calls == 1
+
+
+def test_a_link_an_open_refused_to_follow_is_known_by_what_it_is(capsys, tmp_path):
+    """An open with O_NOFOLLOW of a link fails for what the path is (a dotfiles link as the agent
+    dir): the answer is replayed while the link stays, and run again once it is another thing."""
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "agent"
+    link.symlink_to(tmp_path / "real")
+
+    def look() -> None:
+        try:
+            os.close(os.open(link, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY))
+            print("a folder")
+        except OSError:
+            print("a link")
+
+    command = Command(look)
+    assert door(capsys, command)[1] == "a link\n"
+    assert door(capsys, command)[1] == "a link\n" and command.calls == 1
+    link.unlink()
+    link.mkdir()
+    assert door(capsys, command)[1] == "a folder\n" and command.calls == 2
