@@ -2,9 +2,10 @@
 that its recorded usage is priced as that configuration's and the others are derived from it.
 
 In order of authority: the entry senpi-guard's extension appended for the call (exact: sessions
-recorded with record_calls = "on"); senpi's own payloadBytes where exactly one configuration gives
-those bytes; else an inference from the recorded prompt tokens against each configuration's bytes
-(said so), "ambiguous" where two fit equally well; with nothing recorded, as installed."""
+recorded with record_calls = "on"); senpi's own payloadBytes where a configuration gives those bytes
+(where several do, they send the same); else an inference from the recorded prompt tokens against
+each configuration's bytes (said so), "ambiguous" where two fit equally well; with nothing recorded,
+as installed."""
 
 from __future__ import annotations
 
@@ -139,21 +140,26 @@ class Judge:
                 either = [c for c in ("extension", "both") if c in matches]
                 return Verdict(either[0] if len(either) == 1 else "extension", "entry", ())
             return Verdict("both" if dist is True else "extension", "entry", ())
-        if len(matches) == 1:
+        if matches:  # (several: they send the same bytes, so each prices the call alike)
             return Verdict(matches[0], "payloadBytes", ())
         distinct = _distinct(sizes)
         if usage is None:
             return Verdict("installed", "none", ())
         # (a delta sends only the new messages; the resident history is read from the cache: what
-        # those bytes must explain is the prompt's fresh tokens, whose overhead is close to none)
+        # those bytes must explain is the prompt's fresh tokens, whose overhead is close to none.
+        # Not when less was read from the cache than written afresh: a cold cache, the history
+        # written again with them, of a size the record does not say)
         tokens = usage.tokens
-        prompt = tokens.input + tokens.cache_write if lane == "delta" else tokens.prompt
+        fresh = tokens.input + tokens.cache_write
+        cold = lane == "delta" and tokens.cache_read < fresh
+        prompt = fresh if lane == "delta" else tokens.prompt
         overhead = {c: prompt - sizes[c] / BYTES_PER_TOKEN for c in distinct}
         if len(distinct) == 1:
-            self.baseline[lane] = overhead[distinct[0]]
+            if not cold:
+                self.baseline[lane] = overhead[distinct[0]]
             return Verdict("installed", "none", ())
         tie = max(TIE_TOKENS, TIE_SHARE * prompt)
-        base = self.baseline.get(lane, 0.0 if lane == "delta" else None)
+        base = None if cold else self.baseline.get(lane, 0.0 if lane == "delta" else None)
         if base is None:  # no baseline: every configuration the record can hold fits
             fits = [c for c in distinct if overhead[c] >= -tie]
         else:

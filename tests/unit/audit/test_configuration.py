@@ -52,3 +52,23 @@ def test_a_delta_is_judged_by_its_fresh_tokens_without_a_baseline():
     installed = judge.judge(row(28_443, 76, "delta"), None, Recorded(Tokens(3, 5, 7_159, 7_115), None), [])
     assert (extension.by, extension.config) == ("inferred", "extension")
     assert (installed.by, installed.config) == ("inferred", "installed")
+
+
+def test_a_delta_after_a_cold_cache_is_not_judged_as_if_the_history_were_read():
+    """The history written afresh with the new messages (the cache expired): the fresh tokens hold
+    it, of a size the record does not say, so they fit every configuration (measured: a delta of
+    76 B with both layers, 7,186 tokens written; judged "installed" before, a saving never made)."""
+    judge = Judge(None)
+    cold = judge.judge(row(28_443, 76, "delta"), None, Recorded(Tokens(3, 5, 0, 7_183), None), [])
+    assert cold.by == "ambiguous" and set(cold.candidates) == {"installed", "extension"}
+    # (and it sets no baseline: the next warm delta is judged as before)
+    warm = judge.judge(row(28_443, 76, "delta"), None, Recorded(Tokens(3, 5, 7_159, 19), None), [])
+    assert (warm.by, warm.config) == ("inferred", "extension")
+
+
+def test_payload_bytes_several_configurations_give_decide_among_them_alone():
+    """senpi's own record rules out what does not give its bytes, even where two do."""
+    judge = Judge(None)
+    sizes = {"bytes": {"installed": 28_915, "dist": 28_881, "extension": 28_881, "both": 28_881}, "sent": "full"}
+    verdict = judge.judge(sizes, None, usage(7_300), ["dist", "extension", "both"])
+    assert (verdict.by, verdict.candidates) == ("payloadBytes", ()) and verdict.config != "installed"
