@@ -292,8 +292,10 @@ def context_ids(found: SessionIndex, start: str | None, line: int = 0) -> tuple[
                 compaction, after_compaction = entry, len(walked)
                 if not _can_keep(found, entry.first_kept):
                     break  # nothing before this compaction can be kept: stop walking here
-        elif entry.kind in CONTEXT_TYPES:
-            walked.append(current)
+        else:
+            if entry.kind in CONTEXT_TYPES:
+                walked.append(current)
+            # (the entry kept first may be one that sends nothing itself: a hook's custom entry)
             if compaction is not None and current == compaction.first_kept:
                 met_kept = True
                 break

@@ -195,3 +195,33 @@ def test_what_says_a_compactions_request_was_made(tmp_path):
     assert evidence(_compacted_session(tmp_path, "s", usage=True)) == "usage"
     assert evidence(_compacted_session(tmp_path, "s", recorded=True)) == "unseen"
     assert evidence(_compacted_session(tmp_path, "s", recorded=True), entry={"compacting": True}) == "entry"
+
+
+def test_a_compaction_that_keeps_from_an_entry_that_sends_nothing_keeps_what_follows_it(tmp_path):
+    """senpi 2026.8.22-2 keeps from a hook's custom entry (senpi.hooks.stop-state) when it comes
+    first among what is kept: the messages after it are kept, none before it (measured: audit's own
+    reconstruction dropped them, and said the entry was not on the path)."""
+    rows = [
+        ("u1", None, "message"),
+        ("a1", "u1", "message"),
+        ("c1", "a1", "custom"),
+        ("u2", "c1", "message"),
+        ("k1", "u2", "compaction"),
+        ("u3", "k1", "message"),
+    ]
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"})]
+    for entry_id, parent, kind in rows:
+        entry = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": "t"}
+        if kind == "message":
+            entry["message"] = {"role": "assistant" if entry_id.startswith("a") else "user", "content": entry_id}
+        elif kind == "custom":
+            entry |= {"customType": "senpi.hooks.stop-state", "data": {}}
+        else:
+            entry |= {"summary": entry_id, "firstKeptEntryId": "c1"}
+        lines.append(json.dumps(entry))
+    path = tmp_path / "kept.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    found = session.index(path)
+    ids, _chain = session.context_ids(found, "u3")
+    assert ids == ["k1", "u2", "u3"]
+    assert not found.warnings
