@@ -11,6 +11,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -72,6 +73,7 @@ class Entry:
     custom_type: str | None = None  # (a custom entry's customType)
     summary_call: bool = False  # a compaction or branch summary senpi made with a provider call
     requests: int = 1  # provider requests behind a summary (a compaction that split a turn makes two)
+    copied: bool = False  # copied from the session this one was forked from (its call was made there)
 
 
 @dataclass
@@ -99,6 +101,7 @@ class SessionIndex:
     warning_lines: dict[str, int] = field(default_factory=dict)  # each warning -> the first line it is about
     models: dict[str, str] = field(default_factory=dict)  # assistant id -> model id
     tools: set[str] = field(default_factory=set)  # every tool name called or answered
+    forked_at: datetime | None = None  # (a fork's or a branch's: its header's time; None for others)
 
     def warn(self, what: str, line: int) -> None:
         self.warnings[what] += 1
@@ -109,6 +112,8 @@ def index(path: Path) -> SessionIndex:
     with open_session(path) as handle:
         first = handle.readline()
         found = SessionIndex(path, header_of(path, first))
+        if found.header.get("parentSession"):
+            found.forked_at = _time(found.header.get("timestamp"))
         model = None
         offset = len(first)
         for line, raw in enumerate(iter(handle.readline, b""), start=2):
@@ -177,6 +182,10 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
     summary_call = summary_call and not (kind == "branch_summary" and entry.get("fromHook") is True)
     # (senpi's compact() joins the two summaries of a split turn with this line)
     split = kind == "compaction" and summary_call and SPLIT_TURN in entry["summary"]
+    # (senpi's fork and branch copy the entries they start from, ids and times kept, after a header
+    # of the moment they were made: what was made before it was called from the other session)
+    made = _time(entry.get("timestamp")) if found.forked_at is not None else None
+    copied = made is not None and made < found.forked_at
     found.entries[entry["id"]] = Entry(
         entry["id"],
         parent if isinstance(parent, str) else None,
@@ -190,9 +199,19 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         custom_type,
         summary_call,
         2 if split else 1,
+        copied,
     )
     found.order.append(entry["id"])
     return model
+
+
+def _time(value: Any) -> datetime | None:
+    """An entry's or a header's ISO time (aware); None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    return moment if moment is None or moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _note_tools(tools: set[str], message: dict[str, Any]) -> None:
@@ -218,6 +237,10 @@ def turns(found: SessionIndex) -> Iterator[Turn]:
     model = None
     for entry_id in found.order:
         entry = found.entries[entry_id]
+        if entry.copied and (entry.role == "assistant" or entry.summary_call):
+            found.warn("calls copied from the session this one was forked from (counted there, not here)", entry.line)
+            model = found.models.get(entry_id, model)
+            continue
         if entry.kind == "message" and entry.role == "assistant":
             model = found.models.get(entry_id)
             walked = context_ids(found, entry.parent, entry.line)

@@ -225,3 +225,39 @@ def test_a_compaction_that_keeps_from_an_entry_that_sends_nothing_keeps_what_fol
     ids, _chain = session.context_ids(found, "u3")
     assert ids == ["k1", "u2", "u3"]
     assert not found.warnings
+
+
+def test_a_forked_session_counts_only_the_calls_made_after_it_was_forked(tmp_path):
+    """senpi's fork (and its branch into a new file) copies the entries it starts from, ids and times
+    kept, after a header naming the parent session: their calls were made, and are counted, there
+    (measured: a fork audited with --all counted the parent's calls twice)."""
+
+    def at(second: int) -> str:
+        return f"2026-12-06T10:00:{second:02d}.000Z"
+
+    rows = [
+        ("u1", None, "user", 1),
+        ("a1", "u1", "assistant", 2),
+        ("u2", "a1", "user", 10),
+        ("a2", "u2", "assistant", 11),
+    ]
+    header = {"type": "session", "version": 3, "id": "f", "timestamp": at(5), "cwd": "/", "parentSession": "/p.jsonl"}
+    lines = [json.dumps(header)]
+    for entry_id, parent, role, second in rows:
+        message = {"role": role, "content": entry_id}
+        lines.append(
+            json.dumps(
+                {"type": "message", "id": entry_id, "parentId": parent, "timestamp": at(second), "message": message}
+            )
+        )
+    path = tmp_path / "fork.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    found = session.index(path)
+    (turn,) = session.turns(found)
+    assert turn.entry_id == "a2" and turn.path == ["u1", "a1", "u2"]  # (what it was sent still holds the copies)
+    assert any("forked from" in warning for warning in found.warnings)
+    unforked = tmp_path / "plain.jsonl"
+    unforked.write_text(
+        "\n".join([json.dumps({k: v for k, v in header.items() if k != "parentSession"}), *lines[1:]]) + "\n"
+    )
+    assert [t.entry_id for t in session.turns(session.index(unforked))] == ["a1", "a2"]
