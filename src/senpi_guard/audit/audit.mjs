@@ -88,12 +88,22 @@ function customToolNames(tools) {
     return map;
 }
 
+// Why senpi's own session code is not used, each said in the ready line (never a silent fallback).
+const fallback = [];
+const why = (error) => String(error?.message ?? error).split("\n")[0].slice(0, 300);
+// (senpi's delta serialiser, when it does not import — a dist-only build without its dependencies —
+// leaves the other calls measured: a delta call says why it is not)
+let deltaMissing = null;
 const fns = {
     original: await load(job.prompt),
     candidate: (await load(job.prompt, "candidate")) ?? (await load(job.prompt)),
     upOriginal: await load(job.upstream),
     upCandidate: (await load(job.upstream, "candidate")) ?? (await load(job.upstream)),
-    delta: await load(job.delta),
+    delta: await load(job.delta).catch((error) => {
+        deltaMissing = why(error);
+        fallback.push(`senpi's delta serialiser did not import: ${deltaMissing}`);
+        return null;
+    }),
 };
 // The extension layer (rendered by senpi-guard), run on the whole context before the call is made.
 const extensionModule = job.extension ? await import(pathToFileURL(job.extension).href) : null;
@@ -107,9 +117,6 @@ function withExtension(messages) {
     return rewrite.rewritten;
 }
 const textBytes = (messages) => contextTexts(messages).reduce((n, t) => n + bytes(t), 0);
-// Why senpi's own session code is not used, each said in the ready line (never a silent fallback).
-const fallback = [];
-const why = (error) => String(error?.message ?? error).split("\n")[0].slice(0, 300);
 let session = null;
 if (job.session) {
     try {
@@ -384,6 +391,9 @@ async function measure(request) {
         const result = measureSummary(messages, request);
         result.context = { in: textBytes(messages), out: textBytes(withExtension(messages)) };
         return result;
+    }
+    if (request.lane === "delta" && deltaMissing !== null) {
+        throw new Error(`a delta call cannot be measured: senpi's delta serialiser did not import (${deltaMissing})`);
     }
     const names = customToolNames(request.tools);
     const sentCount = sentOf(messages).length;

@@ -44,6 +44,7 @@ class NodeServer:
         self.replies: queue.Queue[str] = queue.Queue()
         self.stray: list[str] = []
         self.stderr_tail: deque[str] = deque(maxlen=8)
+        self.stderr_errors: list[str] = []  # (node's error line comes before its stack: kept apart)
         self.failure: FatalError | None = None
         self.since: float | None = None  # when the step under way (a write, a wait) began
         self.doing = ""
@@ -78,6 +79,8 @@ class NodeServer:
         for line in self.proc.stderr:
             if text := _text(line, 300):
                 self.stderr_tail.append(text)
+                if len(self.stderr_errors) < 3 and error_lines([text]):
+                    self.stderr_errors.append(text)
 
     def _watch(self) -> None:
         while not self.closed.wait(0.1):
@@ -136,7 +139,7 @@ class NodeServer:
         self.threads[1].join(1)  # the rest of stderr
         how = "still running" if code is None else f"killed by signal {-code}" if code < 0 else f"exit {code}"
         said = f"; senpi's code printed to stdout: {' | '.join(self.stray)!r}" if self.stray else ""
-        said_err = error_lines(list(self.stderr_tail)) or list(self.stderr_tail)[-1:]
+        said_err = self.stderr_errors or list(self.stderr_tail)[-1:]
         tail = f": {said_err[0]}" if said_err else ""
         return FatalError(f"the audit's node process ended early ({how}, {self.where}){tail}{said}")
 
