@@ -30,13 +30,16 @@ COMPACTING_SLACK = 1_500
 CLAUDE_PROVIDERS = {"claude-sdk-oauth", "claude-agent-sdk"}
 
 
-def sent_entry_of(found: session.SessionIndex, handle: BinaryIO, turn: session.Turn) -> dict[str, Any] | None:
+def sent_entry_of(
+    found: session.SessionIndex, handle: BinaryIO, turn: session.Turn, claimed: set[str] | None = None
+) -> dict[str, Any] | None:
     """What senpi-guard's extension recorded about this call: its entry is appended from the
     `context` handler, before senpi stores the messages of the call (measured on 2026.8.22-2: the
     entry comes before the prompt's user message, a tool call's entry after its tool result), so it
     is the nearest of that type walking back from the call's entry to the previous call (an
     assistant message or a compaction); a summary request's is the one marked `compacting`, a
-    turn's one that is not. A malformed one is skipped (and counted). None when there is none."""
+    turn's one that is not. A malformed one is skipped (and counted). None when there is none; the
+    entry's id goes into `claimed`."""
     if turn.kind == "branch_summary":  # (senpi runs no context handler for it: the extension never sees it)
         return None
     summary = turn.kind != "turn"
@@ -52,6 +55,8 @@ def sent_entry_of(found: session.SessionIndex, handle: BinaryIO, turn: session.T
             if problem is not None:
                 found.warn(f"{SENT_ENTRY} entry ignored: {problem}", entry.line)
             elif (data.get("compacting") is True) == summary:
+                if claimed is not None:
+                    claimed.add(current)
                 return data
         current = entry.parent
     return None
@@ -74,16 +79,19 @@ def malformed(data: Any) -> str | None:
     return None
 
 
-def implausible(entry: dict[str, Any], row: dict[str, Any]) -> str | None:
+def implausible(entry: dict[str, Any], row: dict[str, Any], settings_print: str | None = None) -> str | None:
     """Why an entry cannot be the extension's record of this call: the text bytes it says it saw
     and sent are not the call's context as audit rebuilds it, with and without the extension (2%;
     a compaction's context holds ~840 B more than audit rebuilds, measured on 2026.8.22-2), or it
-    claims a dist layer on a provider it never acts on. None when it fits."""
+    claims a dist layer on a provider it never acts on. None when it fits. What it sent is not
+    checked when it was sent with other dedupe settings than the audit's (`settings_print`): the
+    audit renders the extension with its own."""
     context = row.get("context_bytes")
     if not context:
         return None  # (nothing to check against)
     slack = COMPACTING_SLACK if entry.get("compacting") is True else 0
-    for key in ("in", "out"):
+    other = settings_print is not None and entry.get("settings") != settings_print
+    for key in ("in",) if other else ("in", "out"):
         if abs(entry[key] - context[key]) > max(slack, ENTRY_SHARE * context[key], ENTRY_TOKENS_BYTES):
             return f"its {key} bytes are not the call's"
     provider = row.get("provider")
@@ -128,7 +136,7 @@ class Judge:
         self, row: dict[str, Any], entry: dict[str, Any] | None, usage: Recorded | None, matches: list[str]
     ) -> Verdict:
         sizes, lane = row["bytes"], row["sent"]
-        problem = None if entry is None else implausible(entry, row)
+        problem = None if entry is None else implausible(entry, row, self.settings_print)
         if problem is not None:
             self.ignored[problem] += 1
             entry = None
@@ -169,3 +177,21 @@ class Judge:
             return Verdict(fits[0], "inferred", ())
         fits = fits or distinct
         return Verdict(fits[0], "ambiguous", tuple(fits))
+
+
+def unanswered(found: session.SessionIndex, handle: BinaryIO, claimed: set[str]) -> None:
+    """Warn of the calls the extension recorded that no reply in the session answers (senpi stopped
+    mid-call, or still runs): a call made that no row counts."""
+    lines = []
+    for entry in found.entries.values():
+        if entry.custom_type != SENT_ENTRY or entry.id in claimed or entry.copied:
+            continue
+        data = session.read_entry(handle, entry, found.path).get("data")
+        if malformed(data) is None and data.get("compacting") is not True:
+            lines.append(entry.line)
+    for line in lines:
+        found.warn(
+            "calls the extension recorded with no reply in the session (senpi stopped mid-call, or it "
+            "still runs): made, and not counted",
+            line,
+        )

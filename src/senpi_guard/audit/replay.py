@@ -286,6 +286,7 @@ def _measure_turns(
     tools = sorted(found.tools)
     sent: set[str] = set()
     silent: set[str] = set()
+    claimed: set[str] = set()  # (the extension's entries a call of a row answers)
     pending: list[dict[str, Any]] = []
 
     def settle(limit: int) -> None:
@@ -323,13 +324,14 @@ def _measure_turns(
                 "lane": lane,
                 "usage": session.usage_of({"message": raw_turn} if summary_call else raw_turn),
                 "recorded": money.recorded(raw_turn if summary_call else raw_turn.get("message")),
-                "entry": configuration.sent_entry_of(found, handle, turn),
+                "entry": configuration.sent_entry_of(found, handle, turn, claimed),
             }
         )
         settle(IN_FLIGHT)
     server.send({"op": "flush"})
     settle(0)
     server.reply()  # the flush request's own reply
+    configuration.unanswered(found, handle, claimed)
 
 
 def _put(found: session.SessionIndex, handle: BinaryIO, server: Serializer, entry_id: str, silent: set[str]) -> None:

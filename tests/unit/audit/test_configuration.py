@@ -72,3 +72,45 @@ def test_payload_bytes_several_configurations_give_decide_among_them_alone():
     sizes = {"bytes": {"installed": 28_915, "dist": 28_881, "extension": 28_881, "both": 28_881}, "sent": "full"}
     verdict = judge.judge(sizes, None, usage(7_300), ["dist", "extension", "both"])
     assert (verdict.by, verdict.candidates) == ("payloadBytes", ()) and verdict.config != "installed"
+
+
+def test_a_call_the_extension_recorded_that_no_reply_answers_is_said(tmp_path):
+    """senpi killed mid-call: the extension's entry for the call is there, no reply is (measured: the
+    provider got three calls, audit showed two rows and no word of the third)."""
+    import json
+
+    from senpi_guard.audit import configuration, session
+
+    data = {"v": 1, "patch": 12, "settings": "x", "dist": None, "messages": 1, "in": 2, "out": 2}
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "model": "m"}
+    entries = [
+        {"type": "custom", "id": "e1", "parentId": None, "customType": "senpi-guard.sent", "data": data},
+        {"type": "message", "id": "u1", "parentId": "e1", "message": {"role": "user", "content": "one"}},
+        {"type": "message", "id": "a1", "parentId": "u1", "message": reply},
+        {"type": "custom", "id": "e2", "parentId": "a1", "customType": "senpi-guard.sent", "data": data},
+        {"type": "message", "id": "u2", "parentId": "e2", "message": {"role": "user", "content": "two"}},
+    ]
+    path = tmp_path / "killed.jsonl"
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"}
+    path.write_text("\n".join(json.dumps({"timestamp": "t", **e}) for e in [header, *entries]) + "\n")
+    found = session.index(path)
+    claimed: set[str] = set()
+    with session.open_session(path) as handle:
+        for turn in session.turns(found):
+            configuration.sent_entry_of(found, handle, turn, claimed)
+        configuration.unanswered(found, handle, claimed)
+    (warning,) = [w for w in found.warnings if "no reply" in w]
+    assert found.warnings[warning] == 1 and found.warning_lines[warning] == 5  # (e2's line)
+
+
+def test_an_entry_sent_with_other_settings_still_says_which_configuration_sent_the_call():
+    """The dedupe settings changed since (tags = "auto" then back): what the extension sent is not
+    what the audit renders today, but its entry still says the extension sent the call (it was
+    dropped as not the call's, and the call judged as installed: a saving said to be none)."""
+    judge = Judge("today")
+    sizes = {**row(17_482, 9_400), "context_bytes": {"in": 17_000, "out": 9_300}}
+    entry = {"v": 1, "settings": "then", "dist": None, "in": 17_050, "out": 9_056}
+    verdict = judge.judge(sizes, entry, None, [])
+    assert (verdict.by, verdict.config) == ("entry", "extension") and judge.other_settings == 1
+    wrong = {**entry, "in": 5_000}  # (what it saw is not the call's context: still not the call's)
+    assert judge.judge(sizes, wrong, None, []).by != "entry"
