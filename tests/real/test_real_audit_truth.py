@@ -188,3 +188,29 @@ def test_a_guarded_session_counts_the_saving_once(full_senpi, agent, isolated_di
     assert by[0] == ("none", "installed") and set(by[1:]) == {("inferred", "extension")}, by
     assert abs(summary["money"]["saved_usd"]["both"] - saved) <= 0.02 * saved
     assert "inferred from the recorded tokens" in " ".join(text.split())
+
+
+def test_a_fork_counts_only_its_own_calls_and_the_two_files_every_call_once(full_senpi, agent, tmp_path):
+    """senpi's RPC fork copies the entries it starts from into a new file (ids and times kept): the
+    parent's calls are counted in the parent, the fork's in the fork, each once (measured before:
+    the fork's file counted the parent's copied calls again, and --all counted them twice)."""
+    user = user_of(full_senpi, agent, tmp_path / "fork")
+    rpc = Rpc(user, [SUPPORT / "priced_provider.js", SUPPORT / "directive_prepend.js"], model=MODEL)
+    for i in range(3):
+        rpc.prompt(f"ulw step {i}")
+    (parent,) = user.sessions.glob("*.jsonl")
+    prompts = [e for e in read_jsonl(parent) if e.get("type") == "message" and e["message"]["role"] == "user"]
+    rpc.send({"type": "fork", "entryId": prompts[2]["id"]})
+    for i in range(2):
+        rpc.prompt(f"ulw other {i}")
+    rpc.close()
+    calls = billed(user)
+    (fork,) = [path for path in user.sessions.glob("*.jsonl") if path != parent]
+    parent_rows, _, _ = audit_report(full_senpi, parent)
+    fork_rows, _, _ = audit_report(full_senpi, fork)
+    assert len(calls) == 5 and len(parent_rows) == 3 and len(fork_rows) == 2, (len(calls), parent_rows, fork_rows)
+    audited = [r["bytes"]["installed"] for r in parent_rows + fork_rows]
+    assert all(abs(a - c["bytes"]) <= 0.02 * c["bytes"] for a, c in zip(audited, calls, strict=True)), (audited, calls)
+    done = senpi_guard("audit", "--root", full_senpi.package_dir, "--json", fork)
+    (report,) = json.loads(done.stdout)["sessions"]
+    assert [n for what, n in report["warnings"].items() if "forked from" in what] == [2], report["warnings"]
