@@ -212,6 +212,11 @@ def test_fallback_without_senpi_and_latest(env, tmp_path, capsys, monkeypatch):
     assert code == 0, err
     assert "SAMPLE senpi" in out and "no senpi install found" in out and str(newer) in out
     assert "tokens are estimates" in out
+    assert (
+        "SAMPLE: every figure below is what senpi-guard's own sample senpi" in out
+    )  # (not yours: said by the figures)
+    code, out, _err = run_cli(capsys, "audit", "--latest", "--sample", "--json")
+    assert code == 0 and json.loads(out)["sessions"][0]["sample"] is True
 
 
 def test_not_a_session_is_a_clear_error(tmp_path, capsys):

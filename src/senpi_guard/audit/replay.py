@@ -257,6 +257,7 @@ def audit_session(
     return {
         "session": str(path),
         "serializer": server.label,
+        "sample": server.package_dir is None,  # (--sample: a senpi of senpi-guard's own, not the user's)
         "reconstruction": server.reconstruction,
         "fallback": server.fallback,
         "summary": summary.result(),

@@ -140,7 +140,7 @@ def _lanes(s: dict[str, Any]) -> None:
             "directives senpi as installed drops"
         )
         _say(
-            f"full re-sends: {head['unpatched_bytes']:,} bytes as senpi is installed, "
+            f"full re-sends: {head['unpatched_bytes']:,} bytes as installed, "
             f"{head['patched_bytes']:,} with the dist patch ({change}); {full['extension']:,} with the "
             f"extension alone, {full['both']:,} with both layers"
         )
@@ -185,6 +185,12 @@ _RECORDED_AS = {
 
 def print_summary(report: dict[str, Any]) -> None:
     s = report["summary"]
+    if report.get("sample"):
+        _say(
+            "SAMPLE: every figure below is what senpi-guard's own sample senpi 2026.8.1 would send (no "
+            "keep-last dedupe of its own, no delta lane), not what your senpi sent; where your senpi "
+            "recorded its payloadBytes, `recorded` shows how far apart they are"
+        )
     _lanes(s)
     for line in money_view.lines(s.get("money")):
         _say(line)
