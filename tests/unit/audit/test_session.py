@@ -105,6 +105,23 @@ def test_a_session_with_bash_executions_audits(tmp_path, capsys):
     assert rows[-1]["entry_id"] == "ask" and len(rows) == 5
 
 
+def _chain(path, rows: list[tuple[str, str | None, str]], kept: dict[str, str]):
+    """A session of (id, parent, type) rows: a message is an assistant's when its id starts with
+    "a", else a user's; a custom entry is a hook's; compaction `k` keeps from `kept[k]`."""
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"})]
+    for entry_id, parent, kind in rows:
+        entry = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": "t"}
+        if kind == "message":
+            entry["message"] = {"role": "assistant" if entry_id.startswith("a") else "user", "content": entry_id}
+        elif kind == "custom":
+            entry |= {"customType": "senpi.hooks.stop-state", "data": {}}
+        else:
+            entry |= {"summary": entry_id, "firstKeptEntryId": kept[entry_id]}
+        lines.append(json.dumps(entry))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def test_a_compaction_that_keeps_from_an_older_compaction_keeps_nothing_before_itself(tmp_path):
     """senpi skips compaction entries when looking for firstKeptEntryId."""
     rows = [
@@ -114,17 +131,7 @@ def test_a_compaction_that_keeps_from_an_older_compaction_keeps_nothing_before_i
         ("k2", "u2", "compaction"),
         ("u3", "k2", "message"),
     ]
-    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"})]
-    for entry_id, parent, kind in rows:
-        entry = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": "t"}
-        if kind == "message":
-            entry["message"] = {"role": "user", "content": entry_id}
-        else:
-            entry |= {"summary": entry_id, "firstKeptEntryId": "u1" if entry_id == "k1" else "k1"}
-        lines.append(json.dumps(entry))
-    path = tmp_path / "chain.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    found = session.index(path)
+    found = session.index(_chain(tmp_path / "chain.jsonl", rows, {"k1": "u1", "k2": "k1"}))
     ids, chain = session.context_ids(found, "u3")
     assert ids == ["k2", "u3"]  # not u2: k2 names k1, which is skipped, so nothing before k2 is kept
     assert chain[-1] == "u3" and "k2" in chain
@@ -209,20 +216,8 @@ def test_a_compaction_that_keeps_from_an_entry_that_sends_nothing_keeps_what_fol
         ("k1", "u2", "compaction"),
         ("u3", "k1", "message"),
     ]
-    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"})]
-    for entry_id, parent, kind in rows:
-        entry = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": "t"}
-        if kind == "message":
-            entry["message"] = {"role": "assistant" if entry_id.startswith("a") else "user", "content": entry_id}
-        elif kind == "custom":
-            entry |= {"customType": "senpi.hooks.stop-state", "data": {}}
-        else:
-            entry |= {"summary": entry_id, "firstKeptEntryId": "c1"}
-        lines.append(json.dumps(entry))
-    path = tmp_path / "kept.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    found = session.index(path)
-    ids, _chain = session.context_ids(found, "u3")
+    found = session.index(_chain(tmp_path / "kept.jsonl", rows, {"k1": "c1"}))
+    ids, _walked = session.context_ids(found, "u3")
     assert ids == ["k1", "u2", "u3"]
     assert not found.warnings
 
