@@ -349,10 +349,15 @@ def _mentions_senpi(path: Path) -> bool:
     return False
 
 
-def discover(max_age: float = 0.0, cache: ProbeCache | None = None, recorded: Iterable[Path] = ()) -> Discovery:
+def discover(
+    max_age: float = 0.0, cache: ProbeCache | None = None, recorded: Iterable[Path] = (), store_copies: bool = False
+) -> Discovery:
     """Every install; `max_age` lets a long-running caller reuse package managers' answers, and
     `cache` lets short runs share them; `recorded`: the package dirs senpi-guard's state records
-    (patched once, maybe with --root: still there, still to be reported and reverted)."""
+    (patched once, maybe with --root: still there, still to be reported and reverted). A recorded
+    one pnpm left in its store (removed or updated since) is no install, but with `store_copies`
+    (revert, uninstall) it is one to revert: pnpm gives that folder back to the next install of
+    its version."""
     found = Discovery()
     answers = _probe_all(max_age, cache)
     seen: set[Path] = set()
@@ -377,7 +382,7 @@ def discover(max_age: float = 0.0, cache: ProbeCache | None = None, recorded: It
                 add(describe(package))
             add(unsupported)
     for package in recorded:
-        if not PNPM_STORE.search(package.as_posix()):  # (a version pnpm left in its store is no install)
+        if store_copies or not PNPM_STORE.search(package.as_posix()):
             found.searched.append(f"{package} (recorded in senpi-guard's state)")
             add(describe(package))
     return found

@@ -115,6 +115,29 @@ def test_pnpm_global_install_found_once_and_store_untouched(env, tarballs, capsy
     assert discovered(capsys)[0]["state"] == "patched"
 
 
+def test_a_pnpm_install_removed_after_apply_is_reverted_in_pnpms_store(env, tarballs, capsys, monkeypatch):
+    """pnpm keeps a removed (or updated) version's folder in its store and gives it back to the next
+    install of that version: senpi-guard's edit there is reverted by `revert` (and `uninstall`), or
+    the next install would come back patched, its backup gone (measured before: left patched)."""
+    pnpm = tool("pnpm")
+    home = env / "pnpm-home"
+    monkeypatch.setenv("PNPM_HOME", str(home))
+    add_path(monkeypatch, Path(pnpm).parent, home / "bin")
+    subprocess.run([pnpm, "add", "-g", str(tarballs[3])], check=True, capture_output=True)
+    (row,) = discovered(capsys)
+    target = Path(row["package_dir"]).resolve() / SHAPE_REL[3]
+    before = sha(target)
+    assert run_cli(capsys, "apply")[0] == 0 and sha(target) != before
+    subprocess.run([pnpm, "remove", "-g", "@code-yeongyu/senpi"], check=True, capture_output=True)
+    assert target.is_file()  # (the store keeps it)
+    code, out, err = run_cli(capsys, "revert")
+    assert code == 0, out + err
+    assert sha(target) == before
+    subprocess.run([pnpm, "add", "-g", str(tarballs[3])], check=True, capture_output=True)
+    (again,) = discovered(capsys)  # (held by the revert until the next apply, and as it was installed)
+    assert again["state"] == "held" and sha(Path(again["package_dir"]) / SHAPE_REL[3]) == before
+
+
 def test_bun_global_install_and_launcher(env, tarballs, capsys, monkeypatch):
     bun = tool("bun")
     home = env / "bun-home"

@@ -53,14 +53,16 @@ class NoInstallFound(FatalError):
 PROBE_CACHE_AGE = 600.0  # seconds a read-only command trusts package managers' remembered answers
 
 
-def installs(args, cache_dir: Path | None = None) -> list[discover.Install]:
+def installs(args, cache_dir: Path | None = None, store_copies: bool = False) -> list[discover.Install]:
     """The installs named by --root, else every one found. With `cache_dir` (read-only commands),
-    the package managers' answers come from a cache there at most PROBE_CACHE_AGE old."""
+    the package managers' answers come from a cache there at most PROBE_CACHE_AGE old;
+    `store_copies` (revert, uninstall): a recorded install pnpm left in its store is one too."""
     cache = discover.ProbeCache.load(cache_dir / store.PROBES_FILE, PROBE_CACHE_AGE) if cache_dir else None
     if args.root:
         found = discover.explicit(args.root)
     else:  # (and every install the state records: one shadowed on PATH, or patched with --root)
-        found = discover.discover(cache=cache, recorded=store.Store().recorded_installs())
+        recorded = store.Store().recorded_installs()
+        found = discover.discover(cache=cache, recorded=recorded, store_copies=store_copies)
     if not found.installs:
         raise NoInstallFound(
             "no senpi install found: install @code-yeongyu/senpi, pass --root PKG_DIR, or run "

@@ -30,7 +30,7 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     patches, config = common.load()
-    found = common.installs(args)
+    found = common.installs(args, store_copies=True)
     # every layer there may be (an earlier config may have put one in place); the last applied comes off first
     unknown = [name for name in args.patch if name not in {p.name for p in patches}]
     if unknown:

@@ -54,7 +54,7 @@ def _installs(store: Store) -> tuple[list, set[str]]:
     """Every install found (the recorded ones included), and the package dirs the records name."""
     recorded = {str(p.resolve()) for p in store.recorded_installs()}
     try:
-        found = common.installs(argparse.Namespace(root=[]))
+        found = common.installs(argparse.Namespace(root=[]), store_copies=True)
     except common.NoInstallFound:
         found = []
     return found, recorded
