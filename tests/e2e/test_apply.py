@@ -81,6 +81,27 @@ def test_revert_restores_exact_bytes_from_backup(npm_install, capsys):
     assert status_json(capsys, pkg)[1]["state"] == "held"  # unpatched, and left so until apply
 
 
+def test_an_install_revert_cannot_write_fails_alone_and_the_others_are_reverted(npm_install, capsys):
+    """A read-only target folder (or a full disk) is that install's failure, in one line: the other
+    installs are still reverted (before, the first such error ended the whole run)."""
+    stuck, fine = npm_install(3), npm_install(3)
+    roots = [arg for pkg in (stuck, fine) for arg in ("--root", pkg)]
+    before = {pkg: tree_digest(pkg) for pkg in (stuck, fine)}
+    assert run_cli(capsys, "apply", *roots)[0] == 0
+    patched = tree_digest(stuck)
+    folder = (stuck / SHAPE_REL[3]).parent
+    folder.chmod(0o555)
+    try:
+        code, out, err = run_cli(capsys, "revert", *roots, "--json")
+    finally:
+        folder.chmod(0o755)
+    assert code == 1, out + err
+    rows = {r["package_dir"]: r for r in rows_of(json.loads(out)) if "package_dir" in r}
+    assert not rows[str(stuck)]["ok"] and "read-only" in rows[str(stuck)]["detail"], rows
+    assert rows[str(fine)]["ok"], rows
+    assert tree_digest(fine) == before[fine] and tree_digest(stuck) == patched
+
+
 def test_revert_without_backup_removes_the_edit(npm_install, capsys, isolated_dirs):
     import shutil
 

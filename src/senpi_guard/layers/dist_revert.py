@@ -40,11 +40,15 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False,
     kept = reconciler._keep_drifted(replace(insp, files=tuple(tf for tf, _ in plans)))
     if kept:
         how = [*how, f"the hand-edited file was kept at {', '.join(kept)}"]
-    changed = []
-    for tf, data in sorted(plans, key=lambda p: -reconciler.patch.write_rank(p[0].target.role)):
-        dist_files.write_target(tf.snapshot, data, reconciler.cancel)
-        changed.append(tf.rel)
-    reconciler.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
+    changed: list[str] = []
+    try:  # (a file that cannot be written is this install's failure: the others are still reverted)
+        for tf, data in sorted(plans, key=lambda p: -reconciler.patch.write_rank(p[0].target.role)):
+            dist_files.write_target(tf.snapshot, data, reconciler.cancel)
+            changed.append(tf.rel)
+        reconciler.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
+    except (FatalError, OSError) as exc:
+        written = f" ({', '.join(changed)} was reverted before it: run revert again once fixed)" if changed else ""
+        return replace(start, changed=changed, backups=backups + kept, detail=f"{exc}{written}")
     final = {**start.final_shas, **{str(tf.path): apply.sha256(data) for tf, data in plans}}
     return replace(
         start,
