@@ -102,6 +102,19 @@ def test_an_install_revert_cannot_write_fails_alone_and_the_others_are_reverted(
     assert tree_digest(fine) == before[fine] and tree_digest(stuck) == patched
 
 
+def test_revert_takes_away_the_temp_file_a_killed_writer_left_beside_a_target(npm_install, capsys):
+    """A writer killed before its rename leaves `.<name>.<n>.senpi-guard` in dist/: apply took it
+    away, revert and uninstall did not (measured: left after uninstall)."""
+    pkg = npm_install(3)
+    before = tree_digest(pkg)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    target = pkg / SHAPE_REL[3]
+    leftover = target.with_name(f".{target.name}.943438792109.senpi-guard")
+    leftover.write_bytes(b"half of a file")
+    assert run_cli(capsys, "revert", "--root", pkg)[0] == 0
+    assert not leftover.exists() and tree_digest(pkg) == before
+
+
 def test_revert_without_backup_removes_the_edit(npm_install, capsys, isolated_dirs):
     import shutil
 

@@ -12,6 +12,7 @@ from senpi_guard.core.patch import apply
 from senpi_guard.core.patch.classify import State
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
+from senpi_guard.io import write
 from senpi_guard.layers import dist_files, house
 from senpi_guard.layers.dist_apply import unexpected
 from senpi_guard.layers.findings import Inspection, Outcome, install_spec
@@ -26,6 +27,7 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False,
     off; a file other patches share is rebuilt from its original without it."""
     insp = reconciler.inspect(install, unknown_ok=not alone)
     start = Outcome.of(insp)
+    write.remove_stale_temps(start.files)  # (a writer killed before its rename; revert holds the lock)
     if insp.state in (State.UNSUPPORTED, State.ERROR):
         return start
     try:
