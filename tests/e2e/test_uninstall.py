@@ -4,6 +4,7 @@ Afterwards nothing senpi-guard made is left (file or folder) and every senpi byt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -85,6 +86,45 @@ def test_uninstall_leaves_nothing_it_made_and_every_senpi_byte_exact(capsys, mac
     assert made_now(machine) == set()
     assert everything(*machine["roots"]) == machine["before"]  # every senpi file byte-exact, nothing else left
     assert not service.systemd_unit_path().exists()
+
+
+def test_a_second_uninstall_leaves_nothing_either(capsys, machine, monkeypatch):
+    """Its revert holds each install again, which makes the data folder anew: that is taken away
+    too (measured before: backups/*/hold.json left after a second uninstall, or an uninstall on a
+    machine senpi-guard never patched)."""
+    set_up(capsys, machine, monkeypatch)
+    assert run_cli(capsys, "uninstall")[0] == 0
+    code, out, err = run_cli(capsys, "uninstall")
+    assert code == 0, out + err
+    assert made_now(machine) == set() and everything(*machine["roots"]) == machine["before"]
+
+
+def test_an_uninstall_stopped_after_its_state_folder_went_still_knew_the_folders_it_made(capsys, machine, monkeypatch):
+    """The list of the folders senpi-guard made lives in its state folder: those that hold none of
+    its own go before it, so a run stopped just after the state folder is gone has taken them away
+    (measured before: ~/.senpi/agent/extensions and its parents left empty, and no later run knew
+    them). Only the folders above its own state and data folders (XDG_STATE_HOME, XDG_DATA_HOME,
+    when it made them) can still be left by a stop in that instant: they go after its own."""
+    from senpi_guard.commands import uninstall
+    from senpi_guard.io.store import Store
+
+    set_up(capsys, machine, monkeypatch)
+    state = Store().state_dir
+    real_rmtree = uninstall.shutil.rmtree
+
+    def stopped_after_state(path, *args, **kwargs):
+        real_rmtree(path, *args, **kwargs)
+        if Path(path) == state:
+            raise KeyboardInterrupt  # (^C, or a kill, just after the state folder went)
+
+    monkeypatch.setattr(uninstall.shutil, "rmtree", stopped_after_state)
+    with contextlib.suppress(KeyboardInterrupt):
+        run_cli(capsys, "uninstall")
+    monkeypatch.setattr(uninstall.shutil, "rmtree", real_rmtree)
+    assert run_cli(capsys, "uninstall")[0] == 0
+    own = (Store().state_dir, Store().data_dir)
+    left = {Path(p) for p in made_now(machine)}
+    assert all(any(folder.is_relative_to(p) for folder in own) for p in left), left  # (only those above)
 
 
 def test_dry_run_changes_nothing_and_says_what_it_would_do(capsys, machine, monkeypatch):

@@ -140,8 +140,13 @@ def _remove_service(unit: Path, store: Store) -> list[str]:
 
 
 def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """senpi-guard's own folders whole; each folder it made only when empty. (removed, left)"""
+    """senpi-guard's own folders whole; each folder it made only when empty. (removed, left) The
+    folders it made that hold none of its own go first: the list of them lives in its state folder,
+    and a run stopped after that folder is gone would not know them again."""
     removed, left = [], []
+    goes_first = [*plan["own"], *filter(None, [plan["config_removed"]])]
+    above = [f for f in plan["made"] if any(o.is_relative_to(f) for o in goes_first)]
+    _remove_empty([f for f in plan["made"] if f not in above], removed, left)
     for folder in plan["own"]:
         try:
             if folder.is_symlink() or not folder.is_dir():
@@ -158,7 +163,12 @@ def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
     if plan["config_removed"] is not None:
         plan["config_removed"].unlink(missing_ok=True)
         removed.append(str(plan["config_removed"]))
-    for folder in plan["made"]:
+    _remove_empty(above, removed, left)
+    return removed, left
+
+
+def _remove_empty(folders: list[Path], removed: list[str], left: list[str]) -> None:
+    for folder in folders:
         if folder.is_symlink() or not folder.is_dir():
             continue
         try:
@@ -170,7 +180,6 @@ def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
                 left.append(f"{folder} (not empty: something else keeps files there)")
             continue
         removed.append(str(folder))
-    return removed, left
 
 
 def run(args) -> int:
@@ -198,6 +207,7 @@ def run(args) -> int:
                 "fix that, then run `senpi-guard uninstall` again"
             )
         said = _remove_service(unit, store) if plan["service"] else []
+        plan = _plan(store, unit, args.purge)  # (again: the revert's holds may have made the data folder)
     removed, left = _remove_folders(plan)
     removed = [path for path in removed if path in existed]
     _report(args, rows, plan, said + removed, left, dry_run=False, flow=flow)
