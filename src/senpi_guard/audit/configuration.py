@@ -182,16 +182,13 @@ class Judge:
 def unanswered(found: session.SessionIndex, handle: BinaryIO, claimed: set[str]) -> None:
     """Warn of the calls the extension recorded that no reply in the session answers (senpi stopped
     mid-call, or still runs): a call made that no row counts."""
-    lines = []
     for entry in found.entries.values():
         if entry.custom_type != SENT_ENTRY or entry.id in claimed or entry.copied:
             continue
         data = session.read_entry(handle, entry, found.path).get("data")
         if malformed(data) is None and data.get("compacting") is not True:
-            lines.append(entry.line)
-    for line in lines:
-        found.warn(
-            "calls the extension recorded with no reply in the session (senpi stopped mid-call, or it "
-            "still runs): made, and not counted",
-            line,
-        )
+            found.warn(
+                "calls the extension recorded with no reply in the session (senpi stopped mid-call, or it "
+                "still runs): made, and not counted",
+                entry.line,
+            )

@@ -48,6 +48,11 @@ class Serializer:
     settings_print: str | None = None  # (the audit's extension's dedupe settings, as its entries print them)
     fallback: str | None = None  # why senpi's own session code was wanted and not used (None: it was)
 
+    @property
+    def sample(self) -> bool:
+        """--sample: a senpi of senpi-guard's own serialises, not the user's (it has no install)."""
+        return self.package_dir is None
+
     def send(self, request: dict[str, Any]) -> None:
         self.send_raw(json.dumps(request).encode())
 
@@ -257,7 +262,7 @@ def audit_session(
     return {
         "session": str(path),
         "serializer": server.label,
-        "sample": server.package_dir is None,  # (--sample: a senpi of senpi-guard's own, not the user's)
+        "sample": server.sample,
         "reconstruction": server.reconstruction,
         "fallback": server.fallback,
         "summary": summary.result(),

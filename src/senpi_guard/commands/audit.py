@@ -119,7 +119,7 @@ class JsonStream:
     def start(self, path: Path, server: audit.Serializer) -> None:
         sys.stdout.write(
             f'{", " if self.sessions else ""}{{"session": {json.dumps(str(path))}, '
-            f'"serializer": {json.dumps(server.label)}, "sample": {json.dumps(server.package_dir is None)}, '
+            f'"serializer": {json.dumps(server.label)}, "sample": {json.dumps(server.sample)}, '
             f'"reconstruction": {json.dumps(server.reconstruction)}, "fallback": {json.dumps(server.fallback)}, '
             '"turns": [\n'
         )
