@@ -51,6 +51,29 @@ def test_nothing_installed_still_says_the_extension_is_there(env, tarballs, caps
     assert len(err.splitlines()) == 1
 
 
+def test_nothing_installed_revert_and_uninstall_still_take_the_extension_out(env, tarballs, capsys, isolated_dirs):
+    """senpi uninstalled after `apply`: revert takes out the extension apply wrote (measured before:
+    "no senpi install found", and uninstall left the file for a senpi that comes back to load)."""
+    pkg = sample.npm_install_global(tarballs[2], env / "npm-global")
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    subprocess.run(["npm", "uninstall", "-g", "@code-yeongyu/senpi"], check=True, capture_output=True)
+    installed = isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
+    assert installed.is_file()
+    code, _, err = run_cli(capsys, "status")
+    assert code == 1 and f"installed at {installed} (`senpi-guard revert` takes it out)" in err, err
+    code, _, err = run_cli(capsys, "revert", "--root", pkg)  # (a named install that is gone: refused)
+    assert code == 1 and installed.is_file(), err
+    code, out, err = run_cli(capsys, "revert")
+    assert code == 0 and not installed.exists(), out + err
+    assert f"extension  {installed}" in out and "installed -> absent" in out, out
+    code, _, err = run_cli(capsys, "revert")  # (nothing left anywhere: as before, no install found)
+    assert code == 1 and "no senpi install found" in err
+    assert run_cli(capsys, "apply", "--root", sample.npm_install_global(tarballs[2], env / "again"))[0] == 0
+    subprocess.run(["npm", "uninstall", "-g", "@code-yeongyu/senpi"], check=True, capture_output=True)
+    code, out, err = run_cli(capsys, "uninstall")
+    assert code == 0 and not installed.exists(), out + err
+
+
 def test_nothing_installed_lists_every_place_searched(env, capsys):
     code, _out, err = run_cli(capsys, "status")
     assert code == 1

@@ -127,6 +127,55 @@ def test_an_uninstall_stopped_after_its_state_folder_went_still_knew_the_folders
     assert all(any(folder.is_relative_to(p) for folder in own) for p in left), left  # (only those above)
 
 
+def test_an_extension_written_under_an_agent_dir_variable_apply_alone_had_is_taken_out(capsys, machine, monkeypatch):
+    """An apply run with SENPI_CODING_AGENT_DIR set (a shell that had it, a one-off) wrote into that
+    agent dir; uninstall, run without it, takes that file out too (measured before: left there, and
+    senpi kept loading it from that folder)."""
+    set_up(capsys, machine, monkeypatch)
+    other = machine["project"].parents[1] / "other-agent"
+    monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(other))
+    assert run_cli(capsys, "apply")[0] == 0
+    assert (other / "extensions" / NAME).is_file()
+    monkeypatch.delenv("SENPI_CODING_AGENT_DIR")
+    code, out, err = run_cli(capsys, "uninstall", "--dry-run")
+    assert code == 0 and f"would remove  extension {other / 'extensions' / NAME}" in out, out + err
+    code, out, err = run_cli(capsys, "uninstall")
+    assert code == 0, out + err
+    assert made_now(machine) == set() and everything(*machine["roots"]) == machine["before"]
+
+
+def test_revert_takes_out_an_extension_written_elsewhere_unless_one_install_is_named(capsys, machine, monkeypatch):
+    set_up(capsys, machine, monkeypatch)
+    other = machine["project"].parents[1] / "other-agent"
+    monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(other))
+    assert run_cli(capsys, "apply")[0] == 0
+    monkeypatch.delenv("SENPI_CODING_AGENT_DIR")
+    written = other / "extensions" / NAME
+    code, out, err = run_cli(capsys, "revert", "--root", machine["installs"][0])
+    assert written.is_file(), out + err  # (one install named: the other agent dir is not its to empty)
+    code, out, err = run_cli(capsys, "revert", "--json")
+    assert code == 0 and not written.exists(), out + err
+    assert str(written) in {row["path"] for row in json.loads(out)["extension"]}
+    code, out, err = run_cli(capsys, "revert", "--json")  # (a second revert: nothing left there to say)
+    assert code == 0 and str(written) not in {row["path"] for row in json.loads(out)["extension"]}, out
+
+
+def test_revert_of_one_install_keeps_the_extension_another_patched_install_uses(capsys, machine, monkeypatch):
+    """Both installs use ~/.senpi/agent: `revert --root` of one leaves the extension there (it is
+    the other's layer too) and says why; the revert of the other, the last, takes it out (measured
+    before: taken out at once, the other install left without its layer, unasked)."""
+    set_up(capsys, machine, monkeypatch)
+    first, second = machine["installs"]
+    shared = machine["project"].parents[1] / ".senpi" / "agent" / "extensions" / NAME
+    code, out, err = run_cli(capsys, "revert", "--root", first)
+    assert code == 0 and shared.is_file(), out + err
+    assert f"kept: senpi 2026.8.1 at {second} uses this agent dir too" in out, out
+    code, out, err = run_cli(capsys, "status", "--root", second, "--json")
+    assert code == 0 and json.loads(out)["installs"][0]["as_wanted"], out + err
+    code, out, err = run_cli(capsys, "revert", "--root", second)
+    assert code == 0 and not shared.exists(), out + err
+
+
 def test_dry_run_changes_nothing_and_says_what_it_would_do(capsys, machine, monkeypatch):
     set_up(capsys, machine, monkeypatch)
     after_setup = everything(*machine["roots"])

@@ -225,13 +225,17 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
 
 
 def _extension_alone(flow) -> str:
-    """With no senpi found: whether an extension is still installed in the default agent dir (it
-    works for any senpi that starts with that agent dir)."""
+    """With no senpi found: whether an extension is still installed in the default agent dir or one
+    it was written to (it works for any senpi that starts with that agent dir; revert takes it out)."""
     there = []
+    places = dict.fromkeys([agentdir.default_agent_dir(), *pipeline.extension_written(flow.store)])
     for name, agent_dirs in flow.agent_dirs.items():
-        layer = agent_dirs.status_at(agentdir.default_agent_dir())
-        if layer.state != "absent":
-            there.append(f"{name}'s is {layer.state} at {layer.path}")
+        for place in places:
+            layer = agent_dirs.status_at(place)
+            if layer.state != "absent":
+                there.append(f"{name}'s is {layer.state} at {layer.path}")
+    if there:
+        there[-1] += " (`senpi-guard revert` takes it out)"
     return f"; the extension layer: {', '.join(there)}" if there else ""
 
 

@@ -321,16 +321,17 @@ class Store:
             if isinstance(key, str) and Path(key).is_absolute() and (Path(key) / "package.json").is_file()
         ]
 
-    # ---- agent dirs added by `apply --here` (a project's own .senpi/agent) ------------------
-    def agent_dirs(self) -> list[Path]:
-        found = self.load_records().get("agent_dirs", [])
+    # ---- agent dirs: added by `apply --here` (a project's own .senpi/agent, served from then on),
+    # and every one an extension file was written to (`revert` and `uninstall` look there too)
+    def agent_dirs(self, key: str = "agent_dirs") -> list[Path]:
+        found = self.load_records().get(key, [])
         return [Path(p) for p in found if isinstance(p, str)] if isinstance(found, list) else []
 
-    def remember_agent_dir(self, path: Path, keep: bool = True) -> None:
+    def remember_agent_dir(self, path: Path, keep: bool = True, key: str = "agent_dirs") -> None:
         with self.lock():  # (as update_install)
             data = self.load_records()
-            known = [p for p in data.get("agent_dirs", []) if isinstance(p, str) and p != str(path)]
-            data["agent_dirs"] = [*known, str(path)] if keep else known
+            known = [p for p in data.get(key, []) if isinstance(p, str) and p != str(path)]
+            data[key] = [*known, str(path)] if keep else known
             self.save_records(data)
 
     # ---- the watcher: one per state dir, and its pid file ------------------------------------

@@ -142,6 +142,17 @@ def inspect_file(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
     return LayerStatus("installed", path, "", data)
 
 
+WRITTEN = "extension_written"  # (the records' list of every agent dir an extension file was written to)
+
+
+def remember_written(store: Store, agent_dir: Path, keep: bool = True) -> None:
+    """Keep (or drop) an agent dir in the records' list of those an extension file was written
+    to: `revert` and `uninstall` take it out of each, whether or not an install found now uses it
+    (an agent dir given by SENPI_CODING_AGENT_DIR to that apply alone, a senpi removed since)."""
+    if (agent_dir in store.agent_dirs(WRITTEN)) != keep:
+        store.remember_agent_dir(agent_dir, keep=keep, key=WRITTEN)
+
+
 def _keep_aside(path: Path, store: Store) -> str:
     """Move an edited extension out of the extensions folder (where senpi would still load it): a
     copy in the data folder, then the file taken away (both only if it is still what was read)."""
@@ -249,6 +260,8 @@ def install(
             f"{path} is there and {status.detail}; senpi-guard never changes it: rename it, then run apply again",
         )
     if status.state == "installed":
+        if not dry_run:
+            remember_written(store, agent_dir)
         return LayerOutcome(path, "installed", "installed", True, "already installed")
     rendered = patch.render_extension(config)
     try:
@@ -269,6 +282,7 @@ def install(
             would_write=True,
         )
     try:
+        remember_written(store, agent_dir)  # (before the write: a file written is never one no record names)
         kept = [_keep_aside(path, store)] if status.state == "modified" else []
         _write(path, rendered.encode("utf-8"), status.data if status.state == "stale" else None)
     except FatalError as exc:

@@ -274,13 +274,65 @@ def verify_all(
     return outcomes
 
 
-def remove_all(patch: Patch, config: Config, store: Store, found: list[Install]) -> list[extension.LayerOutcome]:
-    """revert's extension layer: out of every agent dir it may be in (the installs', remembered ones),
-    and held there: the watcher leaves a held agent dir alone until `apply`."""
+WRITTEN_HOW = "written to by an earlier apply"
+
+
+def _removal_targets(
+    patch: Patch, config: Config, store: Store, found: list[Install], everywhere: bool
+) -> tuple[list[AgentTarget], list[tuple[Install, str]]]:
+    """The agent dirs revert takes the extension out of: the installs' and the remembered ones;
+    `everywhere` (every install is reverted), also each one an extension file was written to that
+    no install found now uses (an agent-dir variable that apply alone had, a senpi removed since)."""
     planned, errors = targets(patch, found, config, store, lambda _install: set())
+    if everywhere:
+        known = {target.agent_dir for target in planned}
+        planned += [AgentTarget(p, WRITTEN_HOW) for p in store.agent_dirs(extension.WRITTEN) if p not in known]
+    return planned, errors
+
+
+def _still_served(patch: Patch, config: Config, store: Store, target: AgentTarget, users: list[Install]):
+    """A revert of some installs (--root) leaves the extension in an agent dir that an install it
+    does not revert uses too: the file is that agent dir's, shared (taken out, it would leave that
+    install without its layer, unasked)."""
+    try:
+        status = extension.inspect(patch, config, target.agent_dir)
+    except FatalError as exc:
+        return extension.LayerOutcome(extension.target_path(patch, target.agent_dir), "error", "error", False, str(exc))
+    who = ", ".join(f"senpi {i.version} at {i.package_dir}" for i in users[:2]) + (" and more" if users[2:] else "")
+    detail = (
+        f"kept: {who} uses this agent dir too, and this revert leaves it as it is; "
+        "`senpi-guard revert` without --root takes the extension out of every agent dir"
+    )
+    if status.state == "absent":
+        detail = "not installed"
+    return extension.LayerOutcome(status.path, status.state, status.state, True, detail)
+
+
+def remove_all(
+    patch: Patch,
+    config: Config,
+    store: Store,
+    found: list[Install],
+    everywhere: bool = True,
+    others: Iterable[Install] = (),
+) -> list[extension.LayerOutcome]:
+    """revert's extension layer: out of every agent dir it may be in (the installs', remembered ones;
+    `everywhere`, every one it was written to), and held there: the watcher leaves a held agent dir
+    alone until `apply`. An agent dir that one of `others` (installs this revert leaves alone) uses
+    keeps it."""
+    planned, errors = _removal_targets(patch, config, store, found, everywhere)
+    shared, _ = targets(patch, others, config, store, lambda _install: set())
+    users = {target.agent_dir: target.installs for target in shared if target.installs}
     outcomes = _errors(errors)
     for target in planned:
+        if target.agent_dir in users:
+            outcomes.append(_still_served(patch, config, store, target, users[target.agent_dir]))
+            continue
         outcome = extension.remove(patch, config, store, target.agent_dir)
+        if outcome.ok and outcome.after in ("absent", "foreign"):  # (none of ours is left there)
+            extension.remember_written(store, target.agent_dir, keep=False)
+        if outcome.ok and target.how == WRITTEN_HOW and outcome.before == "absent":
+            continue  # (taken out since by hand, or the folder is gone: nothing to say)
         if outcome.ok:
             store.set_hold(target.agent_dir, "extension removed by `senpi-guard revert`")
         if outcome.ok and target.how.startswith("remembered"):
@@ -290,9 +342,10 @@ def remove_all(patch: Patch, config: Config, store: Store, found: list[Install])
 
 
 def removal(patch: Patch, config: Config, store: Store, found: list[Install]) -> list[dict]:
-    """What revert's extension layer would take out of each agent dir, and what stops it from doing
-    so without keeping a file aside (`uninstall` refuses while anything does); reads only."""
-    planned, errors = targets(patch, found, config, store, lambda _install: set())
+    """What revert's extension layer would take out of each agent dir (every one: uninstall reverts
+    everything), and what stops it from doing so without keeping a file aside (`uninstall` refuses
+    while anything does); reads only."""
+    planned, errors = _removal_targets(patch, config, store, found, everywhere=True)
     rows = [
         {"layer": "extension", "patch": patch.name, "where": "-", "state": "error", "blockers": [line]}
         for _i, line in errors
@@ -303,6 +356,8 @@ def removal(patch: Patch, config: Config, store: Store, found: list[Install]) ->
             status = extension.inspect(patch, config, target.agent_dir)
         except FatalError as exc:
             rows.append({**row, "state": "error", "blockers": [str(exc)]})
+            continue
+        if target.how == WRITTEN_HOW and status.state == "absent":
             continue
         blockers = []
         if status.state == "modified":

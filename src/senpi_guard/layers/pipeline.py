@@ -74,6 +74,8 @@ class Run:
     here: bool = False  # apply: also the agent dir senpi uses from the current folder
     from_edit: bool = False  # revert: ignore backups
     alone: bool = False  # revert --patch: only the patches asked for come off (shared files are rebuilt)
+    everywhere: bool = True  # revert: every install (no --root): also each agent dir an extension was written to
+    others: tuple[Install, ...] = ()  # revert --root: the installs found that it leaves alone
     allow_foreign_root: bool = False
     keeping: Keeping | None = None  # watch: what the watcher carries between rounds
 
@@ -268,7 +270,8 @@ class AgentDirLayer:
         )
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
-        return self._ours(extension_plan.remove_all(self.patch, self.config, self.store, installs))
+        removed = extension_plan.remove_all(self.patch, self.config, self.store, installs, run.everywhere, run.others)
+        return self._ours(removed)
 
     def check(self, installs: list[Install], run: Run) -> list[Result]:
         """A release not installed (`check`): the extension as apply would render it, replayed
@@ -307,6 +310,11 @@ class AgentDirLayer:
 
 
 REFUSAL_FIX = re.compile(r"\((chmod go-w [^)]+)\)")
+
+
+def extension_written(store: Store) -> list[Path]:
+    """Every agent dir the records say an extension file was written to (revert takes it out of each)."""
+    return store.agent_dirs(extension.WRITTEN)
 
 
 def refusal_step(message: str | None) -> str | None:
