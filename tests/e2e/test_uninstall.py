@@ -176,6 +176,30 @@ def test_revert_of_one_install_keeps_the_extension_another_patched_install_uses(
     assert code == 0 and not shared.exists(), out + err
 
 
+def test_a_folder_without_write_bits_is_refused_before_anything_changes(capsys, machine, monkeypatch):
+    """A dist folder of mode 0555 is the owner's "hands off", which the writer respects even as
+    root: uninstall names it and changes nothing (before, as root, its plan let it through, the
+    revert failed on that folder and the other install was already reverted)."""
+    set_up(capsys, machine, monkeypatch)
+    folder = (machine["installs"][1] / SHAPE_REL[2]).parent
+    folder.chmod(0o555)
+    try:
+        after_setup = everything(*machine["roots"])
+        code, out, err = run_cli(capsys, "uninstall")
+        assert everything(*machine["roots"]) == after_setup
+    finally:
+        folder.chmod(0o755)
+    assert code == 1 and "nothing was changed" in err and f"{folder}" in err, out + err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_quiet_uninstall_prints_nothing_when_everything_went(capsys, machine, monkeypatch):
+    set_up(capsys, machine, monkeypatch)
+    code, out, err = run_cli(capsys, "uninstall", "-q")
+    assert code == 0 and out == "" and err == "", out + err
+    assert made_now(machine) == set()
+
+
 def test_dry_run_changes_nothing_and_says_what_it_would_do(capsys, machine, monkeypatch):
     set_up(capsys, machine, monkeypatch)
     after_setup = everything(*machine["roots"])

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from senpi_guard import ui
 from senpi_guard.commands import common
 from senpi_guard.commands import daemon as daemon_cmd
 from senpi_guard.errors import FatalError
@@ -257,6 +258,8 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
         if dry_run:
             doc |= {"would_remove": [w for w in would if w], "would_remove_if_empty": [str(p) for p in plan["made"]]}
         print(json.dumps(doc, indent=2))
+        return
+    if ui.quiet() and not dry_run:  # (-q: only what failed, and nothing did)
         return
     for row in acted:
         what = row["where"] if row["layer"] == "dist" else f"extension {row['where']}"

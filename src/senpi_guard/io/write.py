@@ -162,6 +162,20 @@ def replace(snapshot: Snapshot, data: bytes) -> None:
         raise os_error(exc, "write", path.parent, "nothing was changed: fix that, then retry") from exc
 
 
+def hands_off(mode: int) -> bool:
+    """A folder without any write bit is the user's "hands off": respected even as root."""
+    return not mode & 0o222
+
+
+def refused_in(folder: Path) -> bool:
+    """Whether a write in this folder would be refused (no write bit, or no write access): what
+    `uninstall` checks before it changes anything."""
+    try:
+        return hands_off(folder.stat().st_mode) or not os.access(folder, os.W_OK)
+    except OSError:
+        return True
+
+
 def _same_folder(snapshot: Snapshot, dir_fd: int) -> None:
     st = os.fstat(dir_fd)
     if (st.st_dev, st.st_ino) != snapshot.dir_id:
@@ -169,8 +183,7 @@ def _same_folder(snapshot: Snapshot, dir_fd: int) -> None:
             f"{snapshot.path.parent} is another folder than the one senpi-guard read "
             "(it was replaced meanwhile); nothing was written: run the command again"
         )
-    # respect read-only modes even as root: a folder without write bits is the user's "hands off"
-    if not st.st_mode & 0o222 or not os.access(".", os.W_OK, dir_fd=dir_fd):
+    if hands_off(st.st_mode) or not os.access(".", os.W_OK, dir_fd=dir_fd):
         raise FatalError(
             f"{snapshot.path.parent} is read-only (mode {stat.S_IMODE(st.st_mode):04o}); "
             "nothing was changed: make it writable or run senpi-guard as the owner of senpi"

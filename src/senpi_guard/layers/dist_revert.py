@@ -4,7 +4,6 @@ the edit taken out), and the install is held there: the watcher leaves a held in
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -147,7 +146,7 @@ def plan(reconciler: Reconciler, install: Install) -> dict:
                 f"in senpi-guard's data folder, which uninstall removes): reinstall senpi there "
                 f"(npm install -g {install_spec(install)}) or put the file back, then retry"
             )
-        elif tf in ours and not (os.access(tf.path, os.W_OK) and os.access(tf.path.parent, os.W_OK)):
+        elif tf in ours and write.refused_in(tf.path.parent):
             blockers.append(f"{where}: {tf.path} is not writable by you: run uninstall as its owner")
     if not blockers and ours:
         try:

@@ -19,6 +19,7 @@ from senpi_guard.core import agentdir
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
+from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import extension, extension_reprove
@@ -365,7 +366,7 @@ def removal(patch: Patch, config: Config, store: Store, found: list[Install]) ->
                 f"{status.path} was edited since senpi-guard wrote it (revert would keep it in senpi-guard's "
                 "data folder, which uninstall removes): move it out of that folder, then retry"
             )
-        elif status.state in OURS and not os.access(status.path.parent, os.W_OK):
+        elif status.state in OURS and write.refused_in(status.path.parent):
             blockers.append(f"{status.path.parent} is not writable by you: run uninstall as its owner")
         row |= {"state": status.state, "agent_dir": str(target.agent_dir), "found": str(status.path)}
         rows.append({**row, "blockers": blockers})
