@@ -50,7 +50,7 @@ def test_status_writes_nothing_outside_the_cache_folder(applied, isolated_dirs, 
     legacy = state / "probes.json"  # (where older versions kept the cache: left alone, not read)
     legacy.write_text("{not json")
     cache = isolated_dirs / "xdg_cache_home"
-    cache.mkdir()  # (as ~/.cache is: making senpi-guard's folder in it is what the cache is for)
+    cache.mkdir(exist_ok=True)  # (as ~/.cache is: making senpi-guard's folder in it is what the cache is for)
     assert (isolated_dirs / "agent" / "extensions").is_dir() and any(state.iterdir())
     before = snapshot(isolated_dirs, applied, skip=cache)
     for argv in (["status"], ["status", "--json"], ["status", "--root", applied], ["status", "-v"]):
@@ -78,3 +78,20 @@ def test_exit_zero_turns_not_patched_into_0_but_not_an_error(tmp_path, capsys):
     assert code == 0 and "unpatched" in out
     code, out, err = run_cli(capsys, "status", "--root", tmp_path / "missing", "--exit-zero", "--json")
     assert code == 1 and json.loads(out)["error"] and "no such directory" in err
+
+
+def test_status_on_a_machine_senpi_guard_never_patched_makes_no_state_or_data_folder(tmp_path, isolated_dirs, capsys):
+    """What status remembers (node's version, whose code a replay would run) is derived, so it is
+    cache: measured before, a first status made the state folder with memo.json and its record of
+    made folders."""
+    pkg = tmp_path / "senpi"
+    sample.write_sample_package(pkg, 2, fillers=3)
+    cache = isolated_dirs / "xdg_cache_home"
+    cache.mkdir(exist_ok=True)
+    before = snapshot(isolated_dirs, pkg, skip=cache)
+    for argv in (["status", "--root", pkg], ["status", "--root", pkg, "-v"], ["status"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code in (0, 1), (argv, out, err)  # ("not patched": 1)
+    assert "not patched" in out or "no senpi install found" in err
+    assert snapshot(isolated_dirs, pkg, skip=cache) == before
+    assert (cache / "senpi-guard" / "memo.json").is_file()  # (what it remembered: in the cache)

@@ -99,8 +99,12 @@ def test_no_folder_of_the_unpacked_tree_can_redirect_roots_hands(attacker, users
     os.chown(tarball, attacker.pw_uid, attacker.pw_gid)
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     outcome = users_dir / "outcome"
-    tally = []
-    for attempt in range(runs(3)):
+    tally: list[tuple[int, bool, str]] = []
+    wanted, attempt = runs(3), 0
+    # (on a busy machine the check can end before the attacker is scheduled: such an attempt is
+    # counted, never passed off as one the attack reached, and another is run, up to 4x as many)
+    while sum(what in ("scratch unlisted", "swapped") for _, _, what in tally) < wanted and attempt < 4 * wanted:
+        attempt += 1
         outcome.write_text("")
         os.chown(outcome, attacker.pw_uid, attacker.pw_gid)
 
@@ -145,4 +149,5 @@ def test_no_folder_of_the_unpacked_tree_can_redirect_roots_hands(attacker, users
     print(f"unpack-tree race: {len(tally)} attempts, (root's files given away, refused as not senpi, attack): {tally}")
     assert all(given == 0 for given, _, _ in tally), tally
     assert all(refused for _, refused, _ in tally), tally
-    assert all(what in ("scratch unlisted", "swapped") for _, _, what in tally), f"the attack never ran: {tally}"
+    reached = sum(what in ("scratch unlisted", "swapped") for _, _, what in tally)
+    assert reached == wanted, f"the attack reached the scratch in {reached} of {len(tally)} attempts: {tally}"

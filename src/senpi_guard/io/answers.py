@@ -310,11 +310,8 @@ def _make(folder: str) -> None:
 
     from senpi_guard.io import made
 
-    above = Path(folder)
-    while not above.exists() and above.parent != above:
-        above = above.parent
     try:
-        if above.stat().st_uid == os.geteuid():
+        if made.below_own(Path(folder)):
             made.record(made.make_private(Path(folder)))  # (as io/write.private_dirs)
     except OSError:
         pass

@@ -66,6 +66,17 @@ def missing_chain(folder: Path) -> list[Path]:
     return missing[::-1]
 
 
+def below_own(folder: Path) -> bool:
+    """Whether the nearest folder that exists at or above `folder` is ours: a cache is written only
+    there (as root with a user's XDG_CACHE_HOME, nothing of root's is left in the user's folders)."""
+    chain = missing_chain(folder)
+    above = chain[0].parent if chain else Path(os.path.abspath(folder))
+    try:
+        return above.stat().st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
 def make_private(folder: Path) -> list[Path]:
     """Make `folder` and its missing parents 0700 (whatever the umask); the ones made."""
     made = []

@@ -1,7 +1,8 @@
 """Answers remembered between runs, each under a key made of everything it was computed from (a
 file's device, inode, size, mtime and ctime; content hashes), so that a changed input is a miss,
-never a stale answer. Kept in senpi-guard's state dir (`memo.json`); a memo that cannot be read,
-is not senpi-guard's own, or cannot be written only costs the next run the work again."""
+never a stale answer. Kept in senpi-guard's cache dir (`memo.json`: all of it can be computed
+again, and `status` writes nowhere but there); a memo that cannot be read, is not senpi-guard's
+own, or cannot be written only costs the next run the work again."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ KEEP = 16  # entries per kind (the newest kept)
 
 
 def memo_file() -> Path:
-    return Path(platformdirs.user_state_dir(APP)) / "memo.json"
+    return Path(platformdirs.user_cache_dir(APP)) / "memo.json"
 
 
 def file_key(path: str | Path) -> str | None:
@@ -59,12 +60,20 @@ def recall(kind: str, key: str | None) -> Any:
     return table.get(key) if isinstance(table, dict) else None
 
 
+def _writable(path: Path) -> bool:
+    from senpi_guard.io import made
+
+    return made.below_own(path.parent)
+
+
 def remember(kind: str, key: str | None, value: Any) -> None:
     if key is None:
         return
     from senpi_guard.io.write import write_private
 
     path = memo_file()
+    if not _writable(path):
+        return
     data = _load(path)
     table = data.get(kind) if isinstance(data.get(kind), dict) else {}
     if table.get(key) == value:
@@ -82,6 +91,6 @@ def forget(kind: str) -> None:
 
     path = memo_file()
     data = _load(path)
-    if data.pop(kind, None) is not None:
+    if data.pop(kind, None) is not None and _writable(path):
         with contextlib.suppress(FatalError):
             write_private(path, json.dumps(data).encode())
