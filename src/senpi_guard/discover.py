@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import answers
+from senpi_guard.io import answers, made
 
 PACKAGE_NAME = "@code-yeongyu/senpi"
 SCOPED = Path("@code-yeongyu") / "senpi"
@@ -138,15 +138,38 @@ def _probe_all(max_age: float, cache: ProbeCache | None) -> dict[tuple[str, ...]
         answers[tuple(argv)] = _run(argv, max_age)
 
     threads = [threading.Thread(target=ask, args=(argv,)) for argv in pending]
+    missing = [folder for argv in pending for folder in _probe_made(argv)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if missing:  # (the folders a question made are senpi-guard's: uninstall takes them away when empty)
+        made.record((folder for folder in missing if folder.is_dir()), in_cache=True)
     if cache and pending:
         for argv in pending:
             cache.put(argv, answers[tuple(argv)])
         cache.save()
     return answers
+
+
+def _probe_made(argv: list[str]) -> list[Path]:
+    """The folders, missing now, that asking this package manager makes: npm its cache folder,
+    pnpm its global bin folder, yarn its cache's scratch folder (each with the parents it needs;
+    measured on npm 11, pnpm 12, yarn 1.22)."""
+    home, env = _home(), os.environ
+    if argv[0] == "npm":
+        named = env.get("npm_config_cache") or env.get("NPM_CONFIG_CACHE")  # (npm reads either)
+        folder = Path(named or home / ".npm")
+    elif argv[0] == "pnpm":
+        data = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
+        folder = Path(env.get("PNPM_HOME") or data / "pnpm") / "bin"
+    elif argv[0] == "yarn":
+        root_cache = "/usr/local/share/.cache" if os.geteuid() == 0 else home / ".cache"
+        folder = Path(env.get("YARN_CACHE_FOLDER") or Path(env.get("XDG_CACHE_HOME") or root_cache) / "yarn")
+        folder = folder / "v6" / ".tmp"
+    else:
+        return []
+    return made.missing_chain(folder) if shutil.which(argv[0]) else []
 
 
 # A question to a package manager leaves nothing behind: npm writes a debug log per run otherwise

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, add_path, run_cli, write_user_config
+from conftest import SHAPE_REL, add_path, run_cli, tool, write_user_config
 
 from senpi_guard.io import made
 from senpi_guard.keep import service
@@ -198,6 +198,24 @@ def test_quiet_uninstall_prints_nothing_when_everything_went(capsys, machine, mo
     code, out, err = run_cli(capsys, "uninstall", "-q")
     assert code == 0 and out == "" and err == "", out + err
     assert made_now(machine) == set()
+
+
+def test_the_folders_asking_npm_and_pnpm_made_are_taken_away(capsys, env, isolated_dirs, monkeypatch):
+    """On a machine where npm and pnpm were never used, asking them where their global folders
+    are makes npm's cache folder (~/.npm) and pnpm's global bin folder: those are senpi-guard's
+    doing, recorded from a read-only `status` too (in its cache), and uninstall takes them away
+    (measured before: both left)."""
+    add_path(monkeypatch, *{Path(tool(name)).parent for name in ("pnpm", "yarn")})
+    roots = (env / "home", isolated_dirs)
+    before = everything(*roots)
+    assert run_cli(capsys, "status")[0] == 1  # (no senpi: but the package managers were asked)
+    made_by_asking = set(everything(*roots)) - set(before)
+    npm_cache, pnpm_bin = env / "home" / ".npm", isolated_dirs / "xdg_data_home" / "pnpm" / "bin"
+    assert {str(npm_cache), str(pnpm_bin)} <= made_by_asking, sorted(made_by_asking)
+    assert not (isolated_dirs / "xdg_state_home" / "senpi-guard").exists()  # (status: the cache only)
+    code, out, err = run_cli(capsys, "uninstall")
+    assert code == 0, out + err
+    assert everything(*roots) == before
 
 
 def test_dry_run_changes_nothing_and_says_what_it_would_do(capsys, machine, monkeypatch):

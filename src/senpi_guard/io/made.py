@@ -112,16 +112,17 @@ def _inside_own(folder: Path, own: list[Path]) -> bool:
     return any(folder != top and folder.is_relative_to(top) for top in own)
 
 
-def record(folders: Iterable[Path]) -> None:
-    """Add `folders` (just made) to the record: the cache folder's own chain to the record in it,
-    the rest to the state folder's. Best effort: a record that cannot be written never fails the
-    command that made the folder (uninstall then leaves that folder, as if not ours)."""
+def record(folders: Iterable[Path], in_cache: bool = False) -> None:
+    """Add `folders` (just made) to the record: the cache folder's own chain (`in_cache`: all of
+    them, as a read-only command's) to the record in it, the rest to the state folder's. Best
+    effort: a record that cannot be written never fails the command that made the folder
+    (uninstall then leaves that folder, as if not ours)."""
     own = own_folders()
     new = [Path(os.path.abspath(f)) for f in folders]
     new = [f for f in new if not _inside_own(f, own)]
     for path, group in (
-        (cache_record_file(), [f for f in new if _for_cache(f)]),
-        (record_file(), [f for f in new if not _for_cache(f)]),
+        (cache_record_file(), [f for f in new if in_cache or _for_cache(f)]),
+        (record_file(), [f for f in new if not (in_cache or _for_cache(f))]),
     ):
         if group:
             _add(path, group, own)
