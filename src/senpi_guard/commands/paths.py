@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from typing import Any
 
@@ -97,5 +98,7 @@ def run(args) -> int:
     ):
         print(f"{key.replace('_', ' '):<19}{found[key]}")
     for folder in found["project_agent_dirs"] or ["none: `apply --here` adds one"]:
-        print(f"{'project agent dir':<19}{folder}")
+        is_gone = os.path.isabs(folder) and not os.path.isdir(folder)
+        note = "  (gone: moved or removed; `apply` forgets it)" if is_gone else ""
+        print(f"{'project agent dir':<19}{folder}{note}")
     return 0

@@ -154,12 +154,38 @@ def targets(
             found.setdefault(path, AgentTarget(path, how)).installs.append(place.install)
     served = [p.install for p in placements if p.user is not None]
     for path in store.agent_dirs():
-        if path not in found and served:
+        if path not in found and served and path.is_dir():  # (gone: see gone_projects)
             found[path] = AgentTarget(path, "remembered (apply --here)", list(served))
     for target in found.values():
         target.unsafe = unsafe_reason(patch, config, target.installs, present_of)
         target.deferred = bool(target.unsafe) and "dist" in config.layers
     return list(found.values()), errors
+
+
+def gone_projects(store: Store) -> list[Path]:
+    """The project agent dirs remembered from `apply --here` that are no longer folders (moved or
+    removed with their project): senpi uses none of them there, so nothing is written there again
+    (an apply would have made the old project's folders anew); `apply` forgets them."""
+    return [path for path in store.agent_dirs() if not path.is_dir()]
+
+
+def _forget_gone(patch: Patch, store: Store, dry_run: bool) -> list[extension.LayerOutcome]:
+    outcomes = []
+    for path in gone_projects(store):
+        if not dry_run:
+            store.remember_agent_dir(path, keep=False)
+        outcomes.append(
+            extension.LayerOutcome(
+                extension.target_path(patch, path),
+                "absent",
+                "absent",
+                True,
+                f"{'would forget' if dry_run else 'forgotten'}: the project agent dir {path} remembered from "
+                "`apply --here` is gone (moved or removed with its project); from the project's new place, "
+                "`senpi-guard apply --here` serves it there",
+            )
+        )
+    return outcomes
 
 
 def _errors(lines: list[tuple[Install, str]]) -> list[extension.LayerOutcome]:
@@ -180,7 +206,7 @@ def install_all(
     `here`, also the agent dir senpi uses from the current folder, remembered from then on. An apply
     lifts the hold a revert left on an agent dir."""
     planned, errors = targets(patch, found, config, store, present_of, here)
-    outcomes = _errors(errors)
+    outcomes = _errors(errors) + _forget_gone(patch, store, dry_run)
     for target in planned:
         if target.unsafe:
             outcomes.append(extension.refuse(patch, config, store, target.agent_dir, target.unsafe, ok=target.deferred))
