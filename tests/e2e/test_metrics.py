@@ -91,6 +91,22 @@ def sessions(tmp_path: Path, agent_dir: Path) -> Path:
     return pkg
 
 
+def test_audit_metrics_count_the_warnings_and_stderr_names_them(tmp_path, capsys, isolated_dirs):
+    """What an audit skipped is in its metrics and named on stderr (before: in neither, so a
+    dashboard showed figures from a session half of which could not be read)."""
+    pkg = sessions(tmp_path, isolated_dirs / "agent")
+    first = sorted((isolated_dirs / "agent" / "sessions").rglob("*.jsonl"))[0]
+    with first.open("a") as handle:
+        handle.write("{not json\n")
+    code, out, err = run_cli(capsys, "audit", "--all", "--root", pkg, "--json")
+    assert code == 0, err
+    skipped = sum(sum(r["warnings"].values()) for r in json.loads(out)["sessions"])
+    assert skipped >= 1
+    code, text, err = run_cli(capsys, "audit", "--all", "--root", pkg, "--format", "prometheus")
+    assert code == 0 and f"warnings in {first}: skipped" in err, err
+    assert metrics(text)["senpi_guard_audit_warnings"] == {(): skipped}
+
+
 def test_audit_metrics_sum_the_json_per_provider(tmp_path, capsys, isolated_dirs):
     pkg = sessions(tmp_path, isolated_dirs / "agent")
     code, out, err = run_cli(capsys, "audit", "--all", "--root", pkg, "--json")

@@ -173,6 +173,8 @@ def _audit_one(path: Path, server: audit.Serializer, stream: Stream | None, args
             print(f"plot written to {out}")
     if stream:
         stream.end(report)
+        if not args.json and report["warnings"]:  # (--json carries them in its document)
+            view.print_warnings(report)
 
 
 def _unexpected(exc: Exception) -> str:

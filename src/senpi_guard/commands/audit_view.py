@@ -204,7 +204,7 @@ def print_summary(report: dict[str, Any]) -> None:
         "(=? when several give those bytes; ! when none does); tokens are estimates (bytes / 4)"
     )
     if report["warnings"]:
-        _warnings(report)
+        print_warnings(report)
 
 
 def _cache(s: dict[str, Any]) -> None:
@@ -268,7 +268,8 @@ def _extremes(s: dict[str, Any]) -> None:
         _say(line)
 
 
-def _warnings(report: dict[str, Any]) -> None:
+def print_warnings(report: dict[str, Any]) -> None:
+    """What the audit of one session skipped or could not use, in one line on stderr."""
     lines = report.get("warning_lines", {})
 
     def where(what: str, n: int) -> str:

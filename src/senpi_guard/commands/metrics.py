@@ -124,6 +124,7 @@ class AuditMetrics:
     def __init__(self, args) -> None:
         self.args = args
         self.sessions = {"audited": 0, "failed": 0}
+        self.warnings = 0
         self.calls: dict[str, int] = {}
         self.bytes: dict[str, dict[str, int]] = {}
         self.tokens: dict[str, dict[str, float]] = {}
@@ -145,6 +146,7 @@ class AuditMetrics:
 
     def end(self, report: dict[str, Any]) -> None:
         self.sessions["audited"] += 1
+        self.warnings += sum(report["warnings"].values())
         for group in report["summary"]["money"]["by_model"]:
             provider = _provider(group["provider"])
             _add(self.tokens, provider, {c: t["total"] for c, t in group["tokens"].items()})
@@ -171,8 +173,14 @@ class AuditMetrics:
             calls.add(n, provider=provider)
         stamp = Family("senpi_guard_audit_timestamp_seconds", "When `senpi-guard audit` wrote these metrics.")
         stamp.add(time.time())
+        warnings = Family(
+            "senpi_guard_audit_warnings",
+            "Lines and entries the audit skipped or could not use, over the sessions audited (named on stderr).",
+        )
+        warnings.add(self.warnings)
         return [
             sessions,
+            warnings,
             calls,
             _by_config("senpi_guard_audit_prompt_bytes", "Prompt bytes the calls send, per configuration.", self.bytes),
             _by_config(
