@@ -87,6 +87,14 @@ def test_export_refuses_a_folder_that_is_not_an_earlier_export(tmp_path, capsys)
     assert run_cli(capsys, "export", empty)[0] == 0 and (empty / "package.json").is_file()
 
 
+def test_export_refuses_a_folder_senpi_would_load_unasked(tmp_path, capsys):
+    """<agent dir>/extensions/<folder>: senpi loads a package there with no settings entry, beside
+    senpi-guard's own file (measured on 2026.8.22-2: both ran, and status said "absent")."""
+    folder = tmp_path / "agent" / "extensions" / "senpi-guard-package"
+    code, _, err = run_cli(capsys, "export", folder)
+    assert code == 1 and "where senpi loads a package without `senpi install`" in err and not folder.exists()
+
+
 def test_status_apply_and_revert_treat_the_package_as_the_extension_layer(npm_install, tmp_path, capsys, isolated_dirs):
     pkg = npm_install(3)
     agent = isolated_dirs / "agent"
@@ -154,6 +162,59 @@ def test_apply_takes_its_own_file_out_where_the_package_is_listed(npm_install, t
     (row,) = [p for r in json.loads(out)["installs"] for p in r["patches"] if p["patch"] == "directive-dedupe"]
     assert row["extension"]["state"] == "package" and not row["as_wanted"]
     assert row["next"] == f"run `senpi-guard export {folder}` (renders the package anew)"
+
+
+def test_a_dry_run_beside_the_package_takes_nothing_out_and_status_flags_both_loading(
+    npm_install, tmp_path, capsys, isolated_dirs
+):
+    """senpi-guard's own file beside a listed package: senpi loads both (each call dedupes twice and
+    records two entries). status says so with the step that fixes it; `apply --dry-run` says what it
+    would take out and takes out nothing (measured before: the dry run deleted the file, and status
+    said "package", exit 0)."""
+    pkg = npm_install(3)
+    agent = isolated_dirs / "agent"
+    folder = agent / "packages-of-mine" / "senpi-guard"
+    assert export_json(capsys, folder)[0] == 0
+    listed(agent, "./packages-of-mine/senpi-guard")
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    loose = agent / "extensions" / NAME
+    loose.parent.mkdir(parents=True, exist_ok=True)
+    loose.write_bytes((folder / NAME).read_bytes())  # (copied there by hand, or by an apply before the export)
+    code, out, err = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = [p for r in json.loads(out)["installs"] for p in r["patches"] if p["patch"] == "directive-dedupe"]
+    assert code == 1 and not row["as_wanted"], out + err
+    assert row["next"] == "run `senpi-guard apply` (takes senpi-guard's own file beside the package out)"
+    code, out, err = run_cli(capsys, "apply", "--root", pkg, "--dry-run", "--json")
+    (layer,) = json.loads(out)["extension"]
+    assert code == 0 and loose.is_file(), out + err
+    assert layer["would_write"] and "would take out" in layer["detail"] and not layer["changed"]
+    code, out, err = run_cli(capsys, "apply", "--root", pkg, "--json")
+    (layer,) = json.loads(out)["extension"]
+    assert code == 0 and not loose.exists() and layer["changed"], out + err
+    assert run_cli(capsys, "status", "--root", pkg)[0] == 0
+
+
+def test_a_package_whose_files_were_edited_is_not_current_and_export_keeps_the_edits(
+    npm_install, tmp_path, capsys, isolated_dirs
+):
+    """senpi loads the package's index.js, not only the extension file beside it: one replaced by
+    hand is not the layer (measured before: status and verify said "package", exit 0, and the
+    provider got every copy). export then refuses to write over the edit instead of losing it."""
+    pkg = npm_install(3)
+    agent = isolated_dirs / "agent"
+    folder = agent / "packages-of-mine" / "senpi-guard"
+    assert export_json(capsys, folder)[0] == 0
+    listed(agent, "./packages-of-mine/senpi-guard")
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    (folder / "index.js").write_text("export default function () {}\n")
+    code, out, err = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = [p for r in json.loads(out)["installs"] for p in r["patches"] if p["patch"] == "directive-dedupe"]
+    assert code == 1 and not row["as_wanted"], out + err
+    assert "its files were edited since it was exported" in row["extension"]["detail"]
+    assert run_cli(capsys, "verify", "--root", pkg)[0] == 1
+    code, _, err = run_cli(capsys, "export", folder)
+    assert code == 1 and "were edited since it was exported" in err and len(err.strip().splitlines()) == 1
+    assert (folder / "index.js").read_text() == "export default function () {}\n"
 
 
 CHECK = textwrap.dedent("""

@@ -185,6 +185,23 @@ def test_handing_a_patched_install_to_upstream_is_left_to_apply_and_costed(npm_i
     assert row["changed"] and "keep-last" in row["detail"] and "misses the prompt cache once" in row["detail"]
 
 
+def test_a_dry_run_where_the_config_keeps_the_extension_out_takes_nothing_out(npm_install, capsys, isolated_dirs):
+    """upstream_dedupe = "defer" keeps the extension out of an agent dir whose senpi has its own
+    keep-last: apply takes it out, a dry run only says it would (measured before: the dry run
+    took it out)."""
+    pkg = npm_install(3)
+    assert apply_json(capsys, "--root", pkg)[0] == 0
+    installed = isolated_dirs / "agent" / "extensions" / PATCH.extension.file_name
+    assert installed.is_file()
+    write_user_config(isolated_dirs, '[patches.directive-dedupe]\nupstream_dedupe = "defer"\n')
+    code, doc, err = apply_json(capsys, "--root", pkg, "--dry-run")
+    (layer,) = doc["extension"]
+    assert code == 0 and installed.is_file(), err
+    assert layer["would_write"] and "would take senpi-guard's extension out" in layer["detail"]
+    code, doc, err = apply_json(capsys, "--root", pkg)
+    assert code == 0 and not installed.exists(), err
+
+
 @pytest.mark.parametrize(
     "literal",
     ['{"tags":"auto","known":5}', '{"tags":[1,2]}', "[" * 100_000 + "]" * 100_000, '{"tags":"everything"}', "not json"],

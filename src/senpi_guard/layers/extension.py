@@ -42,6 +42,7 @@ class LayerStatus:
     reshapes: str = ""  # (stale) how the config changes what sent messages look like, in words
     package: package.Found | None = None  # (package) the senpi package that is the layer here
     current: bool = True  # (package) its extension is what apply would write
+    beside: Path | None = None  # (package) senpi-guard's own file there too: senpi loads both
 
 
 @dataclass
@@ -60,7 +61,8 @@ class LayerOutcome:
     step: str = ""  # what to run when it is not as wanted ("" when nothing, or the detail says it)
     patch: str = ""
     standing: bool = False  # (the watcher) a problem left alone, reported once
-    would_write: bool = False  # (a dry run) apply would write the file
+    would_write: bool = False  # (a dry run) apply would write the file (or take one out)
+    took_out: bool = False  # senpi-guard's own file beside a package was taken out
 
     layer: ClassVar[str] = "extension"
 
@@ -77,7 +79,7 @@ class LayerOutcome:
             "ok": self.ok,
             "detail": self.detail,
             "kept": self.kept,
-            "changed": self.before != self.after,
+            "changed": self.before != self.after or self.took_out,
             "would_write": self.would_write,
             "next": self.step or None,
             "checks": report.checks_run if report else None,
@@ -106,8 +108,12 @@ def inspect(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
         return inspect_file(patch, config, agent_dir)
     detail = f"the senpi package {found.path} ({found.settings.name} lists {found.source!r})"
     if not found.current:
-        detail += f"; exported by v{found.version or '?'} or another config: run `senpi-guard export {found.path}`"
-    return LayerStatus("package", found.path, detail, package=found, current=found.current)
+        detail += f"; {found.differs}: run `senpi-guard export {found.path}`"
+    loose = inspect_file(patch, config, agent_dir)
+    beside = loose.path if loose.state in ("installed", "stale", "modified") else None
+    if beside is not None:
+        detail += f"; senpi-guard's own {beside} is there too, and senpi loads both"
+    return LayerStatus("package", found.path, detail, package=found, current=found.current, beside=beside)
 
 
 def inspect_file(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
@@ -209,7 +215,7 @@ def verify(
         if report.ok
         else f"{what} FAILED its replay: " + "; ".join(str(f) for f in report.failures[:3])
     )
-    settled = status.state == "installed" or (status.state == "package" and status.current)
+    settled = status.state == "installed" or (status.state == "package" and status.current and not status.beside)
     return LayerOutcome(status.path, status.state, status.state, report.ok and settled, detail, report)
 
 
@@ -250,7 +256,7 @@ def install(
         return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
     path = status.path
     if status.state == "package":
-        return beside_package(patch, config, store, agent_dir, status, "; nothing installed beside it")
+        return beside_package(patch, config, store, agent_dir, status, "; nothing installed beside it", dry_run=dry_run)
     if status.state == "foreign":
         return LayerOutcome(
             path,
@@ -344,37 +350,56 @@ def _remove_file(patch: Patch, config: Config, store: Store, agent_dir: Path) ->
 
 
 def beside_package(
-    patch: Patch, config: Config, store: Store, agent_dir: Path, status: LayerStatus, what: str, ok: bool | None = None
+    patch: Patch,
+    config: Config,
+    store: Store,
+    agent_dir: Path,
+    status: LayerStatus,
+    what: str,
+    ok: bool | None = None,
+    dry_run: bool = False,
 ) -> LayerOutcome:
     """The package is the extension layer of this agent dir: senpi-guard's own file beside it is
-    taken out (both would run the dedupe on every call). `ok` None: as wanted when it is current."""
+    taken out (both would run the dedupe on every call; a dry run says so). `ok` None: as wanted
+    when it is current."""
+    step = "" if status.current else f"run `senpi-guard export {status.path}` (renders the package anew)"
+    ok = status.current if ok is None else ok
+    if dry_run:
+        note = f"; dry run: would take out senpi-guard's own {status.beside.name} beside it" if status.beside else ""
+        detail = f"{status.detail}{what}{note}"
+        return LayerOutcome(status.path, "package", "package", ok, detail, step=step, would_write=bool(status.beside))
     removed = _remove_file(patch, config, store, agent_dir)
     if not removed.ok:
         return removed
     note = "" if removed.before == "absent" else f"; senpi-guard's own {removed.path.name} beside it was taken out"
-    step = "" if status.current else f"run `senpi-guard export {status.path}` (renders the package anew)"
     return LayerOutcome(
         status.path,
         "package",
         "package",
-        status.current if ok is None else ok,
+        ok,
         f"{status.detail}{what}{note}",
         kept=removed.kept,
         step=step,
+        took_out=removed.before != "absent",
     )
 
 
-def refuse(patch: Patch, config: Config, store: Store, agent_dir: Path, reason: str, ok: bool = False) -> LayerOutcome:
+def refuse(
+    patch: Patch, config: Config, store: Store, agent_dir: Path, reason: str, ok: bool = False, dry_run: bool = False
+) -> LayerOutcome:
     """The extension must not be in this agent dir: not installed, and ours taken away if it is
-    there. `ok`: the config asked for that (nothing failed)."""
+    there (a dry run says it would be). `ok`: the config asked for that (nothing failed)."""
     try:
         status = inspect(patch, config, agent_dir)
     except FatalError as exc:
         return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
     if status.state == "package":
-        return beside_package(patch, config, store, agent_dir, status, f"; {reason}", ok=ok)
+        return beside_package(patch, config, store, agent_dir, status, f"; {reason}", ok=ok, dry_run=dry_run)
     if status.state not in ("installed", "stale", "modified"):
         return LayerOutcome(status.path, status.state, status.state, ok, reason)
+    if dry_run:
+        detail = f"{reason}; dry run: would take senpi-guard's extension out of it"
+        return LayerOutcome(status.path, status.state, status.state, ok, detail, would_write=True)
     removed = remove(patch, config, store, agent_dir)
     detail = f"{reason}; senpi-guard's extension was taken out of it" if removed.ok else removed.detail
     return LayerOutcome(status.path, status.state, removed.after, ok and removed.ok, detail, kept=removed.kept)

@@ -209,7 +209,10 @@ def install_all(
     outcomes = _errors(errors) + _forget_gone(patch, store, dry_run)
     for target in planned:
         if target.unsafe:
-            outcomes.append(extension.refuse(patch, config, store, target.agent_dir, target.unsafe, ok=target.deferred))
+            refused = extension.refuse(
+                patch, config, store, target.agent_dir, target.unsafe, ok=target.deferred, dry_run=dry_run
+            )
+            outcomes.append(refused)
             continue
         if not dry_run:
             store.clear_hold(target.agent_dir)
@@ -256,9 +259,12 @@ def _inspected(patch: Patch, config: Config, store: Store, target: AgentTarget) 
     except FatalError as exc:
         path = extension.target_path(patch, target.agent_dir)
         return extension.LayerOutcome(path, "error", "error", False, str(exc), installs=list(target.installs))
-    outcome = extension.LayerOutcome(status.path, status.state, status.state, status.current, status.detail)
+    settled = status.current and status.beside is None
+    outcome = extension.LayerOutcome(status.path, status.state, status.state, settled, status.detail)
     if not status.current:
         outcome.step = f"run `senpi-guard export {status.path}` (renders the package anew)"
+    elif status.beside is not None:
+        outcome.step = "run `senpi-guard apply` (takes senpi-guard's own file beside the package out)"
     outcome = judged(outcome, target)
     out = extension_reprove.shown(store, patch, target.agent_dir) if status.state == "absent" else None
     if out is not None and not target.unsafe:  # (the watcher's failed re-proof: its problem and next step)

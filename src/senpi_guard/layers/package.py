@@ -40,7 +40,8 @@ class Found:
     source: str  # the entry as it stands in settings.json (what `senpi remove` takes)
     settings: Path
     version: int | None  # the patch version it was exported with (None: unknown)
-    current: bool  # its extension file is what apply would write now
+    current: bool  # its files are what export writes now (the extension as apply would write it)
+    differs: str = ""  # (not current) how it differs, in words
 
 
 def files(patch: Patch, config: Config) -> dict[str, bytes]:
@@ -91,10 +92,15 @@ def _ours(folder: Path) -> dict[str, Any] | None:
     return mark if isinstance(mark, dict) and isinstance(mark.get("patch"), str) else None
 
 
-def _refusal(patch: Patch, dest: Path, names: set[str]) -> str:
+def _refusal(patch: Patch, dest: Path, rendered: dict[str, bytes]) -> str:
     """Why `dest` may not be exported into ("" when it may: absent, empty, or an earlier export)."""
     if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
         return f"{dest} is not a folder; name a new or empty folder, or an earlier export"
+    if dest.parent.name == "extensions":
+        return (
+            f"{dest} is in an extensions folder, where senpi loads a package without `senpi install` (and "
+            "beside senpi-guard's own file there: both would run); name a folder outside it"
+        )
     if not dest.exists():
         return ""
     present = {p.name for p in dest.iterdir()}
@@ -103,9 +109,12 @@ def _refusal(patch: Patch, dest: Path, names: set[str]) -> str:
     mark = _ours(dest)
     if mark is None or mark["patch"] != patch.name:
         return f"{dest} is not empty and not an earlier `senpi-guard export`; name a new or empty folder"
-    extra = sorted(present - names)
+    extra = sorted(present - set(rendered))
     if extra:
         return f"{dest} is an earlier export but also holds {extra[0]}, which export does not write; move it away"
+    same_export = all(mark.get(k) == v for k, v in json.loads(rendered[MANIFEST])[KEY].items())
+    if same_export and not all(_same(dest / name, data) for name, data in rendered.items()):
+        return f"{dest}'s files were edited since it was exported; move your edits away (or the folder), then retry"
     return ""
 
 
@@ -114,7 +123,7 @@ def export(patch: Patch, config: Config, dest: Path) -> tuple[Path, bool]:
     temp folder beside it, renamed into place. Returns the folder and whether anything changed."""
     dest = Path(os.path.abspath(dest))
     rendered = files(patch, config)
-    refusal = _refusal(patch, dest, set(rendered))
+    refusal = _refusal(patch, dest, rendered)
     if refusal:
         raise FatalError(refusal)
     same = dest.is_dir() and {p.name for p in dest.iterdir()} == set(rendered)
@@ -220,20 +229,35 @@ def package_in(patch: Patch, config: Config, agent_dir: Path) -> Found | None:
     if listed is None or patch.extension is None:
         return None
     settings, packages = listed
-    wanted = patch.render_extension(config).encode()
     for entry in packages:
         source = entry if isinstance(entry, str) else entry.get("source") if isinstance(entry, dict) else None
         folder = _folder_of(source, agent_dir) if isinstance(source, str) and source.strip() else None
         if folder is None:
             continue
-        file = folder if folder.is_file() else folder / patch.extension.file_name
         mark = _ours(folder) if folder.is_dir() else _file_mark(folder, patch)
         if mark is None or mark.get("patch") != patch.name:
             continue
         version = mark.get("version")
-        current = _same(file, wanted)
-        return Found(folder, source, settings, version if isinstance(version, int) else None, current)
+        if folder.is_dir():  # (every file senpi loads from it: the manifest, the check, the extension)
+            current = all(_same(folder / name, data) for name, data in files(patch, config).items())
+        else:
+            current = _same(folder, patch.render_extension(config).encode())
+        differs = "" if current else difference(patch, config, mark)
+        return Found(folder, source, settings, version if isinstance(version, int) else None, current, differs)
     return None
+
+
+def difference(patch: Patch, config: Config, mark: dict[str, Any]) -> str:
+    """Why a package of ours is not what export writes now, from what its manifest says of it."""
+    if mark.get("version") != patch.version:
+        return f"exported by {patch.name} v{mark.get('version') or '?'} (this senpi-guard renders v{patch.version})"
+    if mark.get("config-sha256", patch.config_digest(config, extension=True)) != patch.config_digest(
+        config, extension=True
+    ):
+        return "exported with another config"
+    if mark.get("exported-by", __version__) != __version__:
+        return f"exported by senpi-guard {mark.get('exported-by')}"
+    return "its files were edited since it was exported"
 
 
 def _file_mark(path: Path, patch: Patch) -> dict[str, Any] | None:
