@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -102,7 +103,7 @@ class ProbeCache:
         self.changed = True
 
     def save(self) -> None:
-        if self.changed:
+        if self.changed and made.below_own(self.path.parent):  # (as io/memo: only below a folder of ours)
             from senpi_guard.io.write import write_private
 
             # a cache that cannot be written only costs the next run a probe
@@ -152,28 +153,26 @@ def _probe_all(max_age: float, cache: ProbeCache | None) -> dict[tuple[str, ...]
     return answers
 
 
-def _probe_made(argv: list[str]) -> list[Path]:
-    """The folders, missing now, that asking this package manager makes: npm its cache folder,
-    pnpm its global bin folder, yarn its cache's scratch folder (each with the parents it needs;
-    measured on npm 11, pnpm 12, yarn 1.22)."""
+def _pnpm_bin() -> Path:
+    """pnpm's global bin folder, which asking pnpm makes when it is missing (measured on pnpm 12)."""
     home, env = _home(), os.environ
-    if argv[0] == "npm":
-        named = env.get("npm_config_cache") or env.get("NPM_CONFIG_CACHE")  # (npm reads either)
-        folder = Path(named or home / ".npm")
-    elif argv[0] == "pnpm":
-        data = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
-        folder = Path(env.get("PNPM_HOME") or data / "pnpm") / "bin"
-    elif argv[0] == "yarn":
-        root_cache = "/usr/local/share/.cache" if os.geteuid() == 0 else home / ".cache"
-        folder = Path(env.get("YARN_CACHE_FOLDER") or Path(env.get("XDG_CACHE_HOME") or root_cache) / "yarn")
-        folder = folder / "v6" / ".tmp"
-    else:
+    data = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
+    return Path(env.get("PNPM_HOME") or data / "pnpm") / "bin"
+
+
+def _probe_made(argv: list[str]) -> list[Path]:
+    """The folders, missing now, that asking this package manager makes in the user's folders:
+    pnpm's global bin folder and the parents it needs (npm's and yarn's caches go to a scratch
+    folder of the question's own: `_ask`)."""
+    if argv[0] != "pnpm" or not shutil.which("pnpm"):
         return []
-    return made.missing_chain(folder) if shutil.which(argv[0]) else []
+    return made.missing_chain(_pnpm_bin())
 
 
 # A question to a package manager leaves nothing behind: npm writes a debug log per run otherwise
-# (~/.npm/_logs), and checks for its own updates.
+# (~/.npm/_logs), and checks for its own updates; npm and yarn make their cache folder (~/.npm, one
+# named in ~/.npmrc, yarn's v6/.tmp), so theirs is a scratch folder, removed after the answer (the
+# global folder they name does not depend on it).
 QUIET_PROBES = {"npm_config_logs_max": "0", "npm_config_update_notifier": "false"}
 
 
@@ -181,10 +180,21 @@ def quiet_env() -> dict[str, str]:
     return {**os.environ, **QUIET_PROBES}
 
 
+def _refused_probe(argv: list[str]) -> bool:
+    """Asking pnpm would make its missing bin folder where the folder above is not ours (root
+    with a user's HOME): not asked, and no global install can be there (pnpm makes that folder
+    on its first global install)."""
+    chain = _probe_made(argv)
+    return bool(chain) and not made.below_own(chain[0])
+
+
 def _ask(argv: list[str]) -> str | None:
     exe = shutil.which(argv[0])
-    if exe is None:
+    if exe is None or _refused_probe(argv):
         return None
+    scratch = tempfile.mkdtemp(prefix="senpi-guard-probe-")
+    env = {**quiet_env(), "npm_config_cache": scratch, "YARN_CACHE_FOLDER": scratch}
+    env.pop("NPM_CONFIG_CACHE", None)
     try:
         # from HOME: a .npmrc/.yarnrc where the user stands must not point discovery elsewhere
         result = subprocess.run(
@@ -195,10 +205,12 @@ def _ask(argv: list[str]) -> str | None:
             check=False,
             stdin=subprocess.DEVNULL,
             cwd=_probe_dir(),
-            env=quiet_env(),
+            env=env,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     out = result.stdout.strip().splitlines()
     return out[-1].strip() if result.returncode == 0 and out else None
 

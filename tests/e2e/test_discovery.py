@@ -60,7 +60,7 @@ def test_nothing_installed_revert_and_uninstall_still_take_the_extension_out(env
     installed = isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
     assert installed.is_file()
     code, _, err = run_cli(capsys, "status")
-    assert code == 1 and f"installed at {installed} (`senpi-guard revert` takes it out)" in err, err
+    assert code == 1 and f"installed at {installed} (`senpi-guard revert` takes senpi-guard's own file out)" in err, err
     code, _, err = run_cli(capsys, "revert", "--root", pkg)  # (a named install that is gone: refused)
     assert code == 1 and installed.is_file(), err
     code, out, err = run_cli(capsys, "revert")

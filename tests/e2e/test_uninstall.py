@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -201,21 +202,81 @@ def test_quiet_uninstall_prints_nothing_when_everything_went(capsys, machine, mo
 
 
 def test_the_folders_asking_npm_and_pnpm_made_are_taken_away(capsys, env, isolated_dirs, monkeypatch):
-    """On a machine where npm and pnpm were never used, asking them where their global folders
-    are makes npm's cache folder (~/.npm) and pnpm's global bin folder: those are senpi-guard's
-    doing, recorded from a read-only `status` too (in its cache), and uninstall takes them away
-    (measured before: both left)."""
+    """On a machine where pnpm was never used, asking it where its global folder is makes its
+    global bin folder: senpi-guard's doing, recorded from a read-only `status` too (in its cache),
+    and uninstall takes it away (measured before: left, as was npm's ~/.npm, now never made)."""
     add_path(monkeypatch, *{Path(tool(name)).parent for name in ("pnpm", "yarn")})
     roots = (env / "home", isolated_dirs)
     before = everything(*roots)
     assert run_cli(capsys, "status")[0] == 1  # (no senpi: but the package managers were asked)
     made_by_asking = set(everything(*roots)) - set(before)
     npm_cache, pnpm_bin = env / "home" / ".npm", isolated_dirs / "xdg_data_home" / "pnpm" / "bin"
-    assert {str(npm_cache), str(pnpm_bin)} <= made_by_asking, sorted(made_by_asking)
+    assert str(pnpm_bin) in made_by_asking and not npm_cache.exists(), sorted(made_by_asking)  # (npm: a scratch cache)
     assert not (isolated_dirs / "xdg_state_home" / "senpi-guard").exists()  # (status: the cache only)
     code, out, err = run_cli(capsys, "uninstall")
     assert code == 0, out + err
     assert everything(*roots) == before
+
+
+def test_a_written_agent_dir_that_is_no_longer_a_folder_blocks_nothing(capsys, machine, monkeypatch):
+    """An agent dir an apply wrote to is now a file of the user's: nothing of senpi-guard's can be
+    there, so revert and uninstall go on and forget it (found by a hostile pass: revert failed and
+    uninstall was refused for good, "move it aside")."""
+    set_up(capsys, machine, monkeypatch)
+    other = machine["project"].parents[1] / "other-agent"
+    monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(other))
+    assert run_cli(capsys, "apply")[0] == 0
+    monkeypatch.delenv("SENPI_CODING_AGENT_DIR")
+    shutil.rmtree(other)
+    other.write_text("the user's own file, nothing to do with senpi\n")
+    code, out, err = run_cli(capsys, "revert")
+    assert code == 0 and str(other) not in out, out + err
+    code, out, err = run_cli(capsys, "uninstall")
+    assert code == 0, out + err
+    assert other.read_text() == "the user's own file, nothing to do with senpi\n"
+
+
+def test_revert_and_uninstall_take_out_the_file_a_moved_project_took_along(capsys, machine, monkeypatch):
+    """`apply --here`, then the project is moved (its extension file with it, still loaded by
+    senpi there): apply forgets the old place and says the file went along; uninstall run from the
+    new place takes it out (found by a hostile pass: left there, "uninstalled from this machine")."""
+    set_up(capsys, machine, monkeypatch)
+    moved = machine["project"].with_name("proj-renamed")
+    machine["project"].rename(moved)
+    monkeypatch.chdir(moved.parent)
+    code, out, _ = run_cli(capsys, "apply")
+    assert code == 0 and "and the extension file in it with it" in out, out
+    monkeypatch.chdir(moved)
+    code, out, err = run_cli(capsys, "uninstall")
+    assert code == 0, out + err
+    assert not (moved / ".senpi" / "agent" / "extensions" / NAME).exists(), out
+
+
+def test_asking_npm_makes_no_cache_folder_even_one_named_in_npmrc(capsys, env, isolated_dirs):
+    """npm and yarn are asked with a scratch cache folder of the question's own: ~/.npm, or the
+    cache an ~/.npmrc names, is not made (found by a hostile pass: made by status, left by
+    uninstall, since only ~/.npm was guessed)."""
+    cache = env / "npm-cache-from-npmrc"
+    (env / "home" / ".npmrc").write_text(f"cache={cache}\n")
+    before = everything(env / "home")
+    assert run_cli(capsys, "status")[0] == 1
+    assert not cache.exists() and everything(env / "home") == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root's hands-off rule")
+def test_uninstall_as_root_removes_no_folder_from_one_without_write_bits(capsys, machine, monkeypatch):
+    """~/.senpi/agent made 0555 by its owner ("hands off", respected even as root): the folders
+    senpi-guard made in it stay, said even with -q (found by a hostile pass: both removed)."""
+    set_up(capsys, machine, monkeypatch)
+    agent = machine["project"].parents[1] / ".senpi" / "agent"
+    agent.chmod(0o555)
+    try:
+        code, out, err = run_cli(capsys, "uninstall", "-q")
+        assert agent.is_dir() and (agent / "extensions").is_dir(), out + err
+    finally:
+        agent.chmod(0o755)
+    assert code == 0 and f"left      {agent / 'extensions'} ({agent} has no write bits" in out, out
+    assert not (agent / "extensions" / NAME).exists()
 
 
 def test_dry_run_changes_nothing_and_says_what_it_would_do(capsys, machine, monkeypatch):

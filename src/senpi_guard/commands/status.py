@@ -227,15 +227,16 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
 def _extension_alone(flow) -> str:
     """With no senpi found: whether an extension is still installed in the default agent dir or one
     it was written to (it works for any senpi that starts with that agent dir; revert takes it out)."""
-    there = []
+    there, ours = [], False
     places = dict.fromkeys([agentdir.default_agent_dir(), *pipeline.extension_written(flow.store)])
     for name, agent_dirs in flow.agent_dirs.items():
         for place in places:
             layer = agent_dirs.status_at(place)
-            if layer.state != "absent":
+            if layer.state in ("installed", "stale", "modified", "package"):  # (not an error, not absent)
                 there.append(f"{name}'s is {layer.state} at {layer.path}")
-    if there:
-        there[-1] += " (`senpi-guard revert` takes it out)"
+                ours = ours or layer.state != "package"  # (a package is the user's: `senpi remove`)
+    if ours:
+        there[-1] += " (`senpi-guard revert` takes senpi-guard's own file out)"
     return f"; the extension layer: {', '.join(there)}" if there else ""
 
 

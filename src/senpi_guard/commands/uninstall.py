@@ -23,7 +23,7 @@ from senpi_guard.commands import common
 from senpi_guard.commands import daemon as daemon_cmd
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
-from senpi_guard.io import made
+from senpi_guard.io import made, write
 from senpi_guard.io.store import Store
 from senpi_guard.keep import service
 from senpi_guard.layers import pipeline
@@ -172,6 +172,11 @@ def _remove_empty(folders: list[Path], removed: list[str], left: list[str]) -> N
     for folder in folders:
         if folder.is_symlink() or not folder.is_dir():
             continue
+        parent = folder.parent
+        with contextlib.suppress(OSError):
+            if write.hands_off(parent.stat().st_mode):  # (its owner's "hands off", respected even as root)
+                left.append(f"{folder} ({parent} has no write bits: chmod u+w {parent}, then remove it)")
+                continue
         try:
             folder.rmdir()
         except OSError as exc:
@@ -259,7 +264,10 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
             doc |= {"would_remove": [w for w in would if w], "would_remove_if_empty": [str(p) for p in plan["made"]]}
         print(json.dumps(doc, indent=2))
         return
-    if ui.quiet() and not dry_run:  # (-q: only what failed, and nothing did)
+    if ui.quiet() and not dry_run:  # (-q: only what failed: a folder left for a reason other than its files)
+        for line in left:
+            if "(not empty:" not in line:
+                print(f"left      {line}")
         return
     for row in acted:
         what = row["where"] if row["layer"] == "dist" else f"extension {row['where']}"

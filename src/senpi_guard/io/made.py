@@ -129,6 +129,8 @@ def record(folders: Iterable[Path], in_cache: bool = False) -> None:
 
 
 def _add(path: Path, new: list[Path], own: list[Path]) -> None:
+    if not below_own(path.parent):  # (root with a user's HOME: nothing of root's made in their folders)
+        return
     with contextlib.suppress(OSError):
         made_now = make_private(path.parent)
         known = [str(p) for p in _read(path)]

@@ -176,6 +176,15 @@ def refused_in(folder: Path) -> bool:
         return True
 
 
+def refusal_text(folder: Path) -> str:
+    """Why a write in this folder is refused, and what the user can do (for `refused_in`)."""
+    with contextlib.suppress(OSError):
+        mode = folder.stat().st_mode
+        if hands_off(mode):
+            return f"{folder} has no write bits (mode {stat.S_IMODE(mode):04o}): chmod u+w {folder}, then retry"
+    return f"{folder} is not writable by you: run uninstall as its owner"
+
+
 def _same_folder(snapshot: Snapshot, dir_fd: int) -> None:
     st = os.fstat(dir_fd)
     if (st.st_dev, st.st_ino) != snapshot.dir_id:

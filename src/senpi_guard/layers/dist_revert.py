@@ -147,7 +147,7 @@ def plan(reconciler: Reconciler, install: Install) -> dict:
                 f"(npm install -g {install_spec(install)}) or put the file back, then retry"
             )
         elif tf in ours and write.refused_in(tf.path.parent):
-            blockers.append(f"{where}: {tf.path} is not writable by you: run uninstall as its owner")
+            blockers.append(f"{where}: {write.refusal_text(tf.path.parent)}")
     if not blockers and ours:
         try:
             _revert_plans(reconciler, insp, from_edit=False)

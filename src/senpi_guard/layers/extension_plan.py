@@ -19,7 +19,6 @@ from senpi_guard.core import agentdir
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
-from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import extension, extension_reprove
@@ -181,14 +180,15 @@ def _forget_gone(patch: Patch, store: Store, dry_run: bool) -> list[extension.La
                 "absent",
                 True,
                 f"{'would forget' if dry_run else 'forgotten'}: the project agent dir {path} remembered from "
-                "`apply --here` is gone (moved or removed with its project); from the project's new place, "
-                "`senpi-guard apply --here` serves it there",
+                "`apply --here` is gone (moved or removed with its project, and the extension file in it with it); "
+                "from the project's new place, `senpi-guard apply --here` keeps it again, `senpi-guard revert` "
+                "takes it out",
             )
         )
     return outcomes
 
 
-def _errors(lines: list[tuple[Install, str]]) -> list[extension.LayerOutcome]:
+def errors_of(lines: list[tuple[Install, str]]) -> list[extension.LayerOutcome]:
     return [extension.LayerOutcome(Path("-"), "error", "error", False, line, installs=[i]) for i, line in lines]
 
 
@@ -206,7 +206,7 @@ def install_all(
     `here`, also the agent dir senpi uses from the current folder, remembered from then on. An apply
     lifts the hold a revert left on an agent dir."""
     planned, errors = targets(patch, found, config, store, present_of, here)
-    outcomes = _errors(errors) + _forget_gone(patch, store, dry_run)
+    outcomes = errors_of(errors) + _forget_gone(patch, store, dry_run)
     for target in planned:
         if target.unsafe:
             refused = extension.refuse(
@@ -278,7 +278,7 @@ def inspect_all(
     """status's extension layer: what is in each agent dir the installs use, judged as verify judges
     it, without a replay (read-only)."""
     planned, errors = targets(patch, found, config, store, present_of)
-    return _errors(errors) + [_inspected(patch, config, store, target) for target in planned]
+    return errors_of(errors) + [_inspected(patch, config, store, target) for target in planned]
 
 
 def verify_all(
@@ -295,7 +295,7 @@ def verify_all(
     it is installed as rendered and the replay passes); where the config keeps it out, judged as
     status judges it (no replay)."""
     planned, errors = targets(patch, found, config, store, present_of)
-    outcomes = _errors(errors)
+    outcomes = errors_of(errors)
     for target in planned:
         if target.unsafe:
             outcomes.append(_inspected(patch, config, store, target))
@@ -305,101 +305,3 @@ def verify_all(
         )
         outcomes.append(judged(outcome, target))
     return outcomes
-
-
-WRITTEN_HOW = "written to by an earlier apply"
-
-
-def _removal_targets(
-    patch: Patch, config: Config, store: Store, found: list[Install], everywhere: bool
-) -> tuple[list[AgentTarget], list[tuple[Install, str]]]:
-    """The agent dirs revert takes the extension out of: the installs' and the remembered ones;
-    `everywhere` (every install is reverted), also each one an extension file was written to that
-    no install found now uses (an agent-dir variable that apply alone had, a senpi removed since)."""
-    planned, errors = targets(patch, found, config, store, lambda _install: set())
-    if everywhere:
-        known = {target.agent_dir for target in planned}
-        planned += [AgentTarget(p, WRITTEN_HOW) for p in store.agent_dirs(extension.WRITTEN) if p not in known]
-    return planned, errors
-
-
-def _still_served(patch: Patch, config: Config, store: Store, target: AgentTarget, users: list[Install]):
-    """A revert of some installs (--root) leaves the extension in an agent dir that an install it
-    does not revert uses too: the file is that agent dir's, shared (taken out, it would leave that
-    install without its layer, unasked)."""
-    try:
-        status = extension.inspect(patch, config, target.agent_dir)
-    except FatalError as exc:
-        return extension.LayerOutcome(extension.target_path(patch, target.agent_dir), "error", "error", False, str(exc))
-    who = ", ".join(f"senpi {i.version} at {i.package_dir}" for i in users[:2]) + (" and more" if users[2:] else "")
-    detail = (
-        f"kept: {who} uses this agent dir too, and this revert leaves it as it is; "
-        "`senpi-guard revert` without --root takes the extension out of every agent dir"
-    )
-    if status.state == "absent":
-        detail = "not installed"
-    return extension.LayerOutcome(status.path, status.state, status.state, True, detail)
-
-
-def remove_all(
-    patch: Patch,
-    config: Config,
-    store: Store,
-    found: list[Install],
-    everywhere: bool = True,
-    others: Iterable[Install] = (),
-) -> list[extension.LayerOutcome]:
-    """revert's extension layer: out of every agent dir it may be in (the installs', remembered ones;
-    `everywhere`, every one it was written to), and held there: the watcher leaves a held agent dir
-    alone until `apply`. An agent dir that one of `others` (installs this revert leaves alone) uses
-    keeps it."""
-    planned, errors = _removal_targets(patch, config, store, found, everywhere)
-    shared, _ = targets(patch, others, config, store, lambda _install: set())
-    users = {target.agent_dir: target.installs for target in shared if target.installs}
-    outcomes = _errors(errors)
-    for target in planned:
-        if target.agent_dir in users:
-            outcomes.append(_still_served(patch, config, store, target, users[target.agent_dir]))
-            continue
-        outcome = extension.remove(patch, config, store, target.agent_dir)
-        if outcome.ok and outcome.after in ("absent", "foreign"):  # (none of ours is left there)
-            extension.remember_written(store, target.agent_dir, keep=False)
-        if outcome.ok and target.how == WRITTEN_HOW and outcome.before == "absent":
-            continue  # (taken out since by hand, or the folder is gone: nothing to say)
-        if outcome.ok:
-            store.set_hold(target.agent_dir, "extension removed by `senpi-guard revert`")
-        if outcome.ok and target.how.startswith("remembered"):
-            store.remember_agent_dir(target.agent_dir, keep=False)
-        outcomes.append(outcome)
-    return outcomes
-
-
-def removal(patch: Patch, config: Config, store: Store, found: list[Install]) -> list[dict]:
-    """What revert's extension layer would take out of each agent dir (every one: uninstall reverts
-    everything), and what stops it from doing so without keeping a file aside (`uninstall` refuses
-    while anything does); reads only."""
-    planned, errors = _removal_targets(patch, config, store, found, everywhere=True)
-    rows = [
-        {"layer": "extension", "patch": patch.name, "where": "-", "state": "error", "blockers": [line]}
-        for _i, line in errors
-    ]
-    for target in planned:
-        row = {"layer": "extension", "patch": patch.name, "where": str(extension.target_path(patch, target.agent_dir))}
-        try:
-            status = extension.inspect(patch, config, target.agent_dir)
-        except FatalError as exc:
-            rows.append({**row, "state": "error", "blockers": [str(exc)]})
-            continue
-        if target.how == WRITTEN_HOW and status.state == "absent":
-            continue
-        blockers = []
-        if status.state == "modified":
-            blockers.append(
-                f"{status.path} was edited since senpi-guard wrote it (revert would keep it in senpi-guard's "
-                "data folder, which uninstall removes): move it out of that folder, then retry"
-            )
-        elif status.state in OURS and write.refused_in(status.path.parent):
-            blockers.append(f"{status.path.parent} is not writable by you: run uninstall as its owner")
-        row |= {"state": status.state, "agent_dir": str(target.agent_dir), "found": str(status.path)}
-        rows.append({**row, "blockers": blockers})
-    return rows

@@ -15,7 +15,6 @@ vocabulary, core.patch.classify.State), `ok`, `detail` and `report`."""
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -30,18 +29,20 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import dist_revert, extension, extension_keep, extension_plan, extension_reprove
+from senpi_guard.layers import extension_removal as removal
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.extension_keep import Keeping
 from senpi_guard.layers.findings import Inspection, Outcome
 from senpi_guard.layers.house import House
 from senpi_guard.layers.package import export as export_package  # noqa: F401 (commands reach it here)
+from senpi_guard.layers.verdicts import Result, concerns, next_step, refusal_step  # noqa: F401 (as export_package)
 from senpi_guard.prove import owners
 from senpi_guard.prove import verify as verify_mod
 
-# One result type for both layers: each carries `layer` ("dist", "extension"), `patch`, `before`,
-# `after` (core.patch.classify.State, the one vocabulary), `ok`, `detail` and `report`.
-Result = Outcome | LayerOutcome
+# One result type for both layers (layers/verdicts.Result): each carries `layer` ("dist",
+# "extension"), `patch`, `before`, `after` (core.patch.classify.State, the one vocabulary), `ok`,
+# `detail` and `report`.
 placement = extension_plan.placement  # (which agent dirs an install uses: status and audit show it)
 # the watcher's re-proof of an installed extension, handed over by the extension layer's `keep`
 Reproof = extension_reprove.Reproof
@@ -270,7 +271,7 @@ class AgentDirLayer:
         )
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
-        removed = extension_plan.remove_all(self.patch, self.config, self.store, installs, run.everywhere, run.others)
+        removed = removal.remove_all(self.patch, self.config, self.store, installs, run.everywhere, run.others)
         return self._ours(removed)
 
     def check(self, installs: list[Install], run: Run) -> list[Result]:
@@ -309,35 +310,9 @@ class AgentDirLayer:
         )
 
 
-REFUSAL_FIX = re.compile(r"\((chmod go-w [^)]+)\)")
-
-
 def extension_written(store: Store) -> list[Path]:
     """Every agent dir the records say an extension file was written to (revert takes it out of each)."""
     return store.agent_dirs(extension.WRITTEN)
-
-
-def refusal_step(message: str | None) -> str | None:
-    """The fix a replay refusal names (`chmod go-w …`), as the next step: apply alone would only
-    be refused the same way."""
-    found = REFUSAL_FIX.search(message or "")
-    return f"{found[1]}, then senpi-guard apply" if found else None
-
-
-def next_step(result: Result) -> str | None:
-    """What to run when a layer is not as wanted (status and verify say the same), else None."""
-    if result.ok:
-        return None
-    if fix := refusal_step(getattr(result, "detail", None)):
-        return fix
-    if result.layer == "dist":
-        return ui.NEXT_STEPS.get(result.after) if result.after not in SETTLED else None
-    return result.step or None
-
-
-def concerns(result: Result, install: Install) -> bool:
-    """Whether a result is about this install (an extension's: an agent dir it uses)."""
-    return result.install == install if result.layer == "dist" else install in result.installs
 
 
 @dataclass
@@ -373,7 +348,7 @@ class Pipeline:
             if isinstance(layer, DistLayer):
                 rows += [dist_revert.plan(layer.reconciler, install) for install in installs]
             elif isinstance(layer, AgentDirLayer):
-                rows += extension_plan.removal(layer.patch, layer.config, layer.store, installs)
+                rows += removal.removal(layer.patch, layer.config, layer.store, installs)
         return rows
 
     def split(self) -> tuple[list[Outcome], list[LayerOutcome]]:
