@@ -119,3 +119,26 @@ def test_on_the_claude_provider_without_the_dist_layer_it_stands_aside(full_senp
     errors = [fixed.prompt(*texts, model=CLAUDE, plugins=("directive_prepend.js",)).stderr for texts in PROMPTS[:1]]
     assert OFF not in errors[0]
     assert any(MARKER in t for t in claude_texts(fixed))
+
+
+def test_a_package_switched_off_in_its_settings_entry_is_not_the_layer(full_senpi, package, tmp_path):
+    """`senpi config`, unticking the package's item, writes `"extensions": ["-index.js"]` into its
+    settings entry (dist/modes/interactive/components/config-selector.js): senpi then loads none of
+    it, and status says so with the step, where it said "package", exit 0 (a hostile pass)."""
+    who = user(full_senpi, tmp_path / "off")
+    senpi(who, "install", str(package))
+    settings = who.agent_dir / "settings.json"
+    data = json.loads(settings.read_text())
+    (source,) = data["packages"]
+    data["packages"] = [{"source": source, "extensions": ["-index.js"]}]
+    settings.write_text(json.dumps(data, indent=2))
+    who.prompt("ulw one", "ulw two", plugins=("directive_prepend.js",))
+    assert not [t for m in who.recorded_calls()[-1]["messages"] for t in m["texts"] if MARKER in t]
+    env = {"SENPI_CODING_AGENT_DIR": str(who.agent_dir), "HOME": str(who.home)}
+    assert senpi_guard("apply", "--root", full_senpi.package_dir, env=env).returncode == 1
+    status = senpi_guard("status", "--root", full_senpi.package_dir, "--json", env=env)
+    (row,) = json.loads(status.stdout)["installs"]
+    (sub,) = [p for p in row["patches"] if p["patch"] == "directive-dedupe"]
+    assert status.returncode == 1 and not sub["as_wanted"], status.stdout
+    assert sub["next"] == "turn the package's extension back on in `senpi config`"
+    assert "switches its index.js off" in sub["extension"]["detail"]

@@ -42,6 +42,7 @@ class Found:
     version: int | None  # the patch version it was exported with (None: unknown)
     current: bool  # its files are what export writes now (the extension as apply would write it)
     differs: str = ""  # (not current) how it differs, in words
+    off: str = ""  # why senpi loads nothing of it: its settings entry filters index.js out ("" when it loads)
 
 
 def files(patch: Patch, config: Config) -> dict[str, bytes]:
@@ -243,8 +244,78 @@ def package_in(patch: Patch, config: Config, agent_dir: Path) -> Found | None:
         else:
             current = _same(folder, patch.render_extension(config).encode())
         differs = "" if current else difference(patch, config, mark)
-        return Found(folder, source, settings, version if isinstance(version, int) else None, current, differs)
+        off = "" if folder.is_file() or loads_check(entry, folder) else _off_text(entry)
+        return Found(folder, source, settings, version if isinstance(version, int) else None, current, differs, off)
     return None
+
+
+def _off_text(entry: Any) -> str:
+    shown = {k: entry[k] for k in ("extensions", "autoload") if isinstance(entry, dict) and k in entry}
+    return (
+        f"its settings entry ({json.dumps(shown)}) switches its {CHECK} off, so senpi loads none of it: "
+        "turn it back on in `senpi config`"
+    )
+
+
+def loads_check(entry: Any, folder: Path) -> bool:
+    """Whether senpi loads the package's index.js given its settings entry: a plain source string
+    loads what the manifest lists; an object filters it (`extensions` patterns, `autoload: false`)
+    as senpi 2026.8.22-2's package manager does (applyPatterns, applyAutoloadDisabledPatterns)."""
+    if not isinstance(entry, dict):
+        return True
+    patterns = entry.get("extensions")
+    patterns = [p for p in patterns if isinstance(p, str)] if isinstance(patterns, list) else None
+    path = folder / CHECK
+    if entry.get("autoload") is False:  # (only what a pattern names is added)
+        enabled = False
+        for pattern in patterns or []:
+            target = pattern[1:] if pattern[:1] in "+-!" and pattern else pattern
+            exact = pattern.startswith(("+", "-"))
+            if _exact(path, target, folder) if exact else _matches(path, target, folder):
+                enabled = not pattern.startswith(("-", "!"))
+        return enabled
+    if patterns is None:
+        return True
+    if not patterns:
+        return False
+    includes = [p for p in patterns if not p.startswith(("+", "-", "!"))]
+    enabled = not includes or any(_matches(path, p, folder) for p in includes)
+    if enabled and any(_matches(path, p[1:], folder) for p in patterns if p.startswith("!")):
+        enabled = False
+    if not enabled and any(_exact(path, p[1:], folder) for p in patterns if p.startswith("+")):
+        enabled = True
+    return enabled and not any(_exact(path, p[1:], folder) for p in patterns if p.startswith("-"))
+
+
+def _exact(path: Path, pattern: str, base: Path) -> bool:
+    wanted = pattern[2:] if pattern.startswith(("./", ".\\")) else pattern
+    return wanted in (path.relative_to(base).as_posix(), path.as_posix())
+
+
+def _matches(path: Path, pattern: str, base: Path) -> bool:
+    """minimatch of the file's path relative to the package, its name or its whole path."""
+    return any(_glob(text, pattern) for text in (path.relative_to(base).as_posix(), path.name, path.as_posix()))
+
+
+def _glob(text: str, pattern: str) -> bool:
+    """A glob as minimatch reads one (`**` across folders, `*` and `?` within one, [classes], {a,b})."""
+    braces = re.match(r"^(.*?)\{([^{}]*)\}(.*)$", pattern)
+    if braces:
+        return any(_glob(text, braces[1] + option + braces[3]) for option in braces[2].split(","))
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        elif pattern[i] == "[" and "]" in pattern[i + 1 :]:
+            end = pattern.index("]", i + 1)
+            out, i = out + "[" + pattern[i + 1 : end].replace("!", "^", 1) + "]", end + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.fullmatch(out, text) is not None
 
 
 def difference(patch: Patch, config: Config, mark: dict[str, Any]) -> str:
