@@ -45,7 +45,7 @@ def _holds_ours(patch: Patch, config: Config, agent_dir: Path) -> bool:
     try:
         return extension.inspect_file(patch, config, agent_dir).state in OURS
     except FatalError:
-        return True  # (revert says why it cannot look there)
+        return False  # (not one senpi-guard keeps: a folder it cannot look in blocks no revert)
 
 
 def _still_served(patch: Patch, config: Config, store: Store, target: AgentTarget, users: list[Install]):
