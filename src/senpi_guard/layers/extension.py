@@ -14,13 +14,10 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
 
 from senpi_guard.core.patch import reshape
 from senpi_guard.core.patch.apply import header_of
-from senpi_guard.core.patch.classify import State
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
@@ -30,71 +27,8 @@ from senpi_guard.io.store import Store
 from senpi_guard.io.write import os_error, write_private
 from senpi_guard.layers import package
 from senpi_guard.layers.extension_replay import replay
+from senpi_guard.layers.extension_state import LayerOutcome, LayerStatus
 from senpi_guard.prove.verify import VerifyReport
-
-
-@dataclass
-class LayerStatus:
-    state: str  # installed, stale, modified, absent, foreign, package
-    path: Path
-    detail: str = ""
-    data: bytes | None = None  # what the file held when it was read
-    reshapes: str = ""  # (stale) how the config changes what sent messages look like, in words
-    package: package.Found | None = None  # (package) the senpi package that is the layer here
-    current: bool = True  # (package) its extension is what apply would write
-    beside: Path | None = None  # (package) senpi-guard's own file there too: senpi loads both
-    off: bool = False  # (package) its settings entry switches its extension off: senpi loads none of it
-
-
-@dataclass
-class LayerOutcome:
-    """The extension layer's result in one agent dir (the dist layer's is findings.Outcome: both
-    carry `layer`, `patch`, `before`, `after`, `ok`, `detail` and `report`, in one vocabulary)."""
-
-    path: Path
-    before: State
-    after: State
-    ok: bool
-    detail: str
-    report: VerifyReport | None = None
-    kept: list[str] = field(default_factory=list)
-    installs: list[Install] = field(default_factory=list)  # the installs that use this agent dir
-    step: str = ""  # what to run when it is not as wanted ("" when nothing, or the detail says it)
-    patch: str = ""
-    standing: bool = False  # (the watcher) a problem left alone, reported once
-    would_write: bool = False  # (a dry run) apply would write the file (or take one out)
-    took_out: bool = False  # senpi-guard's own file beside a package was taken out
-
-    layer: ClassVar[str] = "extension"
-
-    def __post_init__(self) -> None:  # (a state outside the one vocabulary is a bug, found here)
-        self.before, self.after = State(self.before), State(self.after)
-
-    def as_json(self) -> dict[str, Any]:
-        report = self.report
-        return {
-            "layer": "extension",
-            "path": str(self.path),
-            "state_before": self.before,
-            "state": self.after,
-            "ok": self.ok,
-            "detail": self.detail,
-            "kept": self.kept,
-            "changed": self.before != self.after or self.took_out,
-            "would_write": self.would_write,
-            "next": self.step or None,
-            "checks": report.checks_run if report else None,
-            "verification": None
-            if report is None
-            else {
-                "ok": report.ok,
-                "checks": report.checks_run,
-                "node": report.node_version,
-                "host": report.stats.get("host"),
-                "failures": [str(f) for f in report.failures],
-                "reused_from": report.reused_from,  # (not run again: when the identical replay ran)
-            },
-        }
 
 
 def target_path(patch: Patch, agent_dir: Path) -> Path:
