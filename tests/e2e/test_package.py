@@ -164,6 +164,18 @@ def test_apply_takes_its_own_file_out_where_the_package_is_listed(npm_install, t
     assert row["next"] == f"run `senpi-guard export {folder}` (renders the package anew)"
 
 
+def applied_beside_a_package(npm_install, capsys, isolated_dirs) -> tuple[Path, Path, Path]:
+    """An install, a package exported into the agent dir and listed there, then apply: (the
+    install, the agent dir, the package folder)."""
+    pkg = npm_install(3)
+    agent = isolated_dirs / "agent"
+    folder = agent / "packages-of-mine" / "senpi-guard"
+    assert export_json(capsys, folder)[0] == 0
+    listed(agent, "./packages-of-mine/senpi-guard")
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    return pkg, agent, folder
+
+
 def test_a_dry_run_beside_the_package_takes_nothing_out_and_status_flags_both_loading(
     npm_install, tmp_path, capsys, isolated_dirs
 ):
@@ -171,12 +183,7 @@ def test_a_dry_run_beside_the_package_takes_nothing_out_and_status_flags_both_lo
     records two entries). status says so with the step that fixes it; `apply --dry-run` says what it
     would take out and takes out nothing (measured before: the dry run deleted the file, and status
     said "package", exit 0)."""
-    pkg = npm_install(3)
-    agent = isolated_dirs / "agent"
-    folder = agent / "packages-of-mine" / "senpi-guard"
-    assert export_json(capsys, folder)[0] == 0
-    listed(agent, "./packages-of-mine/senpi-guard")
-    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    pkg, agent, folder = applied_beside_a_package(npm_install, capsys, isolated_dirs)
     loose = agent / "extensions" / NAME
     loose.parent.mkdir(parents=True, exist_ok=True)
     loose.write_bytes((folder / NAME).read_bytes())  # (copied there by hand, or by an apply before the export)
@@ -200,12 +207,7 @@ def test_a_package_whose_files_were_edited_is_not_current_and_export_keeps_the_e
     """senpi loads the package's index.js, not only the extension file beside it: one replaced by
     hand is not the layer (measured before: status and verify said "package", exit 0, and the
     provider got every copy). export then refuses to write over the edit instead of losing it."""
-    pkg = npm_install(3)
-    agent = isolated_dirs / "agent"
-    folder = agent / "packages-of-mine" / "senpi-guard"
-    assert export_json(capsys, folder)[0] == 0
-    listed(agent, "./packages-of-mine/senpi-guard")
-    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    pkg, _agent, folder = applied_beside_a_package(npm_install, capsys, isolated_dirs)
     (folder / "index.js").write_text("export default function () {}\n")
     code, out, err = run_cli(capsys, "status", "--root", pkg, "--json")
     (row,) = [p for r in json.loads(out)["installs"] for p in r["patches"] if p["patch"] == "directive-dedupe"]

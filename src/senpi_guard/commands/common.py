@@ -115,15 +115,7 @@ def outcome_json(outcome: pipeline.Outcome, changes: dict[str, Any] | None = Non
         "targets": sorted(outcome.present),
         "held": outcome.after == State.HELD,
         "detail": outcome.detail,
-        "verification": None
-        if report is None
-        else {
-            "ok": report.ok,
-            "checks": report.checks_run,
-            "node": report.node_version,
-            "failures": [str(f) for f in report.failures],
-            "reused_from": report.reused_from,  # (not run again: when the identical replay ran)
-        },
+        "verification": None if report is None else report.as_json(),
         "millis": outcome.millis,
         "changes": changes or None,
     }

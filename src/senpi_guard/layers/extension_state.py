@@ -64,14 +64,5 @@ class LayerOutcome:
             "would_write": self.would_write,
             "next": self.step or None,
             "checks": report.checks_run if report else None,
-            "verification": None
-            if report is None
-            else {
-                "ok": report.ok,
-                "checks": report.checks_run,
-                "node": report.node_version,
-                "host": report.stats.get("host"),
-                "failures": [str(f) for f in report.failures],
-                "reused_from": report.reused_from,  # (not run again: when the identical replay ran)
-            },
+            "verification": None if report is None else {**report.as_json(), "host": report.stats.get("host")},
         }

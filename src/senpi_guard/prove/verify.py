@@ -52,6 +52,16 @@ class VerifyReport:
     node_version: str = ""
     reused_from: float | None = None  # when the identical replay ran (it was not run again)
 
+    def as_json(self) -> dict[str, Any]:
+        """The replay as --json reports it, for either layer."""
+        return {
+            "ok": self.ok,
+            "checks": self.checks_run,
+            "node": self.node_version,
+            "failures": [str(f) for f in self.failures],
+            "reused_from": self.reused_from,  # (not run again: when the identical replay ran)
+        }
+
 
 @dataclass(frozen=True)
 class ModulePair:
