@@ -24,7 +24,7 @@ def export_json(capsys, folder: Path, *args) -> tuple[int, dict, str]:
     return code, json.loads(out), err
 
 
-def listed(agent_dir: Path, *sources: str) -> None:
+def listed(agent_dir: Path, *sources: str | dict) -> None:
     """The agent dir's settings.json as `senpi install` leaves it."""
     agent_dir.mkdir(parents=True, exist_ok=True)
     (agent_dir / "settings.json").write_text(json.dumps({"packages": list(sources)}, indent=2))
@@ -87,12 +87,55 @@ def test_export_refuses_a_folder_that_is_not_an_earlier_export(tmp_path, capsys)
     assert run_cli(capsys, "export", empty)[0] == 0 and (empty / "package.json").is_file()
 
 
+def test_an_upgrade_alone_leaves_an_export_current_and_a_missing_file_is_written_again(
+    npm_install, tmp_path, capsys, isolated_dirs
+):
+    """The version of senpi-guard that exported a package is in its package.json, but nothing
+    senpi loads depends on it (a hostile pass: every upgrade made each export "not as wanted").
+    A file missing from an export is no edit: status says it is missing, export writes it again
+    (before: status said "edited, run export", and export refused)."""
+    pkg, _agent, folder = applied_beside_a_package(npm_install, capsys, isolated_dirs)
+    manifest = json.loads((folder / "package.json").read_text())
+    manifest["senpi-guard"]["exported-by"] = "0.0.1"
+    (folder / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    assert run_cli(capsys, "status", "--root", pkg)[0] == 0
+    (folder / "index.js").unlink()
+    code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = [p for r in json.loads(out)["installs"] for p in r["patches"] if p["patch"] == "directive-dedupe"]
+    assert code == 1 and "its index.js missing (export writes them again)" in row["extension"]["detail"], out
+    assert run_cli(capsys, "export", folder)[0] == 0 and (folder / "index.js").is_file()
+    assert run_cli(capsys, "status", "--root", pkg)[0] == 0
+
+
+def test_a_package_switched_off_leaves_senpi_guards_own_file_as_the_layer(npm_install, tmp_path, capsys, isolated_dirs):
+    """Its settings entry switches the package's index.js off (`senpi config`): senpi loads none
+    of it, so apply installs senpi-guard's own file and keeps it (a hostile pass: apply took out
+    the one file senpi still loaded, and said "package (FAILED)")."""
+    pkg, agent, _folder = applied_beside_a_package(npm_install, capsys, isolated_dirs)
+    listed(agent, {"source": "./packages-of-mine/senpi-guard", "extensions": ["-index.js"]})
+    code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = [p for r in json.loads(out)["installs"] for p in r["patches"] if p["patch"] == "directive-dedupe"]
+    assert code == 1 and row["extension"]["state"] == "absent", out
+    assert "switches its index.js off, so senpi loads none of it" in row["extension"]["detail"]
+    loose = agent / "extensions" / NAME
+    for _ in range(2):
+        assert run_cli(capsys, "apply", "--root", pkg)[0] == 0 and loose.is_file()
+    assert run_cli(capsys, "status", "--root", pkg)[0] == 0
+
+
 def test_export_refuses_a_folder_senpi_would_load_unasked(tmp_path, capsys):
     """<agent dir>/extensions/<folder>: senpi loads a package there with no settings entry, beside
     senpi-guard's own file (measured on 2026.8.22-2: both ran, and status said "absent")."""
-    folder = tmp_path / "agent" / "extensions" / "senpi-guard-package"
-    code, _, err = run_cli(capsys, "export", folder)
-    assert code == 1 and "where senpi loads a package without `senpi install`" in err and not folder.exists()
+    extensions = tmp_path / "agent" / "extensions"
+    linked = tmp_path / "my-exports"
+    extensions.mkdir(parents=True)
+    linked.symlink_to(extensions)
+    # inside one, the folder itself (senpi would load it as one package, and nothing else there),
+    # and one reached through a link (a hostile pass: both were written)
+    for folder in (extensions / "senpi-guard-package", extensions, linked / "pkg"):
+        code, _, err = run_cli(capsys, "export", folder)
+        assert code == 1 and "where senpi loads a package without `senpi install`" in err, (folder, err)
+    assert list(extensions.iterdir()) == []
 
 
 def test_status_apply_and_revert_treat_the_package_as_the_extension_layer(npm_install, tmp_path, capsys, isolated_dirs):
@@ -212,10 +255,10 @@ def test_a_package_whose_files_were_edited_is_not_current_and_export_keeps_the_e
     code, out, err = run_cli(capsys, "status", "--root", pkg, "--json")
     (row,) = [p for r in json.loads(out)["installs"] for p in r["patches"] if p["patch"] == "directive-dedupe"]
     assert code == 1 and not row["as_wanted"], out + err
-    assert "its files were edited since it was exported" in row["extension"]["detail"]
+    assert "its index.js edited since it was exported" in row["extension"]["detail"]
     assert run_cli(capsys, "verify", "--root", pkg)[0] == 1
     code, _, err = run_cli(capsys, "export", folder)
-    assert code == 1 and "were edited since it was exported" in err and len(err.strip().splitlines()) == 1
+    assert code == 1 and "index.js edited since it was exported" in err and len(err.strip().splitlines()) == 1
     assert (folder / "index.js").read_text() == "export default function () {}\n"
 
 

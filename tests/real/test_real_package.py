@@ -124,7 +124,9 @@ def test_on_the_claude_provider_without_the_dist_layer_it_stands_aside(full_senp
 def test_a_package_switched_off_in_its_settings_entry_is_not_the_layer(full_senpi, package, tmp_path):
     """`senpi config`, unticking the package's item, writes `"extensions": ["-index.js"]` into its
     settings entry (dist/modes/interactive/components/config-selector.js): senpi then loads none of
-    it, and status says so with the step, where it said "package", exit 0 (a hostile pass)."""
+    it, so senpi-guard's own file is that agent dir's layer: status says it is missing, apply
+    installs it, and the next calls carry the markers (hostile passes: status said "package",
+    exit 0; then apply took out the one file senpi still loaded)."""
     who = user(full_senpi, tmp_path / "off")
     senpi(who, "install", str(package))
     settings = who.agent_dir / "settings.json"
@@ -135,10 +137,14 @@ def test_a_package_switched_off_in_its_settings_entry_is_not_the_layer(full_senp
     who.prompt("ulw one", "ulw two", plugins=("directive_prepend.js",))
     assert not [t for m in who.recorded_calls()[-1]["messages"] for t in m["texts"] if MARKER in t]
     env = {"SENPI_CODING_AGENT_DIR": str(who.agent_dir), "HOME": str(who.home)}
-    assert senpi_guard("apply", "--root", full_senpi.package_dir, env=env).returncode == 1
     status = senpi_guard("status", "--root", full_senpi.package_dir, "--json", env=env)
     (row,) = json.loads(status.stdout)["installs"]
     (sub,) = [p for p in row["patches"] if p["patch"] == "directive-dedupe"]
-    assert status.returncode == 1 and not sub["as_wanted"], status.stdout
-    assert sub["next"] == "turn the package's extension back on in `senpi config`"
-    assert "switches its index.js off" in sub["extension"]["detail"]
+    assert status.returncode == 1 and sub["extension"]["state"] == "absent", status.stdout
+    assert "switches its index.js off, so senpi loads none of it" in sub["extension"]["detail"]
+    assert senpi_guard("apply", "--root", full_senpi.package_dir, env=env).returncode == 0
+    assert (who.agent_dir / "extensions" / NAME).is_file()
+    again = RealSenpi(full_senpi, tmp_path / "off-again", who.agent_dir, tmp_path / "off-again" / "work")
+    again.prompt("ulw one", "ulw two", plugins=("directive_prepend.js",))
+    assert [t for m in again.recorded_calls()[-1]["messages"] for t in m["texts"] if MARKER in t]
+    assert senpi_guard("status", "--root", full_senpi.package_dir, env=env).returncode == 0

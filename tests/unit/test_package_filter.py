@@ -35,7 +35,23 @@ PKG = Path("/home/me/pkgs/senpi-guard")
         ({"source": "x", "autoload": False, "extensions": ["+index.js"]}, True),
         ({"source": "x", "autoload": False, "extensions": ["index.js", "!index.js"]}, False),
         ({"source": "x", "autoload": True}, True),
+        ({"source": "x", "extensions": "index.js"}, False),  # (senpi iterates the string: one letter each)
+        ({"source": "x", "extensions": ["!!index.js"]}, False),  # (its whole path matches "not index.js")
+        ({"source": "x", "extensions": ["index.j{s}"]}, False),  # (one option: no brace expansion)
+        ({"source": "x", "extensions": ["#index.js"]}, False),  # (a comment)
+        ({"source": "x", "extensions": ["**/senpi-guard/index.js"]}, True),
     ],
 )
 def test_the_filters_senpi_applies(entry, loads):
     assert loads_check(entry, PKG) is loads
+
+
+def test_no_wildcard_enters_a_dot_folder():
+    """minimatch's default: a `*` or `**` does not match a name that starts with a dot, so a
+    package under ~/.senpi is not reached by `**/…` through it (measured on the real senpi)."""
+    under_dot = Path("/home/me/.senpi/pkgs/senpi-guard")
+    assert loads_check({"source": "x", "extensions": ["**/senpi-guard/index.js"]}, under_dot) is False
+    assert loads_check({"source": "x", "extensions": ["**/senpi-guard/index.js"]}, PKG) is True
+    assert loads_check({"source": "x", "extensions": ["**/pkgs/senpi-guard/index.js"]}, under_dot) is False
+    assert loads_check({"source": "x", "extensions": ["/home/me/*/pkgs/senpi-guard/index.js"]}, under_dot) is False
+    assert loads_check({"source": "x", "extensions": ["/home/me/.senpi/*/senpi-guard/index.js"]}, under_dot) is True

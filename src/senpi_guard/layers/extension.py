@@ -41,18 +41,19 @@ def inspect(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
     found = package.package_in(patch, config, agent_dir)
     if found is None:
         return inspect_file(patch, config, agent_dir)
+    if found.off:  # (senpi loads none of it: senpi-guard's own file is this agent dir's layer)
+        status = inspect_file(patch, config, agent_dir)
+        note = f"the senpi package {found.path} is listed, but {found.off}; senpi-guard's own file is the layer here"
+        status.detail = f"{status.detail}; {note}" if status.detail else note
+        return status
     detail = f"the senpi package {found.path} ({found.settings.name} lists {found.source!r})"
-    if found.off:
-        detail += f"; {found.off}"
     if not found.current:
         detail += f"; {found.differs}: run `senpi-guard export {found.path}`"
     loose = inspect_file(patch, config, agent_dir)
     beside = loose.path if loose.state in ("installed", "stale", "modified") else None
     if beside is not None:
         detail += f"; senpi-guard's own {beside} is there too, and senpi loads both"
-    return LayerStatus(
-        "package", found.path, detail, package=found, current=found.current, beside=beside, off=bool(found.off)
-    )
+    return LayerStatus("package", found.path, detail, package=found, current=found.current, beside=beside)
 
 
 def inspect_file(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
@@ -154,9 +155,7 @@ def verify(
         if report.ok
         else f"{what} FAILED its replay: " + "; ".join(str(f) for f in report.failures[:3])
     )
-    settled = status.state == "installed" or (
-        status.state == "package" and status.current and not status.beside and not status.off
-    )
+    settled = status.state == "installed" or (status.state == "package" and status.current and not status.beside)
     return LayerOutcome(status.path, status.state, status.state, report.ok and settled, detail, report)
 
 
@@ -304,8 +303,7 @@ def beside_package(
     taken out (both would run the dedupe on every call; a dry run says so). `ok` None: as wanted
     when it is current."""
     step = "" if status.current else f"run `senpi-guard export {status.path}` (renders the package anew)"
-    step = "turn the package's extension back on in `senpi config`" if status.off else step
-    ok = (status.current and not status.off) if ok is None else ok
+    ok = status.current if ok is None else ok
     if dry_run:
         note = f"; dry run: would take out senpi-guard's own {status.beside.name} beside it" if status.beside else ""
         detail = f"{status.detail}{what}{note}"

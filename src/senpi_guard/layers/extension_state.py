@@ -23,7 +23,6 @@ class LayerStatus:
     package: package.Found | None = None  # (package) the senpi package that is the layer here
     current: bool = True  # (package) its extension is what apply would write
     beside: Path | None = None  # (package) senpi-guard's own file there too: senpi loads both
-    off: bool = False  # (package) its settings entry switches its extension off: senpi loads none of it
 
 
 @dataclass

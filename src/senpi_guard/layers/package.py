@@ -97,10 +97,11 @@ def _refusal(patch: Patch, dest: Path, rendered: dict[str, bytes]) -> str:
     """Why `dest` may not be exported into ("" when it may: absent, empty, or an earlier export)."""
     if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
         return f"{dest} is not a folder; name a new or empty folder, or an earlier export"
-    if dest.parent.name == "extensions":
+    real = Path(os.path.realpath(dest))
+    if "extensions" in (real.name, real.parent.name, dest.name, dest.parent.name):
         return (
-            f"{dest} is in an extensions folder, where senpi loads a package without `senpi install` (and "
-            "beside senpi-guard's own file there: both would run); name a folder outside it"
+            f"{dest} is an extensions folder or in one, where senpi loads a package without `senpi install` "
+            "(beside senpi-guard's own file, or instead of the extensions there); name a folder outside it"
         )
     if not dest.exists():
         return ""
@@ -113,10 +114,49 @@ def _refusal(patch: Patch, dest: Path, rendered: dict[str, bytes]) -> str:
     extra = sorted(present - set(rendered))
     if extra:
         return f"{dest} is an earlier export but also holds {extra[0]}, which export does not write; move it away"
-    same_export = all(mark.get(k) == v for k, v in json.loads(rendered[MANIFEST])[KEY].items())
-    if same_export and not all(_same(dest / name, data) for name, data in rendered.items()):
-        return f"{dest}'s files were edited since it was exported; move your edits away (or the folder), then retry"
+    edited = edited_files(dest, patch, rendered) if _same_export(mark, rendered) else []
+    if edited:
+        return (
+            f"{dest}: {', '.join(edited)} edited since it was exported; move your edits out of it (or remove "
+            "the folder), then retry"
+        )
     return ""
+
+
+def _same_export(mark: dict[str, Any], rendered: dict[str, bytes]) -> bool:
+    """Whether a package's mark says this very patch version and config exported it."""
+    wanted = json.loads(rendered[MANIFEST])[KEY]
+    return all(mark.get(k) == wanted[k] for k in ("patch", "version", "config-sha256"))
+
+
+def edited_files(folder: Path, patch: Patch, rendered: dict[str, bytes]) -> list[str]:
+    """The files of a package that are there but not what export writes (a missing one is no
+    edit: export writes it again). package.json is compared without the version of senpi-guard
+    that exported it (an upgrade alone changes nothing senpi loads)."""
+    found = []
+    for name, data in rendered.items():
+        try:
+            there = (folder / name).read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            there = b""
+        if not _same_bytes(name, there, data):
+            found.append(name)
+    return found
+
+
+def _same_bytes(name: str, there: bytes, data: bytes) -> bool:
+    if name != MANIFEST:
+        return there == data
+    try:
+        ours, theirs = json.loads(data), json.loads(there)
+    except ValueError:
+        return False
+    for manifest in (ours, theirs):
+        if isinstance(manifest, dict) and isinstance(manifest.get(KEY), dict):
+            manifest[KEY].pop("exported-by", None)
+    return ours == theirs
 
 
 def export(patch: Patch, config: Config, dest: Path) -> tuple[Path, bool]:
@@ -240,10 +280,13 @@ def package_in(patch: Patch, config: Config, agent_dir: Path) -> Found | None:
             continue
         version = mark.get("version")
         if folder.is_dir():  # (every file senpi loads from it: the manifest, the check, the extension)
-            current = all(_same(folder / name, data) for name, data in files(patch, config).items())
+            rendered = files(patch, config)
+            current = all(_same_bytes(name, _read(folder / name), data) for name, data in rendered.items())
+            edited = edited_files(folder, patch, rendered) if _same_export(mark, rendered) else []
+            edited = [name for name in rendered if not (folder / name).exists()] or edited
         else:
-            current = _same(folder, patch.render_extension(config).encode())
-        differs = "" if current else difference(patch, config, mark)
+            current, edited = _same(folder, patch.render_extension(config).encode()), []
+        differs = "" if current else difference(patch, config, mark, folder, edited)
         off = "" if folder.is_file() or loads_check(entry, folder) else _off_text(entry)
         return Found(folder, source, settings, version if isinstance(version, int) else None, current, differs, off)
     return None
@@ -251,10 +294,7 @@ def package_in(patch: Patch, config: Config, agent_dir: Path) -> Found | None:
 
 def _off_text(entry: Any) -> str:
     shown = {k: entry[k] for k in ("extensions", "autoload") if isinstance(entry, dict) and k in entry}
-    return (
-        f"its settings entry ({json.dumps(shown)}) switches its {CHECK} off, so senpi loads none of it: "
-        "turn it back on in `senpi config`"
-    )
+    return f"its settings entry ({json.dumps(shown)}) switches its {CHECK} off, so senpi loads none of it"
 
 
 def loads_check(entry: Any, folder: Path) -> bool:
@@ -264,7 +304,10 @@ def loads_check(entry: Any, folder: Path) -> bool:
     if not isinstance(entry, dict):
         return True
     patterns = entry.get("extensions")
-    patterns = [p for p in patterns if isinstance(p, str)] if isinstance(patterns, list) else None
+    if isinstance(patterns, str):  # (senpi iterates it: each character a pattern)
+        patterns = list(patterns)
+    elif patterns is not None:
+        patterns = [p for p in patterns if isinstance(p, str)] if isinstance(patterns, list) else []
     path = folder / CHECK
     if entry.get("autoload") is False:  # (only what a pattern names is added)
         enabled = False
@@ -298,18 +341,29 @@ def _matches(path: Path, pattern: str, base: Path) -> bool:
 
 
 def _glob(text: str, pattern: str) -> bool:
-    """A glob as minimatch reads one (`**` across folders, `*` and `?` within one, [classes], {a,b})."""
-    braces = re.match(r"^(.*?)\{([^{}]*)\}(.*)$", pattern)
+    """A glob as minimatch reads one: a leading `!` negates, `#` starts a comment, `**` crosses
+    folders and `*` and `?` stay in one (neither enters a folder whose name starts with a dot),
+    [classes] and {a,b}. Extglobs, POSIX classes and {a..b} ranges are not read (taken literally)."""
+    if pattern.startswith("#"):
+        return False
+    if pattern.startswith("!"):
+        return not _glob(text, pattern[1:])
+    braces = re.match(r"^(.*?)\{([^{}]*,[^{}]*)\}(.*)$", pattern)
     if braces:
         return any(_glob(text, braces[1] + option + braces[3]) for option in braces[2].split(","))
     out, i = "", 0
     while i < len(pattern):
-        if pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
+        start = i == 0 or pattern[i - 1] == "/"  # (a wildcard opening a name matches no leading dot)
+        if start and pattern.startswith("**/", i):  # (any folders, none of them a dot one)
+            out, i = out + "(?:(?!\\.)[^/]*/)*", i + 3
+        elif start and pattern.startswith("**", i) and i + 2 == len(pattern):
+            out, i = out + "(?:(?!\\.)[^/]*(?:/(?!\\.)[^/]*)*)?", i + 2
+        elif pattern.startswith("**", i):
+            out, i = out + "[^/]*", i + 2
         elif pattern[i] == "*":
-            out, i = out + "[^/]*", i + 1
+            out, i = out + ("(?!\\.)[^/]*" if start else "[^/]*"), i + 1
         elif pattern[i] == "?":
-            out, i = out + "[^/]", i + 1
+            out, i = out + ("(?!\\.)[^/]" if start else "[^/]"), i + 1
         elif pattern[i] == "[" and "]" in pattern[i + 1 :]:
             end = pattern.index("]", i + 1)
             out, i = out + "[" + pattern[i + 1 : end].replace("!", "^", 1) + "]", end + 1
@@ -318,8 +372,23 @@ def _glob(text: str, pattern: str) -> bool:
     return re.fullmatch(out, text) is not None
 
 
-def difference(patch: Patch, config: Config, mark: dict[str, Any]) -> str:
-    """Why a package of ours is not what export writes now, from what its manifest says of it."""
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def difference(
+    patch: Patch, config: Config, mark: dict[str, Any], folder: Path, edited: list[str] | None = None
+) -> str:
+    """Why a package of ours is not what export writes now: files missing or edited (`edited`),
+    else what its manifest says of it."""
+    missing = [name for name in edited or [] if not (folder / name).exists()]
+    if missing:
+        return f"its {', '.join(missing)} missing (export writes them again)"
+    if edited:
+        return f"its {', '.join(edited)} edited since it was exported (move your edits out of it first)"
     if mark.get("version") != patch.version:
         return f"exported by {patch.name} v{mark.get('version') or '?'} (this senpi-guard renders v{patch.version})"
     if mark.get("config-sha256", patch.config_digest(config, extension=True)) != patch.config_digest(
@@ -327,8 +396,8 @@ def difference(patch: Patch, config: Config, mark: dict[str, Any]) -> str:
     ):
         return "exported with another config"
     if mark.get("exported-by", __version__) != __version__:
-        return f"exported by senpi-guard {mark.get('exported-by')}"
-    return "its files were edited since it was exported"
+        return f"exported by senpi-guard {mark.get('exported-by')}, whose start-up check differs"
+    return "its files differ from what export writes"
 
 
 def _file_mark(path: Path, patch: Patch) -> dict[str, Any] | None:
