@@ -214,3 +214,25 @@ def test_a_killed_extension_replay_leaves_nothing_for_long(npm_install, capsys, 
     (left / "extension-checks.mjs").write_text("// left by a killed run\n")
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     assert not left.exists()
+
+
+def test_an_extension_switched_off_in_senpi_config_is_not_as_wanted(npm_install, capsys, isolated_dirs):
+    """`senpi config`, unticking senpi-guard's extension, writes `-extensions/<file>` into the agent
+    dir's settings (dist/modes/interactive/components/config-selector.js, toggleTopLevelResource):
+    senpi then loads it none of the time (measured on 2026.8.22-2 by a hostile pass). status,
+    verify and apply say so and what to do, where they said "installed (ok)"; the file is kept."""
+    pkg = npm_install(3)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    agent = isolated_dirs / "agent"
+    installed = agent / "extensions" / "senpi-guard-directive-dedupe.js"
+    (agent / "settings.json").write_text(json.dumps({"extensions": ["-extensions/senpi-guard-directive-dedupe.js"]}))
+    code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+    (row,) = [p for r in json.loads(out)["installs"] for p in r["patches"] if p["patch"] == "directive-dedupe"]
+    assert code == 1 and not row["as_wanted"] and row["next"].startswith("tick senpi-guard's extension again"), out
+    assert "switch it off, so senpi loads none of it" in row["extension"]["detail"]
+    assert run_cli(capsys, "verify", "--root", pkg)[0] == 1
+    code, out, _ = run_cli(capsys, "apply", "--root", pkg, "--json")
+    (layer,) = json.loads(out)["extension"]
+    assert code == 1 and not layer["ok"] and installed.is_file(), out
+    (agent / "settings.json").write_text(json.dumps({"extensions": ["+extensions/senpi-guard-directive-dedupe.js"]}))
+    assert run_cli(capsys, "status", "--root", pkg)[0] == 0

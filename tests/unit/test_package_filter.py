@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from senpi_guard.layers.package import loads_check
+from senpi_guard.layers.package_filter import loads_check
 
 PKG = Path("/home/me/pkgs/senpi-guard")
 

@@ -85,9 +85,11 @@ def inspect_file(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
             data,
             reshapes=what or "",
         )
-    return LayerStatus("installed", path, "", data)
+    off = package.switched_off(agent_dir, path)
+    return LayerStatus("installed", path, f"installed, but {off}" if off else "", data, off=off)
 
 
+SWITCH_ON = "tick senpi-guard's extension again in `senpi config` (or take that pattern out of the settings)"
 WRITTEN = "extension_written"  # (the records' list of every agent dir an extension file was written to)
 
 
@@ -147,6 +149,7 @@ def verify(
         return LayerOutcome(target_path(patch, agent_dir), state, state, False, str(exc))
     what = "not installed" if status.state == "absent" else "not as apply writes it"
     what = "the installed extension" if status.state == "installed" else f"{what}; the extension apply would write"
+    what = f"{status.detail}; the extension" if status.off else what
     if status.state == "package":
         own = "its extension" if status.current else "the extension apply would write"
         what = f"{status.detail}; {own}"
@@ -155,7 +158,8 @@ def verify(
         if report.ok
         else f"{what} FAILED its replay: " + "; ".join(str(f) for f in report.failures[:3])
     )
-    settled = status.state == "installed" or (status.state == "package" and status.current and not status.beside)
+    installed = status.state == "installed" and not status.off
+    settled = installed or (status.state == "package" and status.current and not status.beside)
     return LayerOutcome(status.path, status.state, status.state, report.ok and settled, detail, report)
 
 
@@ -208,6 +212,8 @@ def install(
     if status.state == "installed":
         if not dry_run:
             remember_written(store, agent_dir)
+        if status.off:
+            return LayerOutcome(path, "installed", "installed", False, status.detail, step=SWITCH_ON)
         return LayerOutcome(path, "installed", "installed", True, "already installed")
     rendered = patch.render_extension(config)
     try:
@@ -233,14 +239,17 @@ def install(
         _write(path, rendered.encode("utf-8"), status.data if status.state == "stale" else None)
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc), report)
+    off = package.switched_off(agent_dir, path)
     return LayerOutcome(
         path,
         status.state,
         "installed",
-        True,
-        f"verified: {report.checks_run} checks passed through {host_text(report)}{cost}",
+        not off,
+        f"verified: {report.checks_run} checks passed through {host_text(report)}{cost}"
+        + (f"; written, but {off}" if off else ""),
         report,
         kept,
+        step=SWITCH_ON if off else "",
     )
 
 

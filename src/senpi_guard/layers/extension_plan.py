@@ -259,9 +259,11 @@ def _inspected(patch: Patch, config: Config, store: Store, target: AgentTarget) 
     except FatalError as exc:
         path = extension.target_path(patch, target.agent_dir)
         return extension.LayerOutcome(path, "error", "error", False, str(exc), installs=list(target.installs))
-    settled = status.current and status.beside is None
+    settled = status.current and status.beside is None and not status.off
     outcome = extension.LayerOutcome(status.path, status.state, status.state, settled, status.detail)
-    if not status.current:
+    if status.off:
+        outcome.step = extension.SWITCH_ON
+    elif not status.current:
         outcome.step = f"run `senpi-guard export {status.path}` (renders the package anew)"
     elif status.beside is not None:
         outcome.step = "run `senpi-guard apply` (takes senpi-guard's own file beside the package out)"

@@ -23,6 +23,7 @@ class LayerStatus:
     package: package.Found | None = None  # (package) the senpi package that is the layer here
     current: bool = True  # (package) its extension is what apply would write
     beside: Path | None = None  # (package) senpi-guard's own file there too: senpi loads both
+    off: str = ""  # (ours) why senpi loads it none of the time: the settings switch it off ("" when it loads)
 
 
 @dataclass

@@ -24,9 +24,9 @@ from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import os_error
+from senpi_guard.layers.package_filter import CHECK, exact, loads_check, matches
 
 MANIFEST = "package.json"
-CHECK = "index.js"  # the package's one extension: the start-up check, which loads the rendered file
 KEY = "senpi-guard"  # our own key in package.json: which patch, so that an earlier export is known
 FIX = "pipx install senpi-guard && senpi-guard apply"
 SETTINGS = ("settings.jsonc", "settings.json")  # senpi prefers JSONC when both exist
@@ -223,7 +223,8 @@ def _swap(temp: Path, dest: Path) -> None:
 # ---- finding it in an agent dir ------------------------------------------------------------------
 
 
-def _settings(agent_dir: Path) -> tuple[Path, list[Any]] | None:
+def _settings(agent_dir: Path, key: str = "packages") -> tuple[Path, list[Any]] | None:
+    """The agent dir's settings file and the list under `key` in it (None: no readable file)."""
     for name in SETTINGS:
         path = agent_dir / name
         try:
@@ -236,9 +237,29 @@ def _settings(agent_dir: Path) -> tuple[Path, list[Any]] | None:
             data = json.loads(_without_comments(text) if name.endswith("c") else text)
         except ValueError:
             return None  # (senpi itself would not read it either)
-        packages = data.get("packages") if isinstance(data, dict) else None
-        return path, packages if isinstance(packages, list) else []
+        found = data.get(key) if isinstance(data, dict) else None
+        return path, found if isinstance(found, list) else []
     return None
+
+
+def switched_off(agent_dir: Path, file: Path) -> str:
+    """Why senpi loads an extension file found in the agent dir's extensions/ none of the time ("":
+    it loads it): the settings' own `extensions` patterns, read as senpi 2026.8.22-2 reads them for
+    such a file (isEnabledByOverrides, relative to the agent dir; `senpi config` writes
+    `-extensions/<file>` when its item is unticked)."""
+    listed = _settings(agent_dir, "extensions")
+    if listed is None:
+        return ""
+    settings, patterns = listed
+    overrides = [p for p in patterns if isinstance(p, str) and p.startswith(("!", "+", "-"))]
+    enabled = not any(matches(file, p[1:], agent_dir) for p in overrides if p.startswith("!"))
+    if any(exact(file, p[1:], agent_dir) for p in overrides if p.startswith("+")):
+        enabled = True
+    if any(exact(file, p[1:], agent_dir) for p in overrides if p.startswith("-")):
+        enabled = False
+    if enabled:
+        return ""
+    return f"{settings.name}'s extensions patterns ({json.dumps(overrides)}) switch it off, so senpi loads none of it"
 
 
 _JSONC = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.S)
@@ -295,81 +316,6 @@ def package_in(patch: Patch, config: Config, agent_dir: Path) -> Found | None:
 def _off_text(entry: Any) -> str:
     shown = {k: entry[k] for k in ("extensions", "autoload") if isinstance(entry, dict) and k in entry}
     return f"its settings entry ({json.dumps(shown)}) switches its {CHECK} off, so senpi loads none of it"
-
-
-def loads_check(entry: Any, folder: Path) -> bool:
-    """Whether senpi loads the package's index.js given its settings entry: a plain source string
-    loads what the manifest lists; an object filters it (`extensions` patterns, `autoload: false`)
-    as senpi 2026.8.22-2's package manager does (applyPatterns, applyAutoloadDisabledPatterns)."""
-    if not isinstance(entry, dict):
-        return True
-    patterns = entry.get("extensions")
-    if isinstance(patterns, str):  # (senpi iterates it: each character a pattern)
-        patterns = list(patterns)
-    elif patterns is not None:
-        patterns = [p for p in patterns if isinstance(p, str)] if isinstance(patterns, list) else []
-    path = folder / CHECK
-    if entry.get("autoload") is False:  # (only what a pattern names is added)
-        enabled = False
-        for pattern in patterns or []:
-            target = pattern[1:] if pattern[:1] in "+-!" and pattern else pattern
-            exact = pattern.startswith(("+", "-"))
-            if _exact(path, target, folder) if exact else _matches(path, target, folder):
-                enabled = not pattern.startswith(("-", "!"))
-        return enabled
-    if patterns is None:
-        return True
-    if not patterns:
-        return False
-    includes = [p for p in patterns if not p.startswith(("+", "-", "!"))]
-    enabled = not includes or any(_matches(path, p, folder) for p in includes)
-    if enabled and any(_matches(path, p[1:], folder) for p in patterns if p.startswith("!")):
-        enabled = False
-    if not enabled and any(_exact(path, p[1:], folder) for p in patterns if p.startswith("+")):
-        enabled = True
-    return enabled and not any(_exact(path, p[1:], folder) for p in patterns if p.startswith("-"))
-
-
-def _exact(path: Path, pattern: str, base: Path) -> bool:
-    wanted = pattern[2:] if pattern.startswith(("./", ".\\")) else pattern
-    return wanted in (path.relative_to(base).as_posix(), path.as_posix())
-
-
-def _matches(path: Path, pattern: str, base: Path) -> bool:
-    """minimatch of the file's path relative to the package, its name or its whole path."""
-    return any(_glob(text, pattern) for text in (path.relative_to(base).as_posix(), path.name, path.as_posix()))
-
-
-def _glob(text: str, pattern: str) -> bool:
-    """A glob as minimatch reads one: a leading `!` negates, `#` starts a comment, `**` crosses
-    folders and `*` and `?` stay in one (neither enters a folder whose name starts with a dot),
-    [classes] and {a,b}. Extglobs, POSIX classes and {a..b} ranges are not read (taken literally)."""
-    if pattern.startswith("#"):
-        return False
-    if pattern.startswith("!"):
-        return not _glob(text, pattern[1:])
-    braces = re.match(r"^(.*?)\{([^{}]*,[^{}]*)\}(.*)$", pattern)
-    if braces:
-        return any(_glob(text, braces[1] + option + braces[3]) for option in braces[2].split(","))
-    out, i = "", 0
-    while i < len(pattern):
-        start = i == 0 or pattern[i - 1] == "/"  # (a wildcard opening a name matches no leading dot)
-        if start and pattern.startswith("**/", i):  # (any folders, none of them a dot one)
-            out, i = out + "(?:(?!\\.)[^/]*/)*", i + 3
-        elif start and pattern.startswith("**", i) and i + 2 == len(pattern):
-            out, i = out + "(?:(?!\\.)[^/]*(?:/(?!\\.)[^/]*)*)?", i + 2
-        elif pattern.startswith("**", i):
-            out, i = out + "[^/]*", i + 2
-        elif pattern[i] == "*":
-            out, i = out + ("(?!\\.)[^/]*" if start else "[^/]*"), i + 1
-        elif pattern[i] == "?":
-            out, i = out + ("(?!\\.)[^/]" if start else "[^/]"), i + 1
-        elif pattern[i] == "[" and "]" in pattern[i + 1 :]:
-            end = pattern.index("]", i + 1)
-            out, i = out + "[" + pattern[i + 1 : end].replace("!", "^", 1) + "]", end + 1
-        else:
-            out, i = out + re.escape(pattern[i]), i + 1
-    return re.fullmatch(out, text) is not None
 
 
 def _read(path: Path) -> bytes:
