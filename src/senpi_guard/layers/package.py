@@ -114,7 +114,7 @@ def _refusal(patch: Patch, dest: Path, rendered: dict[str, bytes]) -> str:
     extra = sorted(present - set(rendered))
     if extra:
         return f"{dest} is an earlier export but also holds {extra[0]}, which export does not write; move it away"
-    edited = edited_files(dest, patch, rendered) if _same_export(mark, rendered) else []
+    edited = edited_files(dest, rendered) if _same_export(mark, rendered) else []
     if edited:
         return (
             f"{dest}: {', '.join(edited)} edited since it was exported; move your edits out of it (or remove "
@@ -129,7 +129,7 @@ def _same_export(mark: dict[str, Any], rendered: dict[str, bytes]) -> bool:
     return all(mark.get(k) == wanted[k] for k in ("patch", "version", "config-sha256"))
 
 
-def edited_files(folder: Path, patch: Patch, rendered: dict[str, bytes]) -> list[str]:
+def edited_files(folder: Path, rendered: dict[str, bytes]) -> list[str]:
     """The files of a package that are there but not what export writes (a missing one is no
     edit: export writes it again). package.json is compared without the version of senpi-guard
     that exported it (an upgrade alone changes nothing senpi loads)."""
@@ -300,14 +300,17 @@ def package_in(patch: Patch, config: Config, agent_dir: Path) -> Found | None:
         if mark is None or mark.get("patch") != patch.name:
             continue
         version = mark.get("version")
+        missing: list[str] = []
+        edited: list[str] = []
         if folder.is_dir():  # (every file senpi loads from it: the manifest, the check, the extension)
             rendered = files(patch, config)
-            current = all(_same_bytes(name, _read(folder / name), data) for name, data in rendered.items())
-            edited = edited_files(folder, patch, rendered) if _same_export(mark, rendered) else []
-            edited = [name for name in rendered if not (folder / name).exists()] or edited
+            missing = [name for name in rendered if not (folder / name).exists()]
+            edited = edited_files(folder, rendered)
+            current = not missing and not edited
+            edited = edited if _same_export(mark, rendered) else []  # (else: another version or config)
         else:
-            current, edited = _same(folder, patch.render_extension(config).encode()), []
-        differs = "" if current else difference(patch, config, mark, folder, edited)
+            current = _same(folder, patch.render_extension(config).encode())
+        differs = "" if current else difference(patch, config, mark, missing, edited)
         off = "" if folder.is_file() or loads_check(entry, folder) else _off_text(entry)
         return Found(folder, source, settings, version if isinstance(version, int) else None, current, differs, off)
     return None
@@ -318,19 +321,9 @@ def _off_text(entry: Any) -> str:
     return f"its settings entry ({json.dumps(shown)}) switches its {CHECK} off, so senpi loads none of it"
 
 
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""
-
-
-def difference(
-    patch: Patch, config: Config, mark: dict[str, Any], folder: Path, edited: list[str] | None = None
-) -> str:
-    """Why a package of ours is not what export writes now: files missing or edited (`edited`),
-    else what its manifest says of it."""
-    missing = [name for name in edited or [] if not (folder / name).exists()]
+def difference(patch: Patch, config: Config, mark: dict[str, Any], missing: list[str], edited: list[str]) -> str:
+    """Why a package of ours is not what export writes now: files missing, or edited since this
+    very version and config exported it, else what its manifest says of it."""
     if missing:
         return f"its {', '.join(missing)} missing (export writes them again)"
     if edited:
