@@ -49,7 +49,7 @@ class ProbeCache:
     path: Path
     max_age: float
     answers: dict[str, list] = field(default_factory=dict)
-    changed: bool = False
+    asked: dict[str, list] = field(default_factory=dict)  # this run's answers, saved over the file's
 
     @classmethod
     def load(cls, path: Path, max_age: float) -> ProbeCache:
@@ -77,15 +77,18 @@ class ProbeCache:
 
     def put(self, argv: list[str], answer: str | None) -> None:
         self.answers[self.key(argv)] = [time.time(), answer, answer is not None and Path(answer).is_dir()]
-        self.changed = True
+        self.asked[self.key(argv)] = self.answers[self.key(argv)]
 
     def save(self) -> None:
-        if self.changed and made.below_own(self.path.parent):  # (as io/memo: only below a folder of ours)
+        if self.asked and made.below_own(self.path.parent):  # (as io/memo: only below a folder of ours)
+            from senpi_guard.io.locks import memo_lock
             from senpi_guard.io.write import write_private
 
-            # a cache that cannot be written only costs the next run a probe
-            with contextlib.suppress(FatalError):
-                write_private(self.path, json.dumps(self.answers).encode())
+            with memo_lock(self.path.parent):  # (what another run asked meanwhile is kept)
+                merged = {**ProbeCache.load(self.path, self.max_age).answers, **self.asked}
+                # a cache that cannot be written only costs the next run a probe
+                with contextlib.suppress(FatalError):
+                    write_private(self.path, json.dumps(merged).encode())
 
 
 def _run(argv: list[str], max_age: float = 0.0) -> str | None:

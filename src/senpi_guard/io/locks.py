@@ -99,3 +99,38 @@ def _wait(lock, timeout: float, lock_file: Path, stop: threading.Event | None) -
                     f"another senpi-guard holds the write lock {lock_file} for "
                     f"over {timeout:g}s; wait for it or stop it, then retry"
                 ) from exc
+
+
+@contextmanager
+def memo_lock(folder: Path) -> Iterator[bool]:
+    """Hold `folder`'s own lock (flock on the folder, no file made) while a remembered-results file
+    in it is read, changed and written, so two processes or threads (a `verify` beside the watcher)
+    do not lose each other's entries. Re-entrant in its thread; yields False, holding nothing, when
+    the folder cannot be opened (remembering then only risks a lost entry, as before)."""
+    import fcntl
+
+    held, key = _held_here(), f"memo:{folder}"
+    if held.get(key):
+        held[key] += 1
+        try:
+            yield True
+        finally:
+            held[key] -= 1
+        return
+    with answers.aside():
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+    if fd < 0:
+        yield False
+        return
+    held[key] = 1
+    try:
+        yield True
+    finally:
+        held.pop(key, None)
+        with answers.aside():
+            os.close(fd)  # (closing the only descriptor lets the flock go)

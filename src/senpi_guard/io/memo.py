@@ -74,23 +74,31 @@ def remember(kind: str, key: str | None, value: Any) -> None:
     path = memo_file()
     if not _writable(path):
         return
-    data = _load(path)
-    table = data.get(kind) if isinstance(data.get(kind), dict) else {}
-    if table.get(key) == value:
-        return
-    table.pop(key, None)
-    table[key] = value
-    data[kind] = dict(list(table.items())[-KEEP:])
-    with contextlib.suppress(FatalError):
-        write_private(path, json.dumps(data, sort_keys=False).encode())
+    from senpi_guard.io.locks import memo_lock
+
+    with memo_lock(path.parent):  # (another run's answer, added meanwhile, is kept)
+        data = _load(path)
+        table = data.get(kind) if isinstance(data.get(kind), dict) else {}
+        if table.get(key) == value:
+            return
+        table.pop(key, None)
+        table[key] = value
+        data[kind] = dict(list(table.items())[-KEEP:])
+        with contextlib.suppress(FatalError):
+            write_private(path, json.dumps(data, sort_keys=False).encode())
 
 
 def forget(kind: str) -> None:
     """Drop every answer of one kind (a verdict that would now be different)."""
     from senpi_guard.io.write import write_private
 
+    from senpi_guard.io.locks import memo_lock
+
     path = memo_file()
-    data = _load(path)
-    if data.pop(kind, None) is not None and _writable(path):
-        with contextlib.suppress(FatalError):
-            write_private(path, json.dumps(data).encode())
+    if not _writable(path):
+        return
+    with memo_lock(path.parent):
+        data = _load(path)
+        if data.pop(kind, None) is not None:
+            with contextlib.suppress(FatalError):
+                write_private(path, json.dumps(data).encode())

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import locks
 from senpi_guard.io.write import write_private
 from senpi_guard.prove import replays
 from senpi_guard.prove.verify import VerifyReport
@@ -59,12 +60,13 @@ class ContentProofs:
         stats = {k: v for k, v in report.stats.items() if k != IMPORTED}
         report = VerifyReport(report.ok, report.failures, report.checks_run, stats, report.node_version)
         if report.ok and isinstance(imported, dict) and imported:
-            lists = self._imports()
-            lists[key] = imported
-            self.memo.put(key, report)
-            kept = {k: v for k, v in lists.items() if k in self.memo._stored()}
-            with contextlib.suppress(FatalError):  # not remembering only costs a later proof
-                write_private(self.lists, json.dumps(kept).encode())
+            with locks.memo_lock(self.lists.parent):  # (both files read and written as one)
+                lists = self._imports()
+                lists[key] = imported
+                self.memo.put(key, report)
+                kept = {k: v for k, v in lists.items() if k in self.memo._stored()}
+                with contextlib.suppress(FatalError):  # not remembering only costs a later proof
+                    write_private(self.lists, json.dumps(kept).encode())
         return report
 
     def _imports(self) -> dict:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
+from senpi_guard.io import locks
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import write_private
 from senpi_guard.prove import nodes, sandbox
@@ -128,9 +129,10 @@ class ReplayMemo:
         self.this_run[key] = replace(report, reused_from=time.time())
         if not report.ok:
             return
-        stored = self._stored()
         fields = {k: v for k, v in asdict(report).items() if k not in ("failures", "reused_from")}
-        stored[key] = {**fields, "time": time.time()}
-        newest = sorted(stored.items(), key=lambda kv: kv[1].get("time", 0) if isinstance(kv[1], dict) else 0)
-        with contextlib.suppress(FatalError):  # not remembering only costs a later replay
-            write_private(self.path, json.dumps(dict(newest[-KEPT:])).encode())
+        with locks.memo_lock(self.path.parent):  # (read, add, write: no other writer between)
+            stored = self._stored()
+            stored[key] = {**fields, "time": time.time()}
+            newest = sorted(stored.items(), key=lambda kv: kv[1].get("time", 0) if isinstance(kv[1], dict) else 0)
+            with contextlib.suppress(FatalError):  # not remembering only costs a later replay
+                write_private(self.path, json.dumps(dict(newest[-KEPT:])).encode())

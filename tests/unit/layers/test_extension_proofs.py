@@ -56,3 +56,28 @@ def test_without_the_list_of_what_it_loaded_nothing_is_remembered(tmp_path):
     failing = VerifyReport(False, [], 41, {proofs.IMPORTED: {str(tmp_path / "x"): "0"}}, "v24.1.0")
     store.put("f", failing)
     assert proofs.ContentProofs(tmp_path / "extension-proofs.json").get("f") is None
+
+
+def test_provers_side_by_side_lose_no_proof(tmp_path):
+    """The watcher's re-proof beside an apply's proof: both files (the proofs and what each loaded)
+    are read and written as one, so neither loses the other's entry."""
+    import threading
+
+    loaded = tmp_path / "dep.js"
+    loaded.write_bytes(b"export const x = 1;\n")
+    imported = {str(loaded): hashlib.sha256(loaded.read_bytes()).hexdigest()}
+    start = threading.Barrier(3)
+
+    def prover(name: str) -> None:
+        store = proofs.ContentProofs(tmp_path / "extension-proofs.json")
+        start.wait()
+        for n in range(15):
+            store.put(f"{name}-{n}", passing(imported))
+
+    threads = [threading.Thread(target=prover, args=(name,)) for name in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    later = proofs.ContentProofs(tmp_path / "extension-proofs.json")
+    assert [f"{a}-{n}" for a in "abc" for n in range(15) if later.get(f"{a}-{n}") is None] == []

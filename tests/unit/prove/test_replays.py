@@ -39,3 +39,26 @@ def test_only_a_passing_replay_is_kept_on_disk(tmp_path):
     assert hit is not None and hit.ok and hit.checks_run == 7 and hit.reused_from is not None
     assert later.get("bad", stored=True) is None and later.get("good", stored=False) is None
     assert memo.get("bad", stored=False).ok is False  # (within the run, a failure is remembered too)
+
+
+def test_writers_side_by_side_lose_no_entry(tmp_path):
+    """A `verify` beside the watcher: each reads, adds and writes the file; the folder's lock keeps
+    one from writing over what the other added in between."""
+    import threading
+
+    start = threading.Barrier(3)
+
+    def writer(name: str) -> None:
+        memo = ReplayMemo(tmp_path / "replays.json")
+        start.wait()
+        for n in range(20):
+            memo.put(f"{name}-{n}", VerifyReport(True, [], 1, {}, "v24"))
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    later = ReplayMemo(tmp_path / "replays.json")
+    lost = [f"{name}-{n}" for name in "abc" for n in range(20) if later.get(f"{name}-{n}", stored=True) is None]
+    assert lost == []
