@@ -90,9 +90,8 @@ def remember(kind: str, key: str | None, value: Any) -> None:
 
 def forget(kind: str) -> None:
     """Drop every answer of one kind (a verdict that would now be different)."""
-    from senpi_guard.io.write import write_private
-
     from senpi_guard.io.locks import memo_lock
+    from senpi_guard.io.write import write_private
 
     path = memo_file()
     if not _writable(path):
