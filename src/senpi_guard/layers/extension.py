@@ -26,7 +26,6 @@ from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.io.write import os_error, write_private
 from senpi_guard.layers import package
-from senpi_guard.layers.extension_replay import begin_ahead as prove_ahead  # noqa: F401 (extension_plan reaches it here)
 from senpi_guard.layers.extension_replay import replay
 from senpi_guard.layers.extension_state import LayerOutcome, LayerStatus
 from senpi_guard.prove.verify import VerifyReport

@@ -14,7 +14,6 @@ import pwd
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from senpi_guard.core import agentdir
 from senpi_guard.core.patch.definition import Patch
@@ -187,30 +186,6 @@ def _forget_gone(patch: Patch, store: Store, dry_run: bool) -> list[extension.La
             )
         )
     return outcomes
-
-
-def prove_ahead(wanted: list[tuple[Patch, Config]], store: Store, found: list[Install], run: Any) -> None:
-    """Begin, beside the dist layers, the proof `install_all` will need: where an agent dir the
-    installs use has no current extension of a patch's. Never where the config may leave the
-    extension out (that turns on what the dist layer finds), nor where `install` would not prove."""
-    for patch, config in wanted:
-        if patch.extension is None or "dist" not in config.layers or _may_defer(patch, config):
-            continue
-        planned, _errors = targets(patch, found, config, store, lambda _install: set(), run.here)
-        wanting = [t for t in planned if _state(patch, config, t.agent_dir) in ("absent", "stale", "modified")]
-        if wanting:
-            extension.prove_ahead(patch, config, wanting[0].installs, store, run.allow_foreign_root)
-
-
-def _state(patch: Patch, config: Config, agent_dir: Path) -> str:
-    try:
-        return extension.inspect(patch, config, agent_dir).state
-    except FatalError:
-        return "error"
-
-
-def _may_defer(patch: Patch, config: Config) -> bool:
-    return patch.defer is not None and patch.settings(config).get(patch.defer.setting) == patch.defer.value
 
 
 def errors_of(lines: list[tuple[Install, str]]) -> list[extension.LayerOutcome]:

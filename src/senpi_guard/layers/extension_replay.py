@@ -9,7 +9,6 @@ import hashlib
 import json
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from senpi_guard.core import jssyntax, locate
@@ -19,7 +18,6 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import memo
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.layers import extension_ahead
 from senpi_guard.layers import extension_proofs as proofs
 from senpi_guard.prove import nodes, replays, sandbox
 from senpi_guard.prove import verify as verify_mod
@@ -150,24 +148,6 @@ def _keys(parts: dict) -> tuple[str, str]:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest(), proofs.content_key(by_content)
 
 
-@dataclass
-class _Prepared:
-    """What a proof needs, worked out before it runs: the host, node and both keys."""
-
-    install: Install | None
-    host: dict | None
-    node: nodes.Node
-    key: str
-    by_content: str
-
-
-def _prepare(patch: Patch, rendered: str, installs: list[Install], allow_foreign_root: bool) -> _Prepared:
-    install, host = senpi_host(installs, allow_foreign_root)
-    node = nodes.node_for(install.package_dir if install else None)
-    key, by_content = _keys(_replay_parts(patch, rendered, install, host, node))
-    return _Prepared(install, host, node, key, by_content)
-
-
 def replay(
     patch: Patch,
     config: Config,
@@ -180,84 +160,24 @@ def replay(
 ) -> VerifyReport:
     """Run the fixture sessions through the rendered extension with node: directly and, when an
     installed senpi's own loader and runner import, through them. A passing replay is remembered by
-    everything it depends on (`reuse`: trust one from an earlier run). The same proof begun ahead
-    in this process (extension_ahead) is waited for, not run twice."""
-    ready = _prepare(patch, rendered, installs, allow_foreign_root)
-    ahead = extension_ahead.take((ready.by_content, reuse, str(store.state_dir)))
-    if ahead is not None:
-        key, report = ahead.result()  # (its failure, ^C included, is raised here)
-        if key == ready.key:
-            return report
-    # (begun before a write changed dist/'s stamp: its proof, when it passed and what node loaded is
-    # unchanged, is found by content)
-    return _prove(patch, config, rendered, store, ready, allow_foreign_root, reuse, cancel)
-
-
-def begin_ahead(patch: Patch, config: Config, installs: list[Install], store: Store, allow_foreign_root: bool) -> None:
-    """Start the proof `replay` will ask for, in a thread, so that node runs it beside the dist
-    layer's work (an apply's first proof: seconds in senpi's loader). Not when it is remembered;
-    whom node runs as is judged here, once, before the thread starts (the dist layer's proof
-    reuses that judgement)."""
-    rendered = patch.render_extension(config)
-    try:
-        ready = _prepare(patch, rendered, installs, allow_foreign_root)
-        if _remembered(store, ready, True) is not None:
-            return
-        place = _judged(store, ready, allow_foreign_root)
-    except FatalError:  # (the proof's own run says it, in its place)
-        return
-    extension_ahead.begin(
-        (ready.by_content, True, str(store.state_dir)),
-        lambda cancel: (ready.key, _run_and_remember(patch, config, rendered, store, ready, place, cancel)),
-    )
-
-
-def _prove(
-    patch: Patch,
-    config: Config,
-    rendered: str,
-    store: Store,
-    ready: _Prepared,
-    allow_foreign_root: bool,
-    reuse: bool,
-    cancel: threading.Event | None,
-) -> VerifyReport:
-    known = _remembered(store, ready, reuse)
+    everything it depends on (`reuse`: trust one from an earlier run)."""
+    install, host = senpi_host(installs, allow_foreign_root)
+    node = nodes.node_for(install.package_dir if install else None)
+    memo = replays.ReplayMemo(store.state_dir / "replays.json")
+    key, by_content = _keys(_replay_parts(patch, rendered, install, host, node))
+    known = memo.get(key, reuse)
     if known is not None:
         return known
-    place = _judged(store, ready, allow_foreign_root)
-    return _run_and_remember(patch, config, rendered, store, ready, place, cancel)
-
-
-def _remembered(store: Store, ready: _Prepared, reuse: bool) -> VerifyReport | None:
-    memo = replays.ReplayMemo(store.state_dir / "replays.json")
-    known = memo.get(ready.key, reuse)
-    if known is None and reuse and ready.host:
-        content = proofs.ContentProofs(store.state_dir / "extension-proofs.json")
-        known = content.get(ready.by_content)
-        if known is not None:  # (the same bytes loaded as when it passed: a reinstall, a new inode)
-            memo.put(ready.key, known)
-    return known
-
-
-def _judged(store: Store, ready: _Prepared, allow_foreign_root: bool) -> Sandbox:
-    # as root: node and the host's code never run as root over code anyone else could write
-    package_dir = ready.install.package_dir if ready.install else None
-    return Sandbox.judged(store.state_dir / "verify", package_dir, ready.node.path, allow_foreign_root)
-
-
-def _run_and_remember(
-    patch: Patch,
-    config: Config,
-    rendered: str,
-    store: Store,
-    ready: _Prepared,
-    place: Sandbox,
-    cancel: threading.Event | None,
-) -> VerifyReport:
     content = proofs.ContentProofs(store.state_dir / "extension-proofs.json")
-    report = content.put(ready.by_content, _run_replay(patch, config, rendered, place, ready.host, ready.node, cancel))
-    replays.ReplayMemo(store.state_dir / "replays.json").put(ready.key, report)
+    known = content.get(by_content) if reuse and host else None
+    if known is not None:  # (the same bytes loaded as when it passed: a reinstall, a new inode)
+        memo.put(key, known)
+        return known
+    # as root: node and the host's code never run as root over code anyone else could write
+    package_dir = install.package_dir if install else None
+    place = Sandbox.judged(store.state_dir / "verify", package_dir, node.path, allow_foreign_root)
+    report = content.put(by_content, _run_replay(patch, config, rendered, place, host, node, cancel))
+    memo.put(key, report)
     return report
 
 

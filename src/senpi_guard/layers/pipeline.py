@@ -32,7 +32,6 @@ from senpi_guard.layers import dist_revert, extension, extension_keep, extension
 from senpi_guard.layers import extension_removal as removal
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.extension import LayerOutcome
-from senpi_guard.layers.extension_ahead import ahead_of_time
 from senpi_guard.layers.extension_keep import Keeping
 from senpi_guard.layers.findings import Inspection, Outcome
 from senpi_guard.layers.house import House
@@ -326,11 +325,7 @@ class Pipeline:
 
     def run(self, step: str, installs: list[Install], run: Run) -> list[Result]:
         order: Iterable[Layer] = reversed(self.layers) if step == "revert" else self.layers
-        # (whose code a replay runs: judged once for the whole step; proofs begun ahead end with it)
-        with owners.step(), ahead_of_time():
-            if step == "apply":  # (each extension's proof runs beside the dist layers' work)
-                wanted = [(x.patch, x.config) for x in self.layers if isinstance(x, AgentDirLayer)]
-                extension_plan.prove_ahead(wanted, self.store, installs, run)
+        with owners.step():  # (whose code a replay runs: judged once for the whole step)
             for layer in order:
                 self.results += getattr(layer, step)(installs, run)
         return self.results
