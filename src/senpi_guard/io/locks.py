@@ -4,6 +4,7 @@ takes again at once."""
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import threading
@@ -17,6 +18,7 @@ from senpi_guard.io import answers
 from senpi_guard.io.write import os_error
 
 LOCK_TIMEOUT = 120.0
+MEMO_WAIT_S = 2.0  # the memos' lock is held for one read and one write: a longer wait is a stopped holder
 STOP_POLL_S = 0.1  # how soon a wait sees its stop (the watcher's SIGTERM)
 log = logging.getLogger("senpi-guard")
 _HELD = threading.local()  # the write locks this thread holds, by path, and how deep
@@ -106,9 +108,8 @@ def memo_lock(folder: Path) -> Iterator[bool]:
     """Hold `folder`'s own lock (flock on the folder, no file made) while a remembered-results file
     in it is read, changed and written, so two processes or threads (a `verify` beside the watcher)
     do not lose each other's entries. Re-entrant in its thread; yields False, holding nothing, when
-    the folder cannot be opened (remembering then only risks a lost entry, as before)."""
-    import fcntl
-
+    the folder cannot be opened or locked within MEMO_WAIT_S (a holder stopped with ^Z, say):
+    remembering then only risks a lost entry."""
     held, key = _held_here(), f"memo:{folder}"
     if held.get(key):
         held[key] += 1
@@ -122,8 +123,9 @@ def memo_lock(folder: Path) -> Iterator[bool]:
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             fd = -1
-        if fd >= 0:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        if fd >= 0 and not _flock_within(fd, MEMO_WAIT_S):
+            os.close(fd)
+            fd = -1
     if fd < 0:
         yield False
         return
@@ -134,3 +136,17 @@ def memo_lock(folder: Path) -> Iterator[bool]:
         held.pop(key, None)
         with answers.aside():
             os.close(fd)  # (closing the only descriptor lets the flock go)
+
+
+def _flock_within(fd: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        except OSError:  # (NFS emulates flock with a write lock, refused on a folder opened to read)
+            return False

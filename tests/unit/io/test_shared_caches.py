@@ -41,3 +41,44 @@ def test_memo_writers_side_by_side_lose_no_answer(tmp_path, monkeypatch):
     for thread in threads:
         thread.join()
     assert [(k, n) for k in "abc" for n in range(12) if memo.recall(k, str(n)) != n] == []
+
+
+def test_a_holder_that_never_lets_go_costs_a_short_wait_not_a_hang(tmp_path, monkeypatch):
+    """A run stopped with ^Z while it holds the memos' lock: the next one waits MEMO_WAIT_S, then
+    remembers without it (what it risks is a lost entry, as before the lock)."""
+    import fcntl
+    import os
+    import time
+
+    from senpi_guard.io import locks
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "senpi-guard"
+    folder.mkdir(parents=True, mode=0o700)
+    monkeypatch.setattr(locks, "MEMO_WAIT_S", 0.3)
+    holder = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        started = time.monotonic()
+        memo.remember("kind", "key", 1)
+        waited = time.monotonic() - started
+    finally:
+        os.close(holder)
+    assert 0.3 <= waited < 10 and memo.recall("kind", "key") == 1
+
+
+def test_a_folder_that_refuses_the_lock_still_remembers(tmp_path, monkeypatch):
+    """On NFS flock is a write lock, refused (EBADF) on a folder opened to read."""
+    import errno
+
+    from senpi_guard.io import locks
+
+    def refused(fd, op):
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    monkeypatch.setattr(locks.fcntl, "flock", refused)
+    cache = tmp_path / "probes.json"
+    asked = probes.ProbeCache.load(cache, 600)
+    asked.put(["npm", "root", "-g"], None)
+    asked.save()
+    assert probes.ProbeCache.load(cache, 600).get(["npm", "root", "-g"]) == (True, None)
