@@ -1,6 +1,6 @@
 """The write lock's mechanics (io/store owns the lock file): filelock's acquire with an OS failure
 as one line, a wait that says so and ends when its `stop` is set, and a lock its holding thread
-takes again at once."""
+takes again at once. Also the remembered results' short lock (`memo_lock`), on their folder."""
 
 from __future__ import annotations
 
