@@ -26,6 +26,9 @@ def test_two_runs_probing_with_different_environments_keep_both_answers(tmp_path
 
 
 def test_memo_writers_side_by_side_lose_no_answer(tmp_path, monkeypatch):
+    from senpi_guard.io import locks
+
+    monkeypatch.setattr(locks, "MEMO_WAIT_S", 120.0)  # (the lock is under test, not its bound: a slow disk)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (tmp_path / "cache" / "senpi-guard").mkdir(parents=True, mode=0o700)
     start = threading.Barrier(3)

@@ -58,10 +58,14 @@ def test_without_the_list_of_what_it_loaded_nothing_is_remembered(tmp_path):
     assert proofs.ContentProofs(tmp_path / "extension-proofs.json").get("f") is None
 
 
-def test_provers_side_by_side_lose_no_proof(tmp_path):
+def test_provers_side_by_side_lose_no_proof(tmp_path, monkeypatch):
     """The watcher's re-proof beside an apply's proof: both files (the proofs and what each loaded)
     are read and written as one, so neither loses the other's entry."""
     import threading
+
+    from senpi_guard.io import locks
+
+    monkeypatch.setattr(locks, "MEMO_WAIT_S", 120.0)  # (the lock is under test, not its bound: a slow disk)
 
     loaded = tmp_path / "dep.js"
     loaded.write_bytes(b"export const x = 1;\n")

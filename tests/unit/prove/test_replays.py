@@ -41,10 +41,14 @@ def test_only_a_passing_replay_is_kept_on_disk(tmp_path):
     assert memo.get("bad", stored=False).ok is False  # (within the run, a failure is remembered too)
 
 
-def test_writers_side_by_side_lose_no_entry(tmp_path):
+def test_writers_side_by_side_lose_no_entry(tmp_path, monkeypatch):
     """A `verify` beside the watcher: each reads, adds and writes the file; the folder's lock keeps
     one from writing over what the other added in between."""
     import threading
+
+    from senpi_guard.io import locks
+
+    monkeypatch.setattr(locks, "MEMO_WAIT_S", 120.0)  # (the lock is under test, not its bound: a slow disk)
 
     start = threading.Barrier(3)
 
