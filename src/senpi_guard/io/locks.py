@@ -4,21 +4,22 @@ takes again at once. Also the remembered results' short lock (`memo_lock`), on t
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import answers
+from senpi_guard.io import answers, flock
 from senpi_guard.io.write import os_error
 
 LOCK_TIMEOUT = 120.0
-MEMO_WAIT_S = 2.0  # the memos' lock is held for one read and one write: a longer wait is a stopped holder
+# the memos' lock is held for one read and one write: a longer wait is a stopped holder (and it
+# stays under the watcher's re-proof thread's 1.5 s to end when stopped)
+MEMO_WAIT_S = 1.0
 STOP_POLL_S = 0.1  # how soon a wait sees its stop (the watcher's SIGTERM)
 log = logging.getLogger("senpi-guard")
 _HELD = threading.local()  # the write locks this thread holds, by path, and how deep
@@ -103,50 +104,11 @@ def _wait(lock, timeout: float, lock_file: Path, stop: threading.Event | None) -
                 ) from exc
 
 
-@contextmanager
-def memo_lock(folder: Path) -> Iterator[bool]:
+def memo_lock(folder: Path) -> AbstractContextManager[bool]:
     """Hold `folder`'s own lock (flock on the folder, no file made) while a remembered-results file
     in it is read, changed and written, so two processes or threads (a `verify` beside the watcher)
-    do not lose each other's entries. Re-entrant in its thread; yields False, holding nothing, when
-    the folder cannot be opened or locked within MEMO_WAIT_S (a holder stopped with ^Z, say):
-    remembering then only risks a lost entry."""
-    held, key = _held_here(), f"memo:{folder}"
-    if held.get(key):
-        held[key] += 1
-        try:
-            yield True
-        finally:
-            held[key] -= 1
-        return
-    with answers.aside():
-        try:
-            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            fd = -1
-        if fd >= 0 and not _flock_within(fd, MEMO_WAIT_S):
-            os.close(fd)
-            fd = -1
-    if fd < 0:
-        yield False
-        return
-    held[key] = 1
-    try:
-        yield True
-    finally:
-        held.pop(key, None)
-        with answers.aside():
-            os.close(fd)  # (closing the only descriptor lets the flock go)
-
-
-def _flock_within(fd: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.005)
-        except OSError:  # (NFS emulates flock with a write lock, refused on a folder opened to read)
-            return False
+    do not lose each other's entries (io/flock.folder_lock; the lock's own calls are no input of
+    what the command says). False, holding nothing, when the folder cannot be opened or locked
+    within MEMO_WAIT_S (a holder stopped with ^Z, say; the rest of the process then does not wait
+    for that folder again): remembering then only risks a lost entry."""
+    return flock.folder_lock(folder, MEMO_WAIT_S, answers.aside)

@@ -24,9 +24,12 @@ from pathlib import Path
 
 import platformdirs
 
+from senpi_guard.io import flock
+
 APP = "senpi-guard"
 VERSION = 1
 NAME = "made-folders.json"
+RECORD_WAIT_S = 1.0  # (as the memos': the record is read and written whole, in a moment)
 
 
 def own_folders() -> list[Path]:
@@ -133,11 +136,12 @@ def _add(path: Path, new: list[Path], own: list[Path]) -> None:
         return
     with contextlib.suppress(OSError):
         made_now = make_private(path.parent)
-        known = [str(p) for p in _read(path)]
-        for folder in [*made_now, *new]:
-            if str(folder) not in known and not _inside_own(folder, own):
-                known.append(str(folder))
-        _write(path, json.dumps({"version": VERSION, "folders": known}, indent=2).encode())
+        with flock.folder_lock(path.parent, RECORD_WAIT_S):  # (what another run recorded meanwhile stays)
+            known = [str(p) for p in _read(path)]
+            for folder in [*made_now, *new]:
+                if str(folder) not in known and not _inside_own(folder, own):
+                    known.append(str(folder))
+            _write(path, json.dumps({"version": VERSION, "folders": known}, indent=2).encode())
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -72,7 +72,7 @@ def remember(kind: str, key: str | None, value: Any) -> None:
     from senpi_guard.io.write import write_private
 
     path = memo_file()
-    if not _writable(path):
+    if not _writable(path) or _known(path, kind, key, value):
         return
     from senpi_guard.io.locks import memo_lock
 
@@ -86,6 +86,12 @@ def remember(kind: str, key: str | None, value: Any) -> None:
         data[kind] = dict(list(table.items())[-KEEP:])
         with contextlib.suppress(FatalError):
             write_private(path, json.dumps(data, sort_keys=False).encode())
+
+
+def _known(path: Path, kind: str, key: str, value: Any) -> bool:
+    """Whether the memo holds this answer already (nothing to write: no lock taken)."""
+    table = _load(path).get(kind)
+    return isinstance(table, dict) and table.get(key) == value
 
 
 def forget(kind: str) -> None:

@@ -1,0 +1,74 @@
+"""A short lock on a folder itself (flock on the folder: no lock file is made, none is left), for
+files in it that are read, changed and written whole by runs that may meet. A leaf: io/made's record
+takes it as well as the memos (io/locks.memo_lock)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+POLL_S = 0.005
+_held = threading.local()  # the folders this thread holds, and how deep
+_given_up: set[str] = set()  # the folders whose lock this process waited for in vain
+
+
+@contextlib.contextmanager
+def folder_lock(
+    folder: Path, wait_s: float, quiet: Callable[[], AbstractContextManager] = contextlib.nullcontext
+) -> Iterator[bool]:
+    """Hold `folder`'s lock for the block: re-entrant in its thread, waited for at most `wait_s`
+    (once per process: a folder waited for in vain is not waited for again), skipped where the
+    folder refuses it (NFS emulates flock as a write lock: EBADF on a folder opened to read). Yields
+    whether it is held. `quiet` wraps the lock's own system calls (the recorder's aside)."""
+    depth: dict[str, int] = _held.__dict__.setdefault("depth", {})
+    key = str(folder)
+    if depth.get(key):
+        depth[key] += 1
+        try:
+            yield True
+        finally:
+            depth[key] -= 1
+        return
+    with quiet():
+        fd = -1 if key in _given_up else _open(folder)
+        if fd >= 0 and not _flock_within(fd, wait_s):
+            os.close(fd)
+            fd = -1
+            _given_up.add(key)
+    if fd < 0:
+        yield False
+        return
+    depth[key] = 1
+    try:
+        yield True
+    finally:
+        depth.pop(key, None)
+        with quiet():
+            os.close(fd)  # (closing the only descriptor lets the flock go)
+
+
+def _open(folder: Path) -> int:
+    try:
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+
+
+def _flock_within(fd: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_S)
+        except OSError:  # (refused: NFS)
+            return False
