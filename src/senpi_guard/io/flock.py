@@ -14,16 +14,18 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 POLL_S = 0.005
+GIVE_UP_S = 60.0  # after a wait in vain, how long this process does not wait for that folder again
 _held = threading.local()  # the folders this thread holds, and how deep
-_given_up: set[str] = set()  # the folders whose lock this process waited for in vain
+_given_up: dict[str, float] = {}  # the folders whose lock this process waited for in vain, and when
 
 
 @contextlib.contextmanager
 def folder_lock(
     folder: Path, wait_s: float, quiet: Callable[[], AbstractContextManager] = contextlib.nullcontext
 ) -> Iterator[bool]:
-    """Hold `folder`'s lock for the block: re-entrant in its thread, waited for at most `wait_s`
-    (once per process: a folder waited for in vain is not waited for again), skipped where the
+    """Hold `folder`'s lock for the block: re-entrant in its thread, waited for at most `wait_s` (a
+    folder waited for in vain is not waited for again for GIVE_UP_S: a run that remembers ten
+    things waits once; the watcher, which runs for days, takes the lock again later), skipped where the
     folder refuses it (NFS emulates flock as a write lock: EBADF on a folder opened to read). Yields
     whether it is held. `quiet` wraps the lock's own system calls (the recorder's aside)."""
     depth: dict[str, int] = _held.__dict__.setdefault("depth", {})
@@ -36,11 +38,12 @@ def folder_lock(
             depth[key] -= 1
         return
     with quiet():
-        fd = -1 if key in _given_up else _open(folder)
+        recently = key in _given_up and time.monotonic() - _given_up[key] < GIVE_UP_S
+        fd = -1 if recently else _open(folder)
         if fd >= 0 and not _flock_within(fd, wait_s):
             os.close(fd)
             fd = -1
-            _given_up.add(key)
+            _given_up[key] = time.monotonic()
     if fd < 0:
         yield False
         return

@@ -109,6 +109,6 @@ def memo_lock(folder: Path) -> AbstractContextManager[bool]:
     in it is read, changed and written, so two processes or threads (a `verify` beside the watcher)
     do not lose each other's entries (io/flock.folder_lock; the lock's own calls are no input of
     what the command says). False, holding nothing, when the folder cannot be opened or locked
-    within MEMO_WAIT_S (a holder stopped with ^Z, say; the rest of the process then does not wait
-    for that folder again): remembering then only risks a lost entry."""
+    within MEMO_WAIT_S (a holder stopped with ^Z, say; the process then does not wait for that
+    folder again for a minute): remembering then only risks a lost entry."""
     return flock.folder_lock(folder, MEMO_WAIT_S, answers.aside)
