@@ -24,7 +24,7 @@ from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import os_error
-from senpi_guard.layers.package_filter import CHECK, exact, loads_check, matches
+from senpi_guard.layers.package_filter import CHECK, enabled_by_overrides, loads_check
 
 MANIFEST = "package.json"
 KEY = "senpi-guard"  # our own key in package.json: which patch, so that an earlier export is known
@@ -251,14 +251,9 @@ def switched_off(agent_dir: Path, file: Path) -> str:
     if listed is None:
         return ""
     settings, patterns = listed
-    overrides = [p for p in patterns if isinstance(p, str) and p.startswith(("!", "+", "-"))]
-    enabled = not any(matches(file, p[1:], agent_dir) for p in overrides if p.startswith("!"))
-    if any(exact(file, p[1:], agent_dir) for p in overrides if p.startswith("+")):
-        enabled = True
-    if any(exact(file, p[1:], agent_dir) for p in overrides if p.startswith("-")):
-        enabled = False
-    if enabled:
+    if enabled_by_overrides(file, patterns, agent_dir):
         return ""
+    overrides = [p for p in patterns if isinstance(p, str) and p.startswith(("!", "+", "-"))]
     return f"{settings.name}'s extensions patterns ({json.dumps(overrides)}) switch it off, so senpi loads none of it"
 
 

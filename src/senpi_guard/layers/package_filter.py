@@ -37,12 +37,22 @@ def loads_check(entry: Any, folder: Path) -> bool:
     if not patterns:
         return False
     includes = [p for p in patterns if not p.startswith(("+", "-", "!"))]
-    enabled = not includes or any(matches(path, p, folder) for p in includes)
-    if enabled and any(matches(path, p[1:], folder) for p in patterns if p.startswith("!")):
+    return _overridden(path, patterns, folder, not includes or any(matches(path, p, folder) for p in includes))
+
+
+def enabled_by_overrides(path: Path, patterns: list[Any], base: Path) -> bool:
+    """Whether settings' top-level `extensions` patterns leave an auto-discovered file on
+    (isEnabledByOverrides, relative to `base`: the agent dir)."""
+    return _overridden(path, [p for p in patterns if isinstance(p, str)], base, True)
+
+
+def _overridden(path: Path, patterns: list[str], base: Path, enabled: bool) -> bool:
+    """`enabled` after the overrides: a `!` glob switches it off, a `+` path back on, a `-` path off."""
+    if enabled and any(matches(path, p[1:], base) for p in patterns if p.startswith("!")):
         enabled = False
-    if not enabled and any(exact(path, p[1:], folder) for p in patterns if p.startswith("+")):
+    if not enabled and any(exact(path, p[1:], base) for p in patterns if p.startswith("+")):
         enabled = True
-    return enabled and not any(exact(path, p[1:], folder) for p in patterns if p.startswith("-"))
+    return enabled and not any(exact(path, p[1:], base) for p in patterns if p.startswith("-"))
 
 
 def exact(path: Path, pattern: str, base: Path) -> bool:
