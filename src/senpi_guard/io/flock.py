@@ -15,7 +15,7 @@ from pathlib import Path
 
 POLL_S = 0.005
 GIVE_UP_S = 60.0  # after a wait in vain, how long this process does not wait for that folder again
-_held = threading.local()  # the folders this thread holds, and how deep
+_held = threading.local()  # the locks this thread holds (these folders, io/locks' write lock), and how deep
 _given_up: dict[str, float] = {}  # the folders whose lock this process waited for in vain, and when
 
 
@@ -28,8 +28,7 @@ def folder_lock(
     things waits once; the watcher, which runs for days, takes the lock again later), skipped where the
     folder refuses it (NFS emulates flock as a write lock: EBADF on a folder opened to read). Yields
     whether it is held. `quiet` wraps the lock's own system calls (the recorder's aside)."""
-    depth: dict[str, int] = _held.__dict__.setdefault("depth", {})
-    key = str(folder)
+    depth, key = held_here(), f"folder:{folder}"
     if depth.get(key):
         depth[key] += 1
         try:
@@ -54,6 +53,11 @@ def folder_lock(
         depth.pop(key, None)
         with quiet():
             os.close(fd)  # (closing the only descriptor lets the flock go)
+
+
+def held_here() -> dict[str, int]:
+    """The locks this thread holds, by key, and how deep (a holder takes its lock again at once)."""
+    return _held.__dict__.setdefault("depth", {})
 
 
 def _open(folder: Path) -> int:

@@ -22,13 +22,6 @@ LOCK_TIMEOUT = 120.0
 MEMO_WAIT_S = 1.0
 STOP_POLL_S = 0.1  # how soon a wait sees its stop (the watcher's SIGTERM)
 log = logging.getLogger("senpi-guard")
-_HELD = threading.local()  # the write locks this thread holds, by path, and how deep
-
-
-def _held_here() -> dict[str, int]:
-    if not hasattr(_HELD, "depth"):
-        _HELD.depth = {}
-    return _HELD.depth
 
 
 def acquire(lock, timeout: float, path: Path) -> None:
@@ -54,7 +47,7 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str], stop: threading.Ev
     at a time across processes and threads; says when it waits, and stops waiting (FatalError) when
     `stop` is set. The thread that holds it already goes on at once (the records' own writes take it
     inside an apply's)."""
-    held, key = _held_here(), str(lock_file)
+    held, key = flock.held_here(), str(lock_file)
     if held.get(key):
         held[key] += 1
         try:
