@@ -100,7 +100,7 @@ def forget(kind: str) -> None:
     from senpi_guard.io.write import write_private
 
     path = memo_file()
-    if not _writable(path):
+    if not _writable(path) or kind not in _load(path):  # (nothing to forget: no lock taken)
         return
     with memo_lock(path.parent):
         data = _load(path)
