@@ -18,8 +18,9 @@ from senpi_guard.cli import main
 from senpi_guard.core.patch import apply as edit
 from senpi_guard.demo import sample
 
-# the real tier's fixtures (tests/realsenpi.py); the hostile tests' user, folders and CI rule
-pytest_plugins = ("realsenpi", "hostile.plugin")
+# the real tier's fixtures (tests/realsenpi.py); the hostile tests' user, folders and CI rule; the
+# mount table held still (tests/mounts.py)
+pytest_plugins = ("realsenpi", "hostile.plugin", "mounts")
 
 SHAPE_REL = {
     1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",

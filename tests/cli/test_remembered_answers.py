@@ -17,6 +17,8 @@ from conftest import SHAPE_REL, patched
 
 from senpi_guard.demo import sample
 
+pytestmark = pytest.mark.usefixtures("steady_mount_table")  # (a replay needs the mount table still: tests/mounts.py)
+
 
 def console(*args: str | Path, importtime: bool = False) -> subprocess.CompletedProcess[str]:
     flags = ["-X", "importtime"] if importtime else []

@@ -101,7 +101,7 @@ def test_a_planted_yarnrc_in_the_current_folder_is_ignored(env, npm_install, tmp
 
 
 @pytest.fixture
-def small_tmpfs(tmp_path):
+def small_tmpfs(tmp_path, mount_table_changes):
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     mount = tmp_path / "small"

@@ -11,7 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from senpi_guard.demo import sample
+
+pytestmark = pytest.mark.usefixtures("steady_mount_table")  # (a replay needs the mount table still: tests/mounts.py)
 
 
 def status_as_root(pkg: Path, cache: Path) -> subprocess.CompletedProcess[str]:

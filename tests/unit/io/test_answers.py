@@ -16,6 +16,8 @@ import pytest
 from senpi_guard.io import answers, inputs
 from senpi_guard.io.store import cache_dir
 
+pytestmark = pytest.mark.usefixtures("steady_mount_table")  # (a replay needs the mount table still: tests/mounts.py)
+
 
 class Command:
     """A stand-in command: each call runs `body` (which prints), counted."""
