@@ -269,17 +269,27 @@ class WatchProcess:
             [sys.executable, "-m", "senpi_guard", "watch", "--quiet-period", "0.4", *map(str, args)],
             stdout=self.handle,
             stderr=subprocess.STDOUT,
-            env=dict(os.environ),
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # (SIGABRT: every thread's stack to the log)
         )
 
     def text(self) -> str:
         return self.log.read_text()
 
     def stop(self) -> float:
+        """SIGTERM, and the seconds until the watcher exited; one that has not after 10 s is aborted,
+        and the failure shows where each of its threads was."""
         started = time.monotonic()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=10)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGABRT)
+                self.proc.wait(timeout=30)
+                raise AssertionError(
+                    "the watcher did not stop within 10 s of SIGTERM; the end of its log, with every thread's "
+                    f"stack at the SIGABRT:\n{self.text()[-8000:]}"
+                ) from None
         self.handle.close()
         return time.monotonic() - started
 
