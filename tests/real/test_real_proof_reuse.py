@@ -2,11 +2,14 @@
 bytes of every file node loaded for it. A reinstall of the same build (new inodes, same bytes)
 reuses it; one changed byte in a file the loader imported proves afresh. `verify` right after
 `apply` runs neither layer's replay again (the dist replay apply ran before its write shares a key
-with verify's after it); one byte in a script beside the patched module, or `--fresh`, runs it."""
+with verify's after it); one byte in a script beside the patched module, or `--fresh`, runs it.
+Whatever the proof's node writes to its temp folder (jiti's cache of the extension senpi's loader
+transpiled) stays in its replay folder: the user's temp folder gets nothing of it."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -42,6 +45,10 @@ def test_the_loader_proof_follows_the_bytes_it_loaded(full_senpi, tmp_path, monk
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     monkeypatch.setenv("SENPI_GUARD_NODE", str(full_senpi.node_bin / "node"))
+    given_tmp = tmp_path / "tmp"  # (laid out as /tmp: root's, sticky, anyone may write)
+    given_tmp.mkdir()
+    given_tmp.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(given_tmp))
     assert REUSED not in extension_detail(package_dir)
     lists = json.loads(next(isolated_dirs.rglob("extension-proofs-imports.json")).read_text())
     (imported,) = lists.values()
@@ -59,6 +66,10 @@ def test_the_loader_proof_follows_the_bytes_it_loaded(full_senpi, tmp_path, monk
 
     result = senpi_guard("verify", "--root", package_dir, "--fresh", "--json")
     assert result.returncode == 0 and REUSED not in result.stdout, result.stdout + result.stderr
+    # three fresh proofs through senpi's loader, and none left jiti's cache in the user's temp folder
+    # (as root, its replays run as `nobody`: a /tmp/jiti made by them is one every later senpi reads)
+    left = {p.name: p.lstat().st_uid for p in given_tmp.iterdir()}
+    assert "jiti" not in left and set(left.values()) <= {os.geteuid()}, left
 
 
 def verify_reused(package_dir: Path, *extra: str) -> dict[str, bool]:

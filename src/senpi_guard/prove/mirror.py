@@ -32,7 +32,7 @@ class Mirror:
 
     def popen_kwargs(self) -> dict[str, Any]:
         """Run node as the judged owner when root replays someone else's code."""
-        return self.sandbox.popen_kwargs()
+        return self.sandbox.popen_kwargs(self.root)
 
 
 def _link_tree(root: Path, package_dir: Path, real_dirs: set[Path]) -> None:

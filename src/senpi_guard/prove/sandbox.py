@@ -37,6 +37,7 @@ JS = resources.files("senpi_guard.prove").joinpath("js")
 PROTOCOL = "protocol.mjs"  # what every harness imports: its half of verify.run_script's protocol
 PREFIX = "senpi-guard-verify-"
 CHECK_PREFIX = "senpi-guard-check-"  # check's scratch: `<CHECK_PREFIX><pid>-<random>`
+NODE_TMP = "tmp"  # node's temp folder (TMPDIR), inside the replay folder it runs in
 PINNED: dict[Path, tuple[int, int]] = {}  # package folder -> (st_dev, st_ino) as it was opened
 
 
@@ -211,9 +212,14 @@ class Sandbox:
         sweep(work_dir)
         return cls(work_dir, owners.run_as(package_dir, node, allow_foreign_root), package_dir)
 
-    def popen_kwargs(self) -> dict[str, Any]:
-        """Run node as the judged owner (when root replays someone else's code)."""
-        return owners.popen_kwargs(self.owner)
+    def popen_kwargs(self, folder: Path) -> dict[str, Any]:
+        """Run node in replay folder `folder` as the judged owner, its temp folder (TMPDIR) that
+        folder's own: what node or the code it loads writes to a temp folder goes with the folder.
+        senpi's loader, through jiti, caches each extension it transpiles in `<TMPDIR>/jiti`, by
+        path: in the shared /tmp that was a 64 kB file per proof never read again, and, when the
+        first to make /tmp/jiti was a replay run as `nobody`, a folder `nobody` owns, from which
+        every later senpi on the machine reads code (and which no other user can write to)."""
+        return {**owners.popen_kwargs(self.owner), "env": {**os.environ, "TMPDIR": str(folder / NODE_TMP)}}
 
     @contextmanager
     def folder(
@@ -228,6 +234,7 @@ class Sandbox:
 
         def fill_all(folder: Path) -> None:
             write_files(folder, placed)
+            (folder / NODE_TMP).mkdir(mode=0o700)
             if fill is not None:
                 fill(folder)
 

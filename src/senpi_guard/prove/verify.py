@@ -144,7 +144,7 @@ def run_script(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            **sandbox.popen_kwargs(),
+            **sandbox.popen_kwargs(script.parent),  # (every harness is at the top of its replay folder)
         )
         try:
             stdout, stderr = _communicate(proc, timeout, cancel)

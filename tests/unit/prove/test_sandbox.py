@@ -5,7 +5,9 @@ as root for another user, is made in the shared temp folder by that user."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -74,8 +76,32 @@ def test_as_root_for_another_user_the_folder_is_theirs_in_the_shared_temp(tmp_pa
     tmp_path.chmod(0o755)
     uid, gid = owners.nobody()
     box = Sandbox(tmp_path / "verify", (uid, gid))
-    assert box.popen_kwargs() == {"user": uid, "group": gid, "extra_groups": []}
     with box.folder("-ext", "extension_harness.mjs", {"x.mjs": b"x"}) as folder:
+        kwargs = box.popen_kwargs(folder)
+        assert (kwargs["user"], kwargs["group"], kwargs["extra_groups"]) == (uid, gid, [])
+        assert kwargs["env"]["TMPDIR"] == str(folder / sandbox.NODE_TMP)  # (node's temp folder: theirs, in it)
         assert folder.parent == sandbox.shared_temp()
         assert {(p.stat().st_uid, p.stat().st_gid) for p in (folder, *folder.iterdir())} == {(uid, gid)}
     assert not folder.exists()
+
+
+def test_what_node_writes_to_its_temp_folder_stays_in_the_replay_folder_and_goes_with_it(tmp_path, monkeypatch):
+    """senpi's loader caches each extension jiti transpiles in `<os.tmpdir()>/jiti`: a real node,
+    run as a replay runs, writes there, and the temp folder the user gave is left untouched."""
+    node = shutil.which("node") or pytest.skip("node is not installed")
+    given = tmp_path / "tmp"
+    given.mkdir()
+    monkeypatch.setenv("TMPDIR", str(given))
+    script = (
+        'import { tmpdir } from "node:os"; import { mkdirSync, writeFileSync } from "node:fs";\n'
+        'mkdirSync(`${tmpdir()}/jiti`, { recursive: true }); writeFileSync(`${tmpdir()}/jiti/ext.mjs`, "cached");\n'
+        "console.log(tmpdir());\n"
+    )
+    box = Sandbox(tmp_path / "verify")
+    with box.folder("-ext", "extension_harness.mjs", {"writes.mjs": script.encode()}) as folder:
+        done = subprocess.run(
+            [node, str(folder / "writes.mjs")], capture_output=True, text=True, check=True, **box.popen_kwargs(folder)
+        )
+        assert done.stdout.strip() == str(folder / sandbox.NODE_TMP)
+        assert (folder / sandbox.NODE_TMP / "jiti" / "ext.mjs").read_text() == "cached"
+    assert not folder.exists() and list(given.iterdir()) == []
