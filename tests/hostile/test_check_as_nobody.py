@@ -5,7 +5,6 @@ own tarball; the release's code, which notes its uid, never runs as root (issue 
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from hostile_support import PLANTED, shared_log, uids_in
-from realsenpi import senpi_guard
+from realsenpi import node24_bin, path_with, senpi_guard
 
 from senpi_guard.demo import sample
 from senpi_guard.prove import owners
@@ -52,20 +51,24 @@ def served(planted_tarball) -> str:
 
 @pytest.fixture
 def npm_uids(open_dir) -> tuple[Path, dict[str, str]]:
-    """The real npm behind a shim first on PATH that notes the uid of every call."""
+    """The real npm behind a shim first on PATH that notes the uid of every call, on node 24 (npm
+    keeps node's compile cache in the temp folder on node >= 22)."""
     log = shared_log(open_dir, "npm-uids")
     shim = open_dir / "bin" / "npm"
     shim.parent.mkdir()
     shim.write_text(f'#!/bin/sh\nid -u >> "{log}"\nexec "{shutil.which("npm")}" "$@"\n')
     shim.chmod(0o755)
-    return log, {"PATH": f"{shim.parent}:{os.environ['PATH']}"}
+    return log, {"PATH": path_with(shim.parent, node24_bin())}
 
 
-def test_a_fetched_release_is_packed_unpacked_and_replayed_as_nobody(attacker, served, npm_uids, open_dir):
+def test_a_fetched_release_is_packed_unpacked_and_replayed_as_nobody(attacker, served, npm_uids, open_dir, tmp_path):
     log = shared_log(open_dir, "who-ran-it")
     npm_log, env = npm_uids
+    given_tmp = tmp_path / "tmp"  # (laid out as /tmp: root's, sticky, anyone may write)
+    given_tmp.mkdir()
+    given_tmp.chmod(0o1777)
     started = time.monotonic()
-    done = senpi_guard("check", served, env={**env, "SENPI_GUARD_PLANT_LOG": str(log)})
+    done = senpi_guard("check", served, env={**env, "SENPI_GUARD_PLANT_LOG": str(log), "TMPDIR": str(given_tmp)})
     print(
         f"check {served}: exit {done.returncode} in {time.monotonic() - started:.1f}s; npm ran as "
         f"{sorted(uids_in(npm_log))}, the release's code as {sorted(uids_in(log))}"
@@ -73,6 +76,9 @@ def test_a_fetched_release_is_packed_unpacked_and_replayed_as_nobody(attacker, s
     assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
     assert uids_in(npm_log) == {owners.nobody()[0]}, npm_log.read_text()
     assert uids_in(log) == {owners.nobody()[0]}, log.read_text()
+    # nothing of nobody's in the temp folder: npm's compile cache (node-compile-cache) made there
+    # as nobody would be a folder no other user's node could keep its cache in
+    assert {p.name: p.lstat().st_uid for p in given_tmp.iterdir() if p.lstat().st_uid != 0} == {}
 
 
 def test_roots_own_tarball_is_replayed_as_nobody(attacker, planted_tarball, open_dir, tmp_path):

@@ -87,10 +87,12 @@ def _from_tarball(fd: int, owner, work: Path, caps: unpack.Caps, what: str) -> P
 
 
 def _npm_env(place: Path) -> dict[str, str]:
-    """npm's environment for a fetch as `nobody`: a scratch HOME and cache (root's are not read)."""
+    """npm's environment for a fetch as `nobody`: a scratch HOME, cache and temp folder (root's are
+    not read; npm keeps node's compile cache in `$TMPDIR/node-compile-cache`, and one made in /tmp
+    as `nobody` is a folder no other user's node can keep its cache in)."""
     dropped = ("npm_config_cache", "npm_config_userconfig")
     env = {k: v for k, v in discover.quiet_env().items() if k.lower() not in dropped}
-    env.update(HOME=str(place / "home"), npm_config_cache=str(place / "npm-cache"))
+    env.update(HOME=str(place / "home"), npm_config_cache=str(place / "npm-cache"), TMPDIR=str(place / "tmp"))
     env["npm_config_userconfig"] = str(place / "home" / ".npmrc")
     return env
 
