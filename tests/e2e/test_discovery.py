@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHAPE_REL, add_path, run_cli, sha, tool
+from realsenpi import node24_bin
 
 from senpi_guard.demo import sample
 
@@ -25,18 +26,25 @@ def test_npm_global_prefix_is_honoured(env, tarballs, capsys):
     assert row["package_dir"] == str(env / "npm-global/lib/node_modules/@code-yeongyu/senpi")
 
 
-def test_status_leaves_no_package_manager_logs(env, tarballs, capsys, monkeypatch):
+def test_status_leaves_no_package_manager_logs(env, tarballs, capsys, monkeypatch, tmp_path):
     """A read-only command asks npm where its global root is; npm must not leave a debug log
-    behind (one file per run in ~/.npm/_logs otherwise)."""
+    behind (one file per run in ~/.npm/_logs otherwise), nor, on node 24, node's compile cache in
+    the temp folder (a /tmp/node-compile-cache made by root's or one user's npm is one no other
+    user's node can keep its cache in)."""
     monkeypatch.delenv("npm_config_cache", raising=False)
     monkeypatch.delenv("NPM_CONFIG_CACHE", raising=False)
     sample.npm_install_global(tarballs[2], env / "npm-global")
+    add_path(monkeypatch, node24_bin())  # (npm on node >= 22 keeps a compile cache)
+    given_tmp = tmp_path / "tmp"
+    given_tmp.mkdir(mode=0o1777)
+    monkeypatch.setenv("TMPDIR", str(given_tmp))
     logs = env / "home" / ".npm" / "_logs"
     before = sorted(logs.iterdir()) if logs.is_dir() else []
     for _ in range(2):
         assert len(discovered(capsys)) == 1
         monkeypatch.setenv("XDG_STATE_HOME", str(env / f"fresh-state-{_}"))  # (no cached answers)
     assert (sorted(logs.iterdir()) if logs.is_dir() else []) == before
+    assert list(given_tmp.iterdir()) == []
 
 
 def test_nothing_installed_still_says_the_extension_is_there(env, tarballs, capsys, isolated_dirs):
