@@ -285,7 +285,12 @@ class WatchProcess:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.send_signal(signal.SIGABRT)
-                self.proc.wait(timeout=30)
+                try:
+                    self.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()  # (the fault handler could not run: no stacks, the log alone)
+                    self.proc.wait()
+                self.handle.close()
                 raise AssertionError(
                     "the watcher did not stop within 10 s of SIGTERM; the end of its log, with every thread's "
                     f"stack at the SIGABRT:\n{self.text()[-8000:]}"
