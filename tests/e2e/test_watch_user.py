@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from conftest import (
     SHAPE_REL,
-    WatchProcess,
     add_path,
     harness_processes,
     node_check,
@@ -27,6 +26,7 @@ from conftest import (
     wait_for,
     write_user_config,
 )
+from watching import WatchProcess
 
 from senpi_guard.io.store import Store, log_dir
 
