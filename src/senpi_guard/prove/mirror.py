@@ -31,7 +31,8 @@ class Mirror:
         return self.root / "pkg" / Path(path).relative_to(package_dir)
 
     def popen_kwargs(self) -> dict[str, Any]:
-        """Run node as the judged owner when root replays someone else's code."""
+        """Run node as the judged owner when root replays someone else's code, its temp folder in
+        the mirror (Sandbox.popen_kwargs)."""
         return self.sandbox.popen_kwargs(self.root)
 
 
