@@ -238,6 +238,17 @@ def add_path(monkeypatch, *dirs: Path | str) -> None:
     monkeypatch.setenv("PATH", os.pathsep.join([*map(str, dirs), os.environ["PATH"]]))
 
 
+@pytest.fixture
+def given_tmp(tmp_path, monkeypatch) -> Path:
+    """The temp folder (TMPDIR) of this test's processes, laid out as /tmp (the runner's, sticky,
+    anyone may write): a test then sees what they leave in it."""
+    folder = tmp_path / "given-tmp"
+    folder.mkdir()
+    folder.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(folder))
+    return folder
+
+
 # ---- the watcher, run as a real process ---------------------------------------------------
 
 

@@ -26,7 +26,7 @@ def test_npm_global_prefix_is_honoured(env, tarballs, capsys):
     assert row["package_dir"] == str(env / "npm-global/lib/node_modules/@code-yeongyu/senpi")
 
 
-def test_status_leaves_no_package_manager_logs(env, tarballs, capsys, monkeypatch, tmp_path):
+def test_status_leaves_no_package_manager_logs(env, tarballs, capsys, monkeypatch, given_tmp):
     """A read-only command asks npm where its global root is; npm must not leave a debug log
     behind (one file per run in ~/.npm/_logs otherwise), nor, on node 24, node's compile cache in
     the temp folder (a /tmp/node-compile-cache made by root's or one user's npm is one no other
@@ -35,9 +35,6 @@ def test_status_leaves_no_package_manager_logs(env, tarballs, capsys, monkeypatc
     monkeypatch.delenv("NPM_CONFIG_CACHE", raising=False)
     sample.npm_install_global(tarballs[2], env / "npm-global")
     add_path(monkeypatch, node24_bin())  # (npm on node >= 22 keeps a compile cache)
-    given_tmp = tmp_path / "tmp"
-    given_tmp.mkdir(mode=0o1777)
-    monkeypatch.setenv("TMPDIR", str(given_tmp))
     logs = env / "home" / ".npm" / "_logs"
     before = sorted(logs.iterdir()) if logs.is_dir() else []
     for _ in range(2):

@@ -61,14 +61,11 @@ def npm_uids(open_dir) -> tuple[Path, dict[str, str]]:
     return log, {"PATH": path_with(shim.parent, node24_bin())}
 
 
-def test_a_fetched_release_is_packed_unpacked_and_replayed_as_nobody(attacker, served, npm_uids, open_dir, tmp_path):
+def test_a_fetched_release_is_packed_unpacked_and_replayed_as_nobody(attacker, served, npm_uids, open_dir, given_tmp):
     log = shared_log(open_dir, "who-ran-it")
     npm_log, env = npm_uids
-    given_tmp = tmp_path / "tmp"  # (laid out as /tmp: root's, sticky, anyone may write)
-    given_tmp.mkdir()
-    given_tmp.chmod(0o1777)
     started = time.monotonic()
-    done = senpi_guard("check", served, env={**env, "SENPI_GUARD_PLANT_LOG": str(log), "TMPDIR": str(given_tmp)})
+    done = senpi_guard("check", served, env={**env, "SENPI_GUARD_PLANT_LOG": str(log)})
     print(
         f"check {served}: exit {done.returncode} in {time.monotonic() - started:.1f}s; npm ran as "
         f"{sorted(uids_in(npm_log))}, the release's code as {sorted(uids_in(log))}"

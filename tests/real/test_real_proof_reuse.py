@@ -38,17 +38,13 @@ def extension_detail(package_dir: Path) -> str:
     return layer["detail"]
 
 
-def test_the_loader_proof_follows_the_bytes_it_loaded(full_senpi, tmp_path, monkeypatch, isolated_dirs):
+def test_the_loader_proof_follows_the_bytes_it_loaded(full_senpi, tmp_path, monkeypatch, isolated_dirs, given_tmp):
     prefix = tmp_path / "prefix"
     shutil.copytree(full_senpi.prefix, prefix, symlinks=True)  # (ours to change: the shared one is read-only)
     package_dir = prefix / SCOPED
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     monkeypatch.setenv("SENPI_GUARD_NODE", str(full_senpi.node_bin / "node"))
-    given_tmp = tmp_path / "tmp"  # (laid out as /tmp: root's, sticky, anyone may write)
-    given_tmp.mkdir()
-    given_tmp.chmod(0o1777)
-    monkeypatch.setenv("TMPDIR", str(given_tmp))
     assert REUSED not in extension_detail(package_dir)
     lists = json.loads(next(isolated_dirs.rglob("extension-proofs-imports.json")).read_text())
     (imported,) = lists.values()

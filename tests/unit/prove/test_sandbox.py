@@ -85,13 +85,10 @@ def test_as_root_for_another_user_the_folder_is_theirs_in_the_shared_temp(tmp_pa
     assert not folder.exists()
 
 
-def test_what_node_writes_to_its_temp_folder_stays_in_the_replay_folder_and_goes_with_it(tmp_path, monkeypatch):
+def test_what_node_writes_to_its_temp_folder_stays_in_the_replay_folder_and_goes_with_it(tmp_path, given_tmp):
     """senpi's loader caches each extension jiti transpiles in `<os.tmpdir()>/jiti`: a real node,
     run as a replay runs, writes there, and the temp folder the user gave is left untouched."""
     node = shutil.which("node") or pytest.skip("node is not installed")
-    given = tmp_path / "tmp"
-    given.mkdir()
-    monkeypatch.setenv("TMPDIR", str(given))
     script = (
         'import { tmpdir } from "node:os"; import { mkdirSync, writeFileSync } from "node:fs";\n'
         'mkdirSync(`${tmpdir()}/jiti`, { recursive: true }); writeFileSync(`${tmpdir()}/jiti/ext.mjs`, "cached");\n'
@@ -104,4 +101,4 @@ def test_what_node_writes_to_its_temp_folder_stays_in_the_replay_folder_and_goes
         )
         assert done.stdout.strip() == str(folder / sandbox.NODE_TMP)
         assert (folder / sandbox.NODE_TMP / "jiti" / "ext.mjs").read_text() == "cached"
-    assert not folder.exists() and list(given.iterdir()) == []
+    assert not folder.exists() and list(given_tmp.iterdir()) == []
