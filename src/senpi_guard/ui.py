@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from senpi_guard.core.patch.classify import SETTLED, State
@@ -91,6 +94,29 @@ def progress(message: str) -> None:
     """Say what a slow step is about to do (stderr; silent with -q)."""
     if not quiet():
         print(paint(message, "dim", sys.stderr), file=sys.stderr, flush=True)
+
+
+_pending = threading.local()  # (per thread: the watcher's rounds say nothing, a command's do)
+
+
+@contextmanager
+def said_if_slow(message: str) -> Iterator[None]:
+    """A progress line said only when the slow step it names begins inside (`slow_step_begins`,
+    where node is started): a proof remembered, or nothing to do, says nothing it did not do."""
+    outer = getattr(_pending, "message", None)
+    _pending.message = message
+    try:
+        yield
+    finally:
+        _pending.message = outer
+
+
+def slow_step_begins() -> None:
+    """The slow step the innermost `said_if_slow` names begins: its line is said, once."""
+    message = getattr(_pending, "message", None)
+    if message:
+        _pending.message = None
+        progress(message)
 
 
 SI_UNITS = ("B", "kB", "MB", "GB", "TB")

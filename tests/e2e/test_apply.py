@@ -332,3 +332,28 @@ def test_revert_says_when_it_puts_a_hand_fix_back_and_the_way_to_senpi_as_shippe
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # the way it names
     assert run_cli(capsys, "revert", "--from-edit", "--root", pkg)[0] == 0
     assert target.read_text() == shipped
+
+
+def test_a_replay_is_announced_only_when_node_runs_it(npm_install, capsys):
+    """The progress lines name a replay only when one starts: a first apply proves both layers; an
+    apply with nothing to change, a verify that reuses identical replays, and a patch with nothing
+    to repair say nothing (before, every apply and verify announced each patch's replay up front)."""
+    pkg = npm_install(3)
+    code, _, err = run_cli(capsys, "apply", "--root", pkg)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "replaying" in line]
+    assert lines == [
+        "senpi 2026.8.5 (npm) [directive-dedupe]: replaying the fixtures with node…",
+        "directive-dedupe: the extension layer: replaying the fixture sessions through it…",
+    ], err
+    code, _, err = run_cli(capsys, "apply", "--root", pkg)
+    assert (code, [line for line in err.splitlines() if "replaying" in line]) == (0, []), err
+    code, out, err = run_cli(capsys, "verify", "--root", pkg)  # (reuses the identical replays: it says when)
+    assert code == 0 and out.count("the identical replay passed at") == 2, out
+    assert [line for line in err.splitlines() if "replaying" in line] == [], err
+    code, out, err = run_cli(capsys, "verify", "--fresh", "--root", pkg)
+    assert code == 0 and "the identical replay passed" not in out, out
+    assert [line for line in err.splitlines() if "replaying" in line] == [
+        "senpi 2026.8.5 (npm) [directive-dedupe]: replaying the fixtures with node…",
+        "directive-dedupe: replaying the fixture sessions through the extension…",
+    ], err

@@ -135,11 +135,8 @@ class DistLayer:
         for install in installs:
             if not run.dry_run:  # an apply by hand lifts the hold a revert left
                 store.clear_hold(install.package_dir)
-            ui.progress(
-                f"senpi {install.version} ({install.manager}) [{self.patch.name}]: locating, "
-                "patching and replaying the fixtures with node…"
-            )
-            outcome = self.reconciler.reconcile(install, dry_run=run.dry_run)
+            with ui.said_if_slow(self._replaying(install)):
+                outcome = self.reconciler.reconcile(install, dry_run=run.dry_run)
             self.present[install.package_dir] = outcome.present
             record = store.install_record(install.package_dir, patch=self.patch.name)
             if not run.dry_run and record.get("backoff"):  # a hand-run apply lifts the watcher's back-off
@@ -151,11 +148,12 @@ class DistLayer:
         # (build's fresh_proofs: no replay trusted from an earlier run, unless two installs are identical)
         results: list[Result] = []
         for install in installs:
-            ui.progress(
-                f"senpi {install.version} ({install.manager}) [{self.patch.name}]: replaying the fixtures with node…"
-            )
-            results.append(self.reconciler.verify(install))
+            with ui.said_if_slow(self._replaying(install)):
+                results.append(self.reconciler.verify(install))
         return results
+
+    def _replaying(self, install: Install) -> str:
+        return f"senpi {install.version} ({install.manager}) [{self.patch.name}]: replaying the fixtures with node…"
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
         return [self.reconciler.revert(install, from_edit=run.from_edit, alone=run.alone) for install in installs]
@@ -164,7 +162,8 @@ class DistLayer:
         """A release not installed (`check`): what apply would do, as a dry run, proven afresh."""
         results: list[Result] = []
         for install in installs:
-            outcome = self.checked[install.package_dir] = self.reconciler.reconcile(install, dry_run=True)
+            with ui.said_if_slow(self._replaying(install)):
+                outcome = self.checked[install.package_dir] = self.reconciler.reconcile(install, dry_run=True)
             results.append(outcome)
         return results
 
@@ -237,9 +236,8 @@ class AgentDirLayer:
         return named
 
     def apply(self, installs: list[Install], run: Run) -> list[Result]:
-        ui.progress(f"{self.patch.name}: the extension layer: replaying the fixture sessions through it…")
-        return self._ours(
-            extension_plan.install_all(
+        with ui.said_if_slow(f"{self.patch.name}: the extension layer: replaying the fixture sessions through it…"):
+            done = extension_plan.install_all(
                 self.patch,
                 self.config,
                 self.store,
@@ -249,7 +247,7 @@ class AgentDirLayer:
                 run.allow_foreign_root,
                 run.here,
             )
-        )
+        return self._ours(done)
 
     def inspect(self, installs: list[Install], run: Run) -> list[Result]:
         return self._ours(
@@ -257,9 +255,8 @@ class AgentDirLayer:
         )
 
     def verify(self, installs: list[Install], run: Run) -> list[Result]:
-        ui.progress(f"{self.patch.name}: replaying the fixture sessions through the extension…")
-        return self._ours(
-            extension_plan.verify_all(
+        with ui.said_if_slow(f"{self.patch.name}: replaying the fixture sessions through the extension…"):
+            done = extension_plan.verify_all(
                 self.patch,
                 self.config,
                 self.store,
@@ -268,7 +265,7 @@ class AgentDirLayer:
                 run.allow_foreign_root,
                 fresh=not self.dist.reconciler.reuse_stored_replays,
             )
-        )
+        return self._ours(done)
 
     def revert(self, installs: list[Install], run: Run) -> list[Result]:
         removed = removal.remove_all(self.patch, self.config, self.store, installs, run.everywhere, run.others)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from senpi_guard import ui
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.core.patch.fixtures import FIXTURES_CODE
 from senpi_guard.errors import FatalError
@@ -133,6 +134,7 @@ def run_script(
     given, is JSON text spliced into the job as it is. The script writes its report after the job's
     reportTag, so what the code under test prints on stdout is never taken for it."""
     tag = f"senpi-guard-report-{secrets.token_hex(8)}:"
+    ui.slow_step_begins()
     # the job goes in through a file: communicate() in slices cannot resume writing a pipe
     with tempfile.TemporaryFile("w+", encoding="utf-8", dir=sandbox.work_dir) as job_file:
         text = json.dumps({**job, "reportTag": tag})
