@@ -81,6 +81,24 @@ def test_revert_restores_exact_bytes_from_backup(npm_install, capsys):
     assert status_json(capsys, pkg)[1]["state"] == "held"  # unpatched, and left so until apply
 
 
+def test_a_dry_run_after_a_revert_shows_what_apply_would_do(npm_install, capsys):
+    """apply lifts a revert's hold, so its dry run judges the install without it: what it would write
+    (before: "held ... nothing changed", while apply then patched it), and the hold left in place."""
+    pkg = npm_install(3)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    assert run_cli(capsys, "revert", "--root", pkg)[0] == 0
+    before = tree_digest(pkg)
+    code, out, err = run_cli(capsys, "apply", "--dry-run", "--root", pkg, "--json")
+    row = rows_of(json.loads(out))[0]
+    assert code == 0, err
+    assert (row["state"], row["held"]) == ("unpatched", False)
+    assert SHAPE_REL[3] in {str(p) for p in row["would_write"]}, row
+    assert row["detail"].endswith("held (reverted by `senpi-guard revert`): apply lifts the hold"), row
+    assert tree_digest(pkg) == before and status_json(capsys, pkg)[1]["state"] == "held"
+    code, out, _ = run_cli(capsys, "apply", "--root", pkg, "--json")
+    assert code == 0 and {str(p) for p in rows_of(json.loads(out))[0]["changed"]} >= {SHAPE_REL[3]}
+
+
 def test_an_install_revert_cannot_write_fails_alone_and_the_others_are_reverted(npm_install, capsys):
     """A read-only target folder (or a full disk) is that install's failure, in one line: the other
     installs are still reverted (before, the first such error ended the whole run)."""

@@ -75,9 +75,10 @@ class Reconciler:
         return other
 
     # ---- looking -----------------------------------------------------------------------
-    def inspect(self, install: Install, unknown_ok: bool = False) -> Inspection:
+    def inspect(self, install: Install, unknown_ok: bool = False, held: bool = True) -> Inspection:
         """`unknown_ok` (plain revert, which needs no patch's code): a file carrying a patch that is
-        not loaded is inspected (as drifted) rather than refused."""
+        not loaded is inspected (as drifted) rather than refused. `held=False` (a dry run of apply,
+        which lifts a hold): the install as found, whatever a revert's hold says."""
         if install.unsupported:
             return Inspection(install, State.UNSUPPORTED, detail=install.unsupported, patch=self.patch.name)
         try:
@@ -86,7 +87,7 @@ class Reconciler:
             return Inspection(install, State.ERROR, detail=str(exc), patch=self.patch.name)
         except Exception as exc:  # a bug: this install's error, the others go on
             return Inspection(install, State.ERROR, detail=unexpected(exc), patch=self.patch.name)
-        hold = self.store.hold(install.package_dir) if insp.state in HOLDABLE else None
+        hold = self.store.hold(install.package_dir) if held and insp.state in HOLDABLE else None
         if hold is not None:
             when = (
                 time.strftime("%Y-%m-%d %H:%M", time.localtime(hold["time"]))
@@ -291,7 +292,7 @@ class Reconciler:
         on_drift="rebuild"; with keep_reshapes (the watcher), a config change that alters what
         sent messages look like is left to `apply`."""
         started = time.monotonic()
-        insp = self.inspect(install)
+        insp = self.inspect(install, held=not dry_run)
         start = Outcome.of(insp)
         try:
             if not dry_run:  # (a dry run writes nothing, and may run without the write lock: `check`)
@@ -325,6 +326,8 @@ class Reconciler:
             )
         except Exception as exc:  # a bug: this install's error, and the next install goes on
             result = replace(start, ok=False, after=start.before, detail=unexpected(exc))
+        if dry_run and insp.state in HOLDABLE and (hold := self.store.hold(install.package_dir)) is not None:
+            result = replace(result, detail=f"{result.detail}; held ({hold.get('reason')}): apply lifts the hold")
         result.millis = int((time.monotonic() - started) * 1000)
         return result
 
