@@ -121,13 +121,25 @@ def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
 
 
 def _unknown_options(parser: argparse.ArgumentParser, command: str | None, extra: list[str]) -> str:
-    """`unrecognized arguments: …`, with the nearest option for a mistyped one (`--jsn`)."""
+    """`unrecognized arguments: …`, with the nearest option for a mistyped one (`--jsn`), or the
+    commands that take an option this one does not (`uninstall --root`)."""
     known = list(parser._option_string_actions)
     sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
     if command and sub is not None and command in sub.choices:
         known += list(sub.choices[command]._option_string_actions)
     option = next((arg.split("=", 1)[0] for arg in extra if arg.startswith("--")), None)
-    return f"unrecognized arguments: {' '.join(extra)}{_near(option, known) if option else ''}"
+    others = _commands_taking(option) if command and option and option not in known else []
+    if others:
+        hint = f"; `{command}` takes no {option} (it is an option of {', '.join(others)})"
+    else:
+        hint = _near(option, known) if option else ""
+    return f"unrecognized arguments: {' '.join(extra)}{hint}"
+
+
+def _commands_taking(option: str) -> list[str]:
+    """The commands whose parser knows `option` (every command's module loaded: an error's path)."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [name for name, child in sub.choices.items() if option in child._option_string_actions]
 
 
 def _paths_epilog() -> str:

@@ -458,6 +458,9 @@ def test_did_you_mean_for_a_sub_action_and_an_option(capsys):
     code, _, err = run_cli(capsys, "completion", "bsh")
     assert code == 2 and "did you mean `bash`?" in err
     assert "did you mean" not in run_cli(capsys, "daemon", "zzzzzz")[2] + run_cli(capsys, "status", "--zzzzzz")[2]
+    code, _, err = run_cli(capsys, "uninstall", "--root", "/opt/senpi")  # (not "did you mean `--color`")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "`uninstall` takes no --root (it is an option of apply, status, verify, revert, watch" in err, err
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
