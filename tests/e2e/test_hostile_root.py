@@ -373,3 +373,29 @@ def test_an_owner_without_a_passwd_entry_still_gets_the_extension_where_a_variab
     layers = json.loads(out)["extension"]
     assert [(layer["state"], layer["ok"]) for layer in layers] == [("installed", True)], out + err
     assert (isolated_dirs / "agent" / "extensions" / "senpi-guard-directive-dedupe.js").is_file()
+
+
+def test_a_user_over_roots_senpi_is_told_to_apply_as_root_not_to_apply_again(npm_install, other_user, open_dir):
+    """A user's apply over root's files is refused (as it must be); status, verify and apply's own
+    lines then name the step that works, `sudo senpi-guard apply`, never the plain apply that would
+    be refused again (before: "run `senpi-guard apply`" after every refusal, the risk line too)."""
+    roots_install = npm_install(3, prefix=open_dir / "root-prefix")
+    home = open_dir / "user-home"
+    home.mkdir()
+    give_to(other_user, home)
+    env = {"HOME": str(home), **{f"XDG_{k}_HOME": str(home / k.lower()) for k in ("STATE", "CONFIG", "DATA", "CACHE")}}
+    before = tree_digest(roots_install)
+    for argv in (["status"], ["apply"], ["status"], ["verify"]):
+        done = as_user(other_user, env, *argv, "--root", str(roots_install))
+        said = done.stdout + done.stderr
+        assert done.returncode == 1 and "sudo senpi-guard apply" in said, (argv, said)
+        assert "run `senpi-guard apply`" not in said, (argv, said)
+    assert tree_digest(roots_install) == before
+    status = as_user(other_user, env, "status", "--root", str(roots_install)).stdout
+    assert "next      run `sudo senpi-guard apply`: senpi's files belong to root" in status, status
+    risk = next(
+        line for line in status.splitlines() if line.strip().startswith("risk:")
+    )  # (the user's apply put it in)
+    assert "the extension is here without the dist layer" in risk and risk.endswith(
+        "run `sudo senpi-guard apply`: senpi's files belong to root"
+    ), status

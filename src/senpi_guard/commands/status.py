@@ -61,17 +61,14 @@ def risk(patch, insp, layer_state: str, config) -> str:
     costs = [text for role, text in patch.extension.risks if role in insp.present]
     if not costs:
         return ""
+    owners = {f.snapshot.uid for f in insp.files}
+    step = f"; {pipeline.as_owner(pipeline.APPLY, owners)}" if "dist" in config.layers else ""
     if layer_state == "package" and patch.extension.unsafe_alone_with in insp.present:
         return (  # (the package's own start-up check keeps it off that provider: layers/package_check.js)
             "the senpi package is here without the dist layer: it leaves senpi's Claude provider's calls as "
-            "senpi sends them (only senpi's own keep-last collapses anything there)"
-            + ("; run `senpi-guard apply`" if "dist" in config.layers else "")
+            "senpi sends them (only senpi's own keep-last collapses anything there)" + step
         )
-    return (
-        "the extension is here without the dist layer: "
-        + "; ".join(costs)
-        + ("; run `senpi-guard apply`" if "dist" in config.layers else "")
-    )
+    return "the extension is here without the dist layer: " + "; ".join(costs) + step
 
 
 def _extension_row(agent_dirs, patch, config, insp, place: pipeline.Placement) -> dict[str, Any] | None:

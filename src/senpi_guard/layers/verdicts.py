@@ -3,7 +3,11 @@ install a result is about."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+from collections.abc import Iterable
+from pathlib import Path
 
 from senpi_guard import ui
 from senpi_guard.core.patch.classify import SETTLED
@@ -30,8 +34,33 @@ def next_step(result: Result) -> str | None:
     if fix := refusal_step(getattr(result, "detail", None)):
         return fix
     if result.layer == "dist":
-        return ui.NEXT_STEPS.get(result.after) if result.after not in SETTLED else None
+        step = ui.NEXT_STEPS.get(result.after) if result.after not in SETTLED else None
+        return as_owner(step, owners_of(result.files)) if step else None
     return result.step or None
+
+
+APPLY = "run `senpi-guard apply`"
+
+
+def owners_of(paths: Iterable[Path]) -> set[int]:
+    """Who owns these files (those that cannot be read: left out)."""
+    uids = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            uids.add(path.stat().st_uid)
+    return uids
+
+
+def as_owner(step: str, owners: set[int]) -> str:
+    """An apply step as the one who can take it: apply writes a file only as its owner (or as root),
+    so a user's apply over files another owns is refused and advising it again would go round."""
+    euid = os.geteuid()
+    others = sorted(owners - {euid})
+    if euid == 0 or not others or APPLY not in step:
+        return step
+    if others == [0]:
+        return f"{step.replace(APPLY, 'run `sudo senpi-guard apply`', 1)}: senpi's files belong to root"
+    return f"{step.replace(APPLY, f'run `senpi-guard apply` as uid {others[0]}', 1)}, who owns senpi's files"
 
 
 def concerns(result: Result, install: Install) -> bool:
