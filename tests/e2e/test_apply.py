@@ -375,3 +375,30 @@ def test_a_replay_is_announced_only_when_node_runs_it(npm_install, capsys):
         "senpi 2026.8.5 (npm) [directive-dedupe]: replaying the fixtures with node…",
         "directive-dedupe: replaying the fixture sessions through the extension…",
     ], err
+
+
+def test_status_says_when_the_last_verification_was_of_other_bytes(npm_install, tarballs, capsys):
+    """The record of the last verification outlives the bytes it was of: after a revert, or an update
+    that replaced the patched files, status says so instead of "verified passed N checks" over
+    files no replay saw (text, JSON, and the metric that is 1 only for the files as they are)."""
+    pkg = npm_install(2)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    out = run_cli(capsys, "status", "--root", pkg)[1]
+    assert re.search(r"verified  passed \d+ checks at ", out), out
+    assert status_json(capsys, pkg)[1]["patches"][0]["last_verify_of_these_files"] is True
+    for change in ("revert", "update"):
+        if change == "revert":
+            assert run_cli(capsys, "revert", "--root", pkg)[0] == 0
+        else:  # (the patched release again, then another over it with the real npm)
+            assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+            npm_install(3, tarball=tarballs[3], prefix=pkg.parents[3])
+        out = run_cli(capsys, "status", "--root", pkg)[1]
+        line = next(line for line in out.splitlines() if line.strip().startswith("verified"))
+        other = r"\(the last verification, of other bytes: passed \d+ checks at .+\)"
+        assert re.fullmatch(rf"  verified  not the files as they are now {other}", line), (change, out)
+        sub = status_json(capsys, pkg)[1]["patches"][0]
+        assert sub["last_verify"]["ok"] is True and sub["last_verify_of_these_files"] is False
+        out = run_cli(capsys, "status", "--root", pkg, "--format", "prometheus")[1]
+        assert re.search(
+            r'^senpi_guard_install_last_verify_ok\{install="[^"]+",patch="directive-dedupe"\} 0$', out, re.M
+        ), out

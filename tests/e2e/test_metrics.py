@@ -67,7 +67,8 @@ def test_status_metrics_are_the_json_rows(tmp_path, capsys):
                 assert value(found["senpi_guard_install_layer_state"], **where, layer=layer, state=state) == 1
             last = sub["last_verify"]
             if last:
-                assert value(found["senpi_guard_install_last_verify_ok"], **where) == float(last["ok"])
+                now = last["ok"] and sub["last_verify_of_these_files"]
+                assert value(found["senpi_guard_install_last_verify_ok"], **where) == float(now)
                 assert value(found["senpi_guard_install_last_verify_timestamp_seconds"], **where) == last["time"]
     by_install = {r["package_dir"]: r for r in rows}
     assert by_install[str(patched)]["patches"][0]["last_verify"]["ok"]  # (apply verified it: checked above)

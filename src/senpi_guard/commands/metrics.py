@@ -83,7 +83,10 @@ def status_families(rows: list[dict[str, Any]], watcher: dict[str, Any] | None) 
     layer_state = Family(
         "senpi_guard_install_layer_state", "1 for each layer of each patch, its state as status --json names it."
     )
-    verified = Family("senpi_guard_install_last_verify_ok", "1 when the last verification of the patch passed, else 0.")
+    verified = Family(
+        "senpi_guard_install_last_verify_ok",
+        "1 when the last verification of the patch passed and was of the target files as they are now, else 0.",
+    )
     verified_at = Family(
         "senpi_guard_install_last_verify_timestamp_seconds", "When the patch was last verified (Unix time)."
     )
@@ -103,7 +106,7 @@ def status_families(rows: list[dict[str, Any]], watcher: dict[str, Any] | None) 
                     layer_state.add(1, **labels, layer=name, state=str(sub["layers"][name]))
             last = sub["last_verify"]
             if last and isinstance(last.get("time"), int | float) and not isinstance(last.get("time"), bool):
-                verified.add(float(bool(last.get("ok"))), **labels)
+                verified.add(float(bool(last.get("ok")) and sub["last_verify_of_these_files"]), **labels)
                 verified_at.add(float(last["time"]), **labels)
     running.add(float(bool(watcher)))
     stamp.add(time.time())

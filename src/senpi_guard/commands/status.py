@@ -134,6 +134,7 @@ def _patch_row(flow, dist, results, install, record, place) -> dict[str, Any]:
         "next": step,
         "amiss": amiss,
         "last_verify": _dict(record.get("last_verify")),
+        "last_verify_of_these_files": _of_these_files(_dict(record.get("last_verify")), insp),
         "last_reconcile": _dict(record.get("last_reconcile")),
         "changes": _changes(patch, insp, _dict(record.get("last_verify"))),
     }
@@ -237,6 +238,12 @@ def _extension_alone(flow) -> str:
     return f"; the extension layer: {', '.join(there)}" if there else ""
 
 
+def _of_these_files(last: dict[str, Any] | None, insp) -> bool:
+    """Whether the last verification was of the target files as they are now (not of a release
+    since replaced, nor of bytes an apply could not write)."""
+    return bool(last) and last.get("shas") == {tf.rel: tf.snapshot.sha256 for tf in insp.files}
+
+
 def _dict(value: Any) -> dict[str, Any] | None:
     """A record field as written by senpi-guard, or None (a hand-edited state file may hold anything)."""
     return value if isinstance(value, dict) else None
@@ -298,6 +305,8 @@ def _print_patch(sub: dict[str, Any], several: bool) -> None:
                 f"{_when(last.get('time'))}"
             )
         )
+        if last and not sub["last_verify_of_these_files"]:
+            verdict = f"not the files as they are now (the last verification, of other bytes: {verdict})"
         print(f"  verified  {verdict}")
     last = sub["last_reconcile"]
     if last:
