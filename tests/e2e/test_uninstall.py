@@ -14,6 +14,7 @@ import pytest
 from conftest import SHAPE_REL, add_path, run_cli, tool, write_user_config
 
 from senpi_guard.io import made
+from senpi_guard.io.store import Store
 from senpi_guard.keep import service
 
 NAME = "senpi-guard-directive-dedupe.js"
@@ -295,17 +296,39 @@ def test_dry_run_changes_nothing_and_says_what_it_would_do(capsys, machine, monk
     assert everything(*machine["roots"]) == after_setup
 
 
-def test_a_drifted_install_is_refused_by_name_and_nothing_changes(capsys, machine, monkeypatch):
+def test_hand_edited_files_are_reverted_and_kept_aside_and_uninstall_keeps_them(capsys, machine, monkeypatch):
+    """A patched file and the extension, both edited by hand: uninstall reverts them as revert does,
+    each edit kept aside, and keeps those copies (and the one an earlier apply kept) where it names
+    them; --purge then takes them too. Before, it refused a drifted install, and deleted with the
+    data folder the copies apply had promised to keep ("your copy stays")."""
     set_up(capsys, machine, monkeypatch)
     first = machine["installs"][0]
     target = first / SHAPE_REL[3]
-    target.write_bytes(target.read_bytes() + b"\n// my own fix\n")
-    after_edit = everything(*machine["roots"])
+    earlier = target.read_bytes() + b"\n// an earlier fix of mine\n"
+    target.write_bytes(earlier)
+    code, out, err = run_cli(capsys, "apply", "--json")  # (rebuilt from the backup, the edit kept aside)
+    assert code == 0, out + err
+    edited = target.read_bytes() + b"\n// my own fix\n"
+    target.write_bytes(edited)
+    extension = machine["project"].parents[1] / ".senpi" / "agent" / "extensions" / NAME
+    mine = extension.read_bytes() + b"\n// mine too\n"
+    extension.write_bytes(mine)
+    code, out, err = run_cli(capsys, "uninstall", "--dry-run")
+    assert code == 0 and "all but the hand-edited files kept in it" in out, out + err
     code, out, err = run_cli(capsys, "uninstall", "--json")
-    assert code == 1 and len(err.strip().splitlines()) == 1
-    assert "nothing was changed" in err and str(first) in err and "edited" in err
-    assert json.loads(out)["error"].startswith("uninstall refused")
-    assert everything(*machine["roots"]) == after_edit
+    doc = json.loads(out)
+    assert code == 0, out + err
+    kept = {Path(p).read_bytes() for p in doc["kept"] if Path(p).is_file()}
+    assert {earlier, edited, mine} <= kept, doc["kept"]
+    assert b"__senpiGuardDedupe(" not in target.read_bytes() and not extension.exists()
+    assert all(Path(p).is_relative_to(Store().data_dir) for p in doc["kept"]), doc["kept"]
+    code, out, _ = run_cli(capsys, "uninstall")  # (a second: nothing left to do, the copies still kept)
+    assert code == 0 and out.count("(a file you edited, kept aside by senpi-guard; --purge removes it)") == 3, out
+    assert "the files kept above aside" in out
+    left = made_now(machine)
+    assert left and all(Path(p).is_relative_to(Store().data_dir.parent) for p in left), left  # (the kept files)
+    code, out, _ = run_cli(capsys, "uninstall", "--purge")
+    assert code == 0 and made_now(machine) == set(), (out, made_now(machine))  # (the folders above them too)
 
 
 def test_purge_removes_the_config_and_without_it_the_config_is_kept(capsys, machine, monkeypatch, isolated_dirs):

@@ -1,14 +1,16 @@
 """`senpi-guard uninstall`: take away everything senpi-guard put on this machine. Every install is
 reverted and every extension taken out (as `revert`), the user service removed (as `daemon
 uninstall`), then senpi-guard's state, data and cache folders, and the folders it made elsewhere
-that are empty again (io/made). It refuses, changing nothing, while anything could not be given its
-original bytes without keeping a file aside in the data folder it is about to remove."""
+that are empty again (io/made), all but the hand-edited files kept aside in the data folder (the
+user's: --purge removes them). It refuses, changing nothing, while anything could not be given its
+original bytes."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import errno
+import getpass
 import io
 import json
 import os
@@ -38,16 +40,20 @@ DESCRIPTION = (
     "Revert every install senpi-guard patched and take its extension out of every agent dir it put "
     "one in (a project's from `apply --here` too), remove the user service, then remove senpi-guard's "
     "state, data and cache folders and the folders it made elsewhere, when they are empty "
-    "(a folder you or senpi made stays). config.toml is yours: kept unless --purge. It refuses, "
-    "naming them and changing nothing, while an install or an extension cannot be reverted (edited "
-    "by hand, not writable), or a watcher runs outside the service."
+    "(a folder you or senpi made stays). config.toml and the hand-edited files senpi-guard kept aside "
+    "(a patched file or the extension you edited: apply, revert and the watcher keep them) are yours: "
+    "kept unless --purge. It refuses, naming them and changing nothing, while an install or an "
+    "extension cannot be reverted (not writable, no original to give back), or a watcher runs "
+    "outside the service."
 )
 WATCHER_STOP_WAIT = 15.0  # seconds for the service's watcher to exit once the service is stopped
 
 
 def configure(parser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="say what it would do; change nothing")
-    parser.add_argument("--purge", action="store_true", help="also remove your config.toml")
+    parser.add_argument(
+        "--purge", action="store_true", help="also remove your config.toml and the hand-edited files kept aside"
+    )
     common.add_json(parser)
 
 
@@ -117,6 +123,7 @@ def _plan(store: Store, unit: Path | None, purge: bool) -> dict[str, Any]:
     return {
         "service": str(unit) if unit is not None and unit.exists() else None,
         "own": own,
+        "edits": [] if purge else store.kept_copies(),
         "made": [p for p in recorded if p not in own and not any(p.is_relative_to(o) for o in own)],
         "config_removed": gone,
         "config_kept": None if gone is not None or not config.is_file() else config,
@@ -147,11 +154,19 @@ def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
     removed, left = [], []
     goes_first = [*plan["own"], *filter(None, [plan["config_removed"]])]
     above = [f for f in plan["made"] if any(o.is_relative_to(f) for o in goes_first)]
+    if plan["edits"]:  # (the folders made above the kept files stay, recorded where those files are)
+        holding = [f for f in above if any(edit.is_relative_to(f) for edit in plan["edits"])]
+        made.keep_for_data(holding)
+        plan = {**plan, "edits": [*plan["edits"], made.data_record_file()]}
+        above = [f for f in above if f not in holding]
     _remove_empty([f for f in plan["made"] if f not in above], removed, left)
     for folder in plan["own"]:
         try:
             if folder.is_symlink() or not folder.is_dir():
                 folder.unlink()
+            elif any(edit.is_relative_to(folder) for edit in plan["edits"]):
+                _remove_all_but(folder, set(plan["edits"]))
+                continue  # (not removed: the kept lines name what stays)
             else:
                 shutil.rmtree(folder)
         except FileNotFoundError:
@@ -166,6 +181,21 @@ def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
         removed.append(str(plan["config_removed"]))
     _remove_empty(above, removed, left)
     return removed, left
+
+
+def _remove_all_but(folder: Path, keep: set[Path]) -> None:
+    """Everything under `folder` but the files in `keep` and the folders that hold them."""
+    for top, folders, files in os.walk(folder, topdown=False):
+        for name in files:
+            if (path := Path(top) / name) not in keep:
+                path.unlink()
+        for name in folders:
+            path = Path(top) / name
+            if path.is_symlink():
+                path.unlink()
+            else:
+                with contextlib.suppress(OSError):  # (not empty: it holds a kept file)
+                    path.rmdir()
 
 
 def _remove_empty(folders: list[Path], removed: list[str], left: list[str]) -> None:
@@ -240,6 +270,7 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
     acted = [r for r in rows if r["layer"] == "extension" and r["state"] in ("installed", "stale")]
     acted += [r for r in rows if r["layer"] == "dist" and r["files"]]
     kept = [str(plan["config_kept"])] if plan["config_kept"] else []
+    edits = [str(p) for p in plan["edits"] if not p.name.endswith(".about.json")]
     # (a senpi package carrying the extension is the user's: left, and said)
     packages = [r["found"] for r in rows if r["layer"] == "extension" and r["state"] == "package"]
     if args.json:
@@ -253,7 +284,7 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
         would = [plan["service"], *map(str, plan["own"])] + (
             [str(plan["config_removed"])] if plan["config_removed"] else []
         )
-        doc |= {"removed": removed, "left": left, "kept": kept, "packages_left": packages}
+        doc |= {"removed": removed, "left": left, "kept": kept + edits, "packages_left": packages}
         # (whether anything was, or would be, changed: what configuration management reports)
         doc["changed"] = bool(acted) or (
             any(Path(w).exists() for w in would if w) or any(p.is_dir() for p in plan["made"])
@@ -279,7 +310,8 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
         print(f"{verb}  {what}  [{row['patch']}]")
     if dry_run:
         for item in filter(None, [plan["service"], *plan["own"], plan["config_removed"]]):
-            print(f"would remove  {item}")
+            but = any(Path(edit).is_relative_to(item) for edit in edits)
+            print(f"would remove  {item}" + ("  (all but the hand-edited files kept in it)" if but else ""))
         for folder in plan["made"]:
             if folder.is_dir():
                 print(f"would remove  {folder}  (if empty then)")
@@ -289,7 +321,10 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
         print(f"left      {line}")
     for path in kept:
         print(f"kept      {path}  (your config; --purge removes it)")
+    for path in edits:
+        print(f"kept      {path}  (a file you edited, kept aside by senpi-guard; --purge removes it)")
     for where in packages:
         print(f"kept      {where}  (the senpi package carrying the extension: yours; `senpi remove` takes it out)")
     if not dry_run:
-        print("senpi-guard is uninstalled from this machine; remove the tool itself: pipx uninstall senpi-guard")
+        who = f"for {getpass.getuser()}" + (", the files kept above aside" if edits else "")
+        print(f"senpi-guard is uninstalled {who}; remove the tool itself: pipx uninstall senpi-guard")

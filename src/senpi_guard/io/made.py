@@ -52,6 +52,16 @@ def cache_record_file() -> Path:
     return Path(platformdirs.user_cache_dir(APP)) / NAME
 
 
+def data_record_file() -> Path:
+    """Where an uninstall that keeps the files a user edited (in the data folder) records the folders
+    made above it: the state folder's record goes, and a later `uninstall --purge` needs them."""
+    return Path(platformdirs.user_data_dir(APP)) / NAME
+
+
+def keep_for_data(folders: Iterable[Path]) -> None:
+    _add(data_record_file(), [Path(os.path.abspath(f)) for f in folders], own_folders())
+
+
 def _for_cache(folder: Path) -> bool:
     cache = Path(os.path.abspath(platformdirs.user_cache_dir(APP)))
     return cache == folder or cache.is_relative_to(folder)
@@ -93,10 +103,10 @@ def make_private(folder: Path) -> list[Path]:
 
 
 def recorded() -> list[Path]:
-    """The folders recorded as made, in both records (an unreadable or unknown record: none, never a
+    """The folders recorded as made, in every record (an unreadable or unknown record: none, never a
     guess)."""
     found: list[Path] = []
-    for path in (record_file(), cache_record_file()):
+    for path in (record_file(), cache_record_file(), data_record_file()):
         found += [folder for folder in _read(path) if folder not in found]
     return found
 

@@ -189,6 +189,16 @@ class Store:
             )
         return Backup(blob, data)
 
+    def kept_copies(self) -> list[Path]:
+        """The hand-edited files kept aside (a patched target edited by hand, with the note of what it
+        was; an edited extension): the user's, kept when the rest of the data folder goes."""
+        found = [
+            *self.backups_dir.glob("*/*/drifted/*.drifted"),
+            *self.backups_dir.glob("*/*/drifted/*.about.json"),
+            *(self.data_dir / "extension-kept").glob("*"),
+        ]
+        return sorted(p for p in found if p.is_file() and not p.is_symlink())
+
     def save_drifted(self, package_dir: Path, version: str, rel: str, found: bytes) -> Path:
         """Keep a hand-edited patched file before anything replaces it."""
         sha = hashlib.sha256(found).hexdigest()

@@ -125,8 +125,7 @@ def _hand_fix_note(reconciler: Reconciler, insp: Inspection, restored: bytes) ->
 
 def plan(reconciler: Reconciler, install: Install) -> dict:
     """What `revert` would do to this install under this patch, and what stops it from giving the
-    original bytes back without keeping a file aside (`uninstall` refuses while anything does);
-    reads only."""
+    original bytes back (`uninstall` refuses while anything does); reads only."""
     insp = reconciler.inspect(install, unknown_ok=True)
     where = f"senpi {install.version} at {install.package_dir}"
     row = {
@@ -139,14 +138,8 @@ def plan(reconciler: Reconciler, install: Install) -> dict:
     ours = [tf for tf in insp.files if tf.classified.header is not None]
     row["files"] = [str(tf.path) for tf in ours]
     blockers = [f"{where}: {insp.detail}"] if insp.state == State.ERROR else []
-    for tf in insp.files:
-        if tf.classified.state == State.DRIFTED:
-            blockers.append(
-                f"{where}: {tf.rel} was edited after senpi-guard patched it (revert would keep the edit "
-                f"in senpi-guard's data folder, which uninstall removes): reinstall senpi there "
-                f"(npm install -g {install_spec(install)}) or put the file back, then retry"
-            )
-        elif tf in ours and write.refused_in(tf.path.parent):
+    for tf in ours:  # (a file edited by hand is kept aside by the revert, and uninstall keeps that copy)
+        if write.refused_in(tf.path.parent):
             blockers.append(f"{where}: {write.refusal_text(tf.path.parent)}")
     if not blockers and ours:
         try:

@@ -119,8 +119,8 @@ def remove_all(
 
 def removal(patch: Patch, config: Config, store: Store, found: list[Install]) -> list[dict]:
     """What revert's extension layer would take out of each agent dir (every one: uninstall reverts
-    everything), and what stops it from doing so without keeping a file aside (`uninstall` refuses
-    while anything does); reads only."""
+    everything), and what stops it from doing so (`uninstall` refuses while anything does); reads
+    only."""
     planned, errors = _removal_targets(patch, config, store, found, everywhere=True)
     rows = [
         {"layer": "extension", "patch": patch.name, "where": "-", "state": "error", "blockers": [line]}
@@ -137,13 +137,8 @@ def removal(patch: Patch, config: Config, store: Store, found: list[Install]) ->
             continue
         if target.how == WRITTEN_HOW and status.state == "absent":
             continue
-        blockers = []
-        if status.state == "modified":
-            blockers.append(
-                f"{status.path} was edited since senpi-guard wrote it (revert would keep it in senpi-guard's "
-                "data folder, which uninstall removes): move it out of that folder, then retry"
-            )
-        elif status.state in OURS and write.refused_in(status.path.parent):
+        blockers = []  # (an edited one is kept aside by the revert, and uninstall keeps that copy)
+        if status.state in OURS and write.refused_in(status.path.parent):
             blockers.append(write.refusal_text(status.path.parent))
         row |= {"state": status.state, "agent_dir": str(target.agent_dir), "found": str(status.path)}
         rows.append({**row, "blockers": blockers})
