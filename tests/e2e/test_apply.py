@@ -86,7 +86,8 @@ def test_a_dry_run_after_a_revert_shows_what_apply_would_do(npm_install, capsys)
     (before: "held ... nothing changed", while apply then patched it), and the hold left in place."""
     pkg = npm_install(3)
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
-    assert run_cli(capsys, "revert", "--root", pkg)[0] == 0
+    code, out, _ = run_cli(capsys, "revert", "--root", pkg, "--json")
+    assert code == 0 and rows_of(json.loads(out))[0]["millis"] >= 1  # (its own time: was always 0)
     before = tree_digest(pkg)
     code, out, err = run_cli(capsys, "apply", "--dry-run", "--root", pkg, "--json")
     row = rows_of(json.loads(out))[0]
@@ -94,6 +95,11 @@ def test_a_dry_run_after_a_revert_shows_what_apply_would_do(npm_install, capsys)
     assert (row["state"], row["held"]) == ("unpatched", False)
     assert SHAPE_REL[3] in {str(p) for p in row["would_write"]}, row
     assert row["detail"].endswith("held (reverted by `senpi-guard revert`): apply lifts the hold"), row
+    assert re.match(
+        r"dry run: verified: \d+ checks passed \(node v[\d.]+; the identical replay passed at ", row["detail"]
+    )
+    code, out, _ = run_cli(capsys, "apply", "--dry-run", "--root", pkg)  # (no node ran: each line says so)
+    assert code == 0 and out.count("the identical replay passed at") == 2, out
     assert tree_digest(pkg) == before and status_json(capsys, pkg)[1]["state"] == "held"
     code, out, _ = run_cli(capsys, "apply", "--root", pkg, "--json")
     assert code == 0 and {str(p) for p in rows_of(json.loads(out))[0]["changed"]} >= {SHAPE_REL[3]}

@@ -387,4 +387,7 @@ class Reconciler:
 
     def revert(self, install: Install, *, from_edit: bool = False, alone: bool = False) -> Outcome:
         """Give the install its original bytes and hold it there (see dist_revert)."""
-        return dist_revert.revert(self, install, from_edit=from_edit, alone=alone)
+        started = time.monotonic()
+        result = dist_revert.revert(self, install, from_edit=from_edit, alone=alone)
+        result.millis = int((time.monotonic() - started) * 1000)
+        return result

@@ -68,7 +68,8 @@ def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> O
             report=report,
             diff=diff,
             would_write=[tf.rel for tf in to_write],
-            detail="dry run: verified, nothing written" + also(reshape_cost(insp)),
+            detail=f"dry run: verified: {report.checks_run} checks passed (node {report.node_version}"
+            f"{reused(report)}); nothing written" + also(reshape_cost(insp)),
         )
     written = write_files(rec, insp, start, sorted(to_write, key=lambda t: rec.patch.write_rank(t.target.role)), pairs)
     if isinstance(written, Outcome):  # (stopped after a first write)

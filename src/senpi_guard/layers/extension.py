@@ -229,7 +229,8 @@ def install(
             status.state,
             status.state,
             True,
-            f"dry run: verified ({report.checks_run} checks), would write {path}{cost}",
+            f"dry run: verified: {report.checks_run} checks passed through {host_text(report)}; "
+            f"would write {path}{cost}",
             report,
             would_write=True,
         )
