@@ -38,6 +38,11 @@ def test_every_real_build_is_patchable_and_nothing_is_installed(real_builds, ver
     text = senpi_guard("check", tarball, cwd=tmp_path).stdout
     line = f"senpi {version} [directive-dedupe]: shape {SHAPE_OF[version]}, patchable, {dedupe['checks']} checks"
     assert line + " passed" in text
+    # (a release's tarball carries none of senpi's dependencies, the full one neither: its runner
+    # cannot load there, and the line says the proof ran through a stand-in; it said nothing before)
+    assert dedupe["extension"]["host"] == "minimal"
+    host = "a minimal host, not senpi's runner"
+    assert f"; extension {dedupe['extension']['checks']} checks passed through {host}" in text, text
 
 
 def test_a_file_spec_is_read_as_its_path_and_no_script_runs(real_builds, tmp_path):

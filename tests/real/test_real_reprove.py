@@ -111,6 +111,7 @@ def test_a_harmless_loader_change_is_proven_afresh_after_the_dist_layer_within_5
     dist, reproof, lines = after(first, DIST_LINE, "re-proven")
     assert "ok=True" in dist and "after=patched" in dist, dist
     assert REUSED not in reproof and "a fresh proof" in reproof, reproof
+    assert "re-proven through senpi's loader as it is now:" in reproof and "senpi's own extension runner" in reproof
     # the change, not the rescan (600 s here), sets it off; the 5 s goal itself is the bench's
     # (bench/update_latency_real.py: 2.23 s), a wall-clock bound a busy machine stretches (7.1 s
     # measured beside a busy loop on each core)

@@ -63,6 +63,11 @@ def _patch_row(patch_name: str, results: list[pipeline.Result]) -> dict[str, Any
     return row
 
 
+# how the extension's proof ran (a dist-only release has none of senpi's dependencies, so its own
+# loader and runner do not import: the checks then run through a stand-in host)
+HOSTS = {"senpi": " through senpi's own extension runner", "minimal": " through a minimal host, not senpi's runner"}
+
+
 def _line(version: str, row: dict[str, Any]) -> str:
     shape = f"shape {row['shape']}, " if row["shape"] else ""
     ext = row["extension"]
@@ -70,7 +75,7 @@ def _line(version: str, row: dict[str, Any]) -> str:
         ""
         if ext is None
         else (
-            f"; extension {ext['checks']} checks passed"
+            f"; extension {ext['checks']} checks passed{HOSTS.get(ext['host'], '')}"
             if ext["ok"]
             else f"; the extension FAILS: {'; '.join(ext['failures'])}"
         )

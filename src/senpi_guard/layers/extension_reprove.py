@@ -85,7 +85,8 @@ def reprove(job: Reproof, store: Store, cancel: threading.Event) -> LayerOutcome
         return None
     if not failure:
         host = _host_of(report)
-        detail = f"re-proven through senpi's loader as it is now: {report.checks_run} checks passed through {host}"
+        how = " through senpi's loader as it is now" if report.stats.get("host") == "senpi" else ""
+        detail = f"re-proven{how}: {report.checks_run} checks passed through {host}"
         return LayerOutcome(path, "installed", "installed", True, detail, report, installs=list(job.installs))
     return _take_out(job, store, failure, report)
 
