@@ -69,6 +69,22 @@ def test_pnpm_update_swaps_symlink_to_new_dir(env, tarballs, watch, monkeypatch,
     assert watcher.stop() < 2.0
 
 
+def test_a_watcher_without_root_keeps_an_install_the_state_records(env, npm_install, tarballs, tmp_path, watch, capsys):
+    """The service's watcher runs without --root. An install patched with --root, where no package
+    manager and no PATH folder finds it, is in the state's records: status and apply include it, and
+    so does the watcher, across an update (before: never looked at, and nothing said)."""
+    prefix = tmp_path / "elsewhere"
+    pkg = npm_install(1, prefix=prefix)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    code, out, _ = run_cli(capsys, "status", "--json")
+    assert code == 0 and [r["package_dir"] for r in json.loads(out)["installs"]] == [str(pkg)]
+    watcher = watch("--rescan-interval", "300")
+    wait_for(lambda: "trigger=startup" in watcher.text(), what="the start-up round over the recorded install")
+    npm_update(tarballs[2], prefix)
+    wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="the recorded install patched after its update")
+    assert watcher.stop() < 2.0 and watcher.proc.returncode == 0
+
+
 def test_bun_update_relinks_and_cache_stays_intact(env, tarballs, watch, monkeypatch):
     bun = tool("bun")
     home = env / "bun-home"

@@ -113,8 +113,8 @@ class Watcher:
                 described = discover.describe(root) if (root / "package.json").is_file() else None
                 if described is not None:
                     found.append(described)
-        else:
-            found = discover.discover(max_age=MANAGER_ANSWER_MAX_AGE).installs
+        else:  # (and every install the state records, as status and apply: one patched with --root, say)
+            found = discover.discover(max_age=MANAGER_ANSWER_MAX_AGE, recorded=self.store.recorded_installs()).installs
         for inst in found:
             if not inst.unsupported:
                 self.seen.setdefault(inst.package_dir, None)
