@@ -89,14 +89,21 @@ def test_a_watcher_started_or_gone_is_seen_at_once(applied, isolated_dirs):
     pid_file = isolated_dirs / "xdg_state_home" / "senpi-guard" / "watcher.json"
     assert "watcher: not running" in console("status", "--root", pkg).stdout
     assert "watcher: not running" in console("status", "--root", pkg).stdout
-    stand_in = subprocess.Popen(["sleep", "120"])
+    hold = (  # (a watcher, as status knows one: the watcher lock held, its pid in the pid file)
+        "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600); "
+        "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)"
+    )
+    lock = pid_file.with_name("watcher.lock")
+    stand_in = subprocess.Popen([sys.executable, "-c", hold, str(lock)], stdout=subprocess.PIPE, text=True)
     try:
+        assert stand_in.stdout.readline() == "held\n"
         pid_file.write_text(json.dumps({"pid": stand_in.pid, "since": 1e9, "roots": [str(pkg)]}))
         assert f"watcher: running, pid {stand_in.pid}" in console("status", "--root", pkg).stdout
         assert replayed(console("status", "--root", pkg, importtime=True))
     finally:
         stand_in.kill()
         stand_in.wait()
+        stand_in.stdout.close()
     gone = console("status", "--root", pkg, importtime=True)  # (its pid file stays behind)
     assert not replayed(gone) and "watcher: not running" in gone.stdout
 

@@ -240,6 +240,37 @@ def test_a_second_watcher_is_refused_with_the_first_ones_pid(npm_install, watch)
     assert first.stop() < 2.0
 
 
+def test_a_pid_file_a_killed_watcher_left_names_no_watcher_once_its_pid_is_reused(npm_install, watch, capsys):
+    """A watcher killed with -9 leaves its pid file; once another process has that pid, status,
+    its metric and uninstall must not take that process for the watcher (before: "running", and
+    uninstall refused, telling the user to kill it). The watcher lock decides: it goes with the
+    process that held it."""
+    from senpi_guard.io.store import Store
+
+    pkg = npm_install(2)
+    watcher = watch("--root", pkg)
+    wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="the watcher's first round")
+    assert json.loads(run_cli(capsys, "status", "--root", pkg, "--json")[1])["watcher"]["pid"] == watcher.proc.pid
+    watcher.proc.kill()
+    watcher.proc.wait()
+    other = subprocess.Popen(["sleep", "120"])  # (the pid reused: written into the file the watcher left)
+    try:
+        pid_file = Store().pid_file
+        pid_file.write_text(json.dumps({**json.loads(pid_file.read_text()), "pid": other.pid}))
+        code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
+        assert json.loads(out)["watcher"] is None, out
+        out = run_cli(capsys, "status", "--root", pkg)[1]
+        assert "watcher: not running" in out and str(other.pid) not in out, out
+        out = run_cli(capsys, "status", "--root", pkg, "--format", "prometheus")[1]
+        assert "senpi_guard_watcher_running 0" in out, out
+        code, out, err = run_cli(capsys, "uninstall", "--dry-run")
+        assert code == 0 and f"kill {other.pid}" not in out + err, out + err
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_sighup_reloads_the_config_and_reconciles(npm_install, watch, isolated_dirs, capsys):
     pkg = npm_install(2)
     target = pkg / SHAPE_REL[2]

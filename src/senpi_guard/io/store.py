@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import platformdirs
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import locks
+from senpi_guard.io import flock, locks
 from senpi_guard.io.logs import crash_log as crash_log  # (the commands' one import for it)
 from senpi_guard.io.logs import log_dir as log_dir
 from senpi_guard.io.write import os_error, private_dirs, write_private
@@ -356,9 +356,10 @@ class Store:
         except filelock.Timeout:
             running = self.running_watcher()
             who = f"pid {running['pid']}" if running else "a process that is starting or stopping"
+            stop = f"kill {running['pid']}" if running else "kill it"
             raise FatalError(
-                f"another watcher is already running for {self.state_dir} ({who}); "
-                "stop it first (senpi-guard daemon uninstall, or kill it)"
+                f"another watcher is already running for {self.state_dir} ({who}); stop it first "
+                f"(`senpi-guard daemon uninstall` if the service runs it, else {stop})"
             ) from None
         try:
             yield
@@ -379,13 +380,15 @@ class Store:
             pass
 
     def running_watcher(self) -> dict[str, Any] | None:
-        """The pid file's content when that process is alive, else None."""
+        """The pid file's content while a watcher holds the watcher lock and that process is alive,
+        else None: the pid file a killed watcher left names no watcher, even once another process
+        has its pid (the lock goes with the process that held it)."""
         try:
             data = json.loads(self.pid_file.read_text())
             os.kill(int(data["pid"]), 0)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        return data
+        return data if flock.held_elsewhere(self.state_dir / "watcher.lock") else None
 
 
 def _migrate(data: dict[str, Any]) -> None:

@@ -59,10 +59,12 @@ def test_a_version_1_file_is_read(store, tmp_path):
     assert store.install_record(tmp_path) == {"x": 1}
 
 
-def test_pid_file_names_only_a_live_process(store):
+def test_pid_file_names_only_a_live_process_that_holds_the_watcher_lock(store):
     assert store.running_watcher() is None
-    store.write_pid([])
-    assert store.running_watcher()["pid"] == os.getpid()
+    with store.watcher_lock():
+        store.write_pid([])
+        assert store.running_watcher()["pid"] == os.getpid()
+    assert store.running_watcher() is None  # (alive, but no watcher: the lock given back, the file left)
     store.clear_pid()
     assert store.running_watcher() is None
     store.pid_file.write_text(json.dumps({"pid": 2**22 + 12345, "since": 0}))
