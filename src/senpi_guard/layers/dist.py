@@ -21,7 +21,7 @@ from senpi_guard.io.store import Store
 from senpi_guard.layers import dist_apply, dist_files, dist_revert, where
 from senpi_guard.layers import house as house_mod
 from senpi_guard.layers.dist_apply import also, reshape_cost, reused, unexpected
-from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, install_spec, overall_detail, overall_state
+from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, overall_detail, overall_state, reinstall
 from senpi_guard.prove import nodes, verify
 from senpi_guard.prove.replays import ReplayMemo, replay_key
 from senpi_guard.prove.sandbox import Sandbox
@@ -198,11 +198,11 @@ class Reconciler:
             raise FatalError(
                 f"{label} carries a hand-applied {self.patch.hand_fix_function} that "
                 f"senpi-guard cannot remove cleanly ({c.detail}); reinstall senpi "
-                f"(npm install -g {install_spec(install)}) and run apply again"
+                f"({reinstall(install)}) and run apply again"
             )
         raise FatalError(
             f"{label} was changed after senpi-guard patched it ({c.detail}); reinstall "
-            f"senpi (npm install -g {install_spec(install)}) and run apply again"
+            f"senpi ({reinstall(install)}) and run apply again"
         )
 
     def module_pairs(self, insp: Inspection, roles: tuple[str, ...] | None = None) -> dict[str, verify.ModulePair]:

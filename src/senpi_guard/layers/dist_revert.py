@@ -14,7 +14,7 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import write
 from senpi_guard.layers import dist_files, house
 from senpi_guard.layers.dist_apply import unexpected
-from senpi_guard.layers.findings import Inspection, Outcome, install_spec
+from senpi_guard.layers.findings import Inspection, Outcome, reinstall
 
 if TYPE_CHECKING:
     from senpi_guard.layers.dist import Reconciler
@@ -105,7 +105,7 @@ def _revert_plans(reconciler: Reconciler, insp: Inspection, from_edit: bool) -> 
             raise FatalError(
                 f"senpi {install.version} at {install.package_dir}: {tf.rel} "
                 f"cannot be reverted ({tf.classified.detail}) and no backup "
-                f"exists; reinstall senpi (npm install -g {install_spec(install)})"
+                f"exists; reinstall senpi ({reinstall(install)})"
             )
     return plans, how, backups
 

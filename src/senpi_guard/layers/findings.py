@@ -91,6 +91,24 @@ def install_spec(install: Install) -> str:
     return f"@code-yeongyu/senpi@{install.version}"
 
 
+def reinstall(install: Install) -> str:
+    """The command that puts this release back where this install is, with its own package manager
+    (npm's into this install's prefix: `npm install -g` alone goes wherever npm's own prefix is)."""
+    spec = install_spec(install)
+    manager = install.manager.split(" ", 1)[0]
+    if manager == "pnpm":
+        return f"pnpm add -g {spec}"
+    if manager == "yarn":
+        return f"yarn global add {spec}"
+    if manager == "bun":
+        return f"bun add -g {spec}"
+    folder = install.package_dir  # <prefix>/lib/node_modules/@code-yeongyu/senpi
+    if folder.parent.name == "@code-yeongyu" and folder.parents[1].name == "node_modules":
+        prefix = folder.parents[2].parent if folder.parents[2].name == "lib" else folder.parents[2]
+        return f"npm install -g --prefix {prefix} {spec}"
+    return f"npm install -g {spec}"
+
+
 def overall_state(files: list[TargetFile], deferred: bool) -> State:
     """One install's state under one patch, from its files' (`deferred`: the config leaves it to
     senpi's own code)."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from senpi_guard.core.patch.classify import State
-from senpi_guard.layers.findings import overall_detail, overall_state
+from senpi_guard.discover import Install
+from senpi_guard.layers.findings import overall_detail, overall_state, reinstall
 
 
 def files(*states: State) -> list:
@@ -40,3 +42,25 @@ def test_the_detail_says_what_apply_will_do():
     assert "completes it" in overall_detail(files(State.PATCHED, State.UNPATCHED), False, "")
     assert 'x = "y"' in overall_detail(files(State.PATCHED), True, 'x = "y"')
     assert overall_detail(files(State.PATCHED), False, "") == ""
+
+
+@pytest.mark.parametrize(
+    ("package_dir", "manager", "command"),
+    [
+        ("/opt/tools/lib/node_modules/@code-yeongyu/senpi", "npm", "npm install -g --prefix /opt/tools {spec}"),
+        (
+            "/home/me/.nvm/versions/node/v22.1.0/lib/node_modules/@code-yeongyu/senpi",
+            "npm (nvm)",
+            "npm install -g --prefix /home/me/.nvm/versions/node/v22.1.0 {spec}",
+        ),
+        ("C:/npm/node_modules/@code-yeongyu/senpi", "npm", "npm install -g --prefix C:/npm {spec}"),
+        ("/home/me/.local/share/pnpm/global/v11/x-0/node_modules/@code-yeongyu/senpi", "pnpm", "pnpm add -g {spec}"),
+        ("/home/me/.config/yarn/global/node_modules/@code-yeongyu/senpi", "yarn", "yarn global add {spec}"),
+        ("/home/me/.bun/install/global/node_modules/@code-yeongyu/senpi", "bun", "bun add -g {spec}"),
+        ("/somewhere/senpi", "npm", "npm install -g {spec}"),
+    ],
+)
+def test_the_reinstall_step_puts_the_release_back_where_the_install_is(package_dir, manager, command):
+    """Not `npm install -g` whatever the install: that goes to npm's own prefix, which may be another."""
+    install = Install(Path(package_dir), "2026.8.9", manager)
+    assert reinstall(install) == command.format(spec="@code-yeongyu/senpi@2026.8.9")
