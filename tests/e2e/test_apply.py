@@ -409,3 +409,14 @@ def test_status_says_when_the_last_verification_was_of_other_bytes(npm_install, 
         assert re.search(
             r'^senpi_guard_install_last_verify_ok\{install="[^"]+",patch="directive-dedupe"\} 0$', out, re.M
         ), out
+
+
+def test_the_risk_line_of_a_hand_edited_dist_layer_says_edited_not_absent(npm_install, capsys):
+    pkg = npm_install(3)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    target = pkg / SHAPE_REL[3]
+    target.write_bytes(target.read_bytes() + b"\n// my own line\n")
+    out = run_cli(capsys, "status", "--root", pkg)[1]
+    risk = next(line for line in out.splitlines() if line.strip().startswith("risk:"))
+    assert "the dist layer was edited by hand, so the extension may be here without it: " in risk, out
+    assert "drifted" in out and "without the dist layer" not in risk

@@ -68,7 +68,12 @@ def risk(patch, insp, layer_state: str, config) -> str:
             "the senpi package is here without the dist layer: it leaves senpi's Claude provider's calls as "
             "senpi sends them (only senpi's own keep-last collapses anything there)" + step
         )
-    return "the extension is here without the dist layer: " + "; ".join(costs) + step
+    lead = (  # (a file of it edited by hand: there, but not known to work)
+        "the dist layer was edited by hand, so the extension may be here without it"
+        if insp.state == State.DRIFTED
+        else "the extension is here without the dist layer"
+    )
+    return f"{lead}: " + "; ".join(costs) + step
 
 
 def _extension_row(agent_dirs, patch, config, insp, place: pipeline.Placement) -> dict[str, Any] | None:
