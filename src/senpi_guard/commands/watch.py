@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from senpi_guard.commands import common
-from senpi_guard.errors import UsageError
+from senpi_guard.errors import FatalError, UsageError
 from senpi_guard.io import config as config_mod
 
 SUMMARY = "keep every install patched across `senpi update` (foreground; the daemon runs this)"
@@ -41,9 +41,13 @@ def run(args) -> int:
         problem = config_mod.number_problem(key, value)
         if problem:
             raise UsageError(problem.replace(f"'{key}'", f"--{key.replace('_', '-')}"))
-    patches, config = common.load()
-    roots = [Path(r).absolute() for r in args.root]
     logfile = notify.setup_logging(verbose=args.verbosity >= 0)  # -q/--quiet: the log file only
+    try:
+        patches, config = common.load()
+    except FatalError as exc:  # (in the log too: a service's watcher is read there)
+        notify.log.error("not started: %s", exc)
+        raise
+    roots = [Path(r).absolute() for r in args.root]
     guard = watcher.Watcher(patches, config, roots, overrides)
     guard.install_signal_handlers()
     return guard.run(logfile)

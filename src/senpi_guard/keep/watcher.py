@@ -79,6 +79,7 @@ class Watcher:
         self.stop = threading.Event()  # also cancels a running replay, any write not started, a lock's wait
         self.store = Store(stop=self.stop)
         self.overrides = overrides or {}
+        self.config_problem = ""  # what the last reload refused the config for (logged once)
         self.config = dataclasses.replace(config, **self.overrides)
         self.roots = roots
         self.triggers: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -220,9 +221,12 @@ class Watcher:
         try:
             fresh = config_mod.load()
             check_config(self.patches, fresh)
-        except FatalError as exc:
-            log.error("config not reloaded, keeping the previous one: %s", exc)
+        except FatalError as exc:  # (said once until it changes: every round reloads)
+            if force or str(exc) != self.config_problem:
+                log.error("config not reloaded, keeping the previous one: %s", exc)
+            self.config_problem = str(exc)
             return
+        self.config_problem = ""
         fresh = dataclasses.replace(fresh, **self.overrides)
         if fresh != self.config:
             log.info(
