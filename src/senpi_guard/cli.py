@@ -128,18 +128,27 @@ def _unknown_options(parser: argparse.ArgumentParser, command: str | None, extra
     if command and sub is not None and command in sub.choices:
         known += list(sub.choices[command]._option_string_actions)
     option = next((arg.split("=", 1)[0] for arg in extra if arg.startswith("--")), None)
-    others = _commands_taking(option) if command and option and option not in known else []
-    if others:
-        hint = f"; `{command}` takes no {option} (it is an option of {', '.join(others)})"
-    else:
-        hint = _near(option, known) if option else ""
+    hint = _near(option, known) if option else ""
+    if command and option and option not in known:
+        taking = _commands_taking()
+        others = [name for name, options in taking.items() if option in options]
+        if others:
+            hint = f"; `{command}` takes no {option} (it is an option of {', '.join(others)})"
+        else:  # (a typo of another command's option: that one, not a far-fetched one of this command's)
+            near = difflib.get_close_matches(option, [*known, *{o for opts in taking.values() for o in opts}], 1, 0.6)
+            if near and near[0] not in known:
+                hint = f"; did you mean {near[0]}? `{command}` takes none (it is an option of {_of(taking, near[0])})"
     return f"unrecognized arguments: {' '.join(extra)}{hint}"
 
 
-def _commands_taking(option: str) -> list[str]:
-    """The commands whose parser knows `option` (every command's module loaded: an error's path)."""
+def _of(taking: dict[str, set[str]], option: str) -> str:
+    return ", ".join(name for name, options in taking.items() if option in options)
+
+
+def _commands_taking() -> dict[str, set[str]]:
+    """Each command's options (every command's module loaded: an error's path)."""
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return [name for name, child in sub.choices.items() if option in child._option_string_actions]
+    return {name: set(child._option_string_actions) for name, child in sub.choices.items()}
 
 
 def _paths_epilog() -> str:

@@ -461,6 +461,8 @@ def test_did_you_mean_for_a_sub_action_and_an_option(capsys):
     code, _, err = run_cli(capsys, "uninstall", "--root", "/opt/senpi")  # (not "did you mean `--color`")
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "`uninstall` takes no --root (it is an option of apply, status, verify, revert, watch" in err, err
+    code, _, err = run_cli(capsys, "uninstall", "--roo", "/opt/senpi")  # (a typo of it: not `--color` either)
+    assert code == 2 and "did you mean --root? `uninstall` takes none (it is an option of apply, status" in err, err
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])

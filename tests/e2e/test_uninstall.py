@@ -313,17 +313,21 @@ def test_hand_edited_files_are_reverted_and_kept_aside_and_uninstall_keeps_them(
     extension = machine["project"].parents[1] / ".senpi" / "agent" / "extensions" / NAME
     mine = extension.read_bytes() + b"\n// mine too\n"
     extension.write_bytes(mine)
+    projects = machine["project"] / ".senpi" / "agent" / "extensions" / NAME  # (both taken out in one second)
+    theirs = projects.read_bytes() + b"\n// the project's own\n"
+    projects.write_bytes(theirs)
     code, out, err = run_cli(capsys, "uninstall", "--dry-run")
     assert code == 0 and "all but the hand-edited files kept in it" in out, out + err
+    assert out.count("(edited by hand: your copy would be kept aside)") == 3, out
     code, out, err = run_cli(capsys, "uninstall", "--json")
     doc = json.loads(out)
     assert code == 0, out + err
     kept = {Path(p).read_bytes() for p in doc["kept"] if Path(p).is_file()}
-    assert {earlier, edited, mine} <= kept, doc["kept"]
-    assert b"__senpiGuardDedupe(" not in target.read_bytes() and not extension.exists()
+    assert {earlier, edited, mine, theirs} <= kept, doc["kept"]
+    assert b"__senpiGuardDedupe(" not in target.read_bytes() and not extension.exists() and not projects.exists()
     assert all(Path(p).is_relative_to(Store().data_dir) for p in doc["kept"]), doc["kept"]
     code, out, _ = run_cli(capsys, "uninstall")  # (a second: nothing left to do, the copies still kept)
-    assert code == 0 and out.count("(a file you edited, kept aside by senpi-guard; --purge removes it)") == 3, out
+    assert code == 0 and out.count("(a file you edited, kept aside by senpi-guard; --purge removes it)") == 4, out
     assert "the files kept above aside" in out
     left = made_now(machine)
     assert left and all(Path(p).is_relative_to(Store().data_dir.parent) for p in left), left  # (the kept files)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import getpass
 import io
 import json
 import os
+import pwd
 import shutil
+import stat
 import sys
 import time
 from pathlib import Path
@@ -123,7 +124,8 @@ def _plan(store: Store, unit: Path | None, purge: bool) -> dict[str, Any]:
     return {
         "service": str(unit) if unit is not None and unit.exists() else None,
         "own": own,
-        "edits": [] if purge else store.kept_copies(),
+        "data_dir": store.data_dir,
+        "edits": [] if purge else [Path(os.path.abspath(p)) for p in store.kept_copies()],
         "made": [p for p in recorded if p not in own and not any(p.is_relative_to(o) for o in own)],
         "config_removed": gone,
         "config_kept": None if gone is not None or not config.is_file() else config,
@@ -154,12 +156,13 @@ def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
     removed, left = [], []
     goes_first = [*plan["own"], *filter(None, [plan["config_removed"]])]
     above = [f for f in plan["made"] if any(o.is_relative_to(f) for o in goes_first)]
+    holding: list[Path] = []
     if plan["edits"]:  # (the folders made above the kept files stay, recorded where those files are)
         holding = [f for f in above if any(edit.is_relative_to(f) for edit in plan["edits"])]
         made.keep_for_data(holding)
-        plan = {**plan, "edits": [*plan["edits"], made.data_record_file()]}
+        plan = {**plan, "edits": [*plan["edits"], Path(os.path.abspath(made.data_record_file()))]}
         above = [f for f in above if f not in holding]
-    _remove_empty([f for f in plan["made"] if f not in above], removed, left)
+    _remove_empty([f for f in plan["made"] if f not in above and f not in holding], removed, left)
     for folder in plan["own"]:
         try:
             if folder.is_symlink() or not folder.is_dir():
@@ -183,19 +186,40 @@ def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
     return removed, left
 
 
+def _edited(row: dict[str, Any], dry_run: bool, purge: bool) -> str:
+    """What becomes of a hand edit the revert finds (a drifted target, a modified extension)."""
+    if row["state"] not in ("drifted", "modified"):
+        return ""
+    if purge:
+        return "  (edited by hand: your edit is discarded, --purge)"
+    return "  (edited by hand: your copy " + ("would be kept aside" if dry_run else "kept aside, named below") + ")"
+
+
+def _user_name() -> str:
+    """Whose senpi-guard this was (other users' own are theirs); a uid no user database names is
+    said as its number."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return f"uid {os.geteuid()}"
+
+
 def _remove_all_but(folder: Path, keep: set[Path]) -> None:
-    """Everything under `folder` but the files in `keep` and the folders that hold them."""
-    for top, folders, files in os.walk(folder, topdown=False):
+    """Everything under `folder` but the files in `keep` and the folders that hold them. Each entry
+    is removed relative to its opened folder (os.fwalk, no link followed), as shutil.rmtree does: a
+    folder swapped for a link meanwhile never steers a removal elsewhere (root over a user's folder)."""
+    kept = {p.relative_to(folder) for p in keep if p.is_relative_to(folder)}
+    for top, folders, files, top_fd in os.fwalk(folder, topdown=False, follow_symlinks=False):
+        here = Path(top).relative_to(folder)
         for name in files:
-            if (path := Path(top) / name) not in keep:
-                path.unlink()
+            if here / name not in kept:
+                os.unlink(name, dir_fd=top_fd)
         for name in folders:
-            path = Path(top) / name
-            if path.is_symlink():
-                path.unlink()
+            if stat.S_ISLNK(os.stat(name, dir_fd=top_fd, follow_symlinks=False).st_mode):
+                os.unlink(name, dir_fd=top_fd)
             else:
                 with contextlib.suppress(OSError):  # (not empty: it holds a kept file)
-                    path.rmdir()
+                    os.rmdir(name, dir_fd=top_fd)
 
 
 def _remove_empty(folders: list[Path], removed: list[str], left: list[str]) -> None:
@@ -267,7 +291,7 @@ def _refuse(blockers: list[str]) -> None:
 
 
 def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipeline | None = None) -> None:
-    acted = [r for r in rows if r["layer"] == "extension" and r["state"] in ("installed", "stale")]
+    acted = [r for r in rows if r["layer"] == "extension" and r["state"] in ("installed", "stale", "modified")]
     acted += [r for r in rows if r["layer"] == "dist" and r["files"]]
     kept = [str(plan["config_kept"])] if plan["config_kept"] else []
     edits = [str(p) for p in plan["edits"] if not p.name.endswith(".about.json")]
@@ -307,7 +331,7 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
             if row["layer"] == "dist"
             else ("would remove" if dry_run else "removed ")
         )
-        print(f"{verb}  {what}  [{row['patch']}]")
+        print(f"{verb}  {what}  [{row['patch']}]{_edited(row, dry_run, args.purge)}")
     if dry_run:
         for item in filter(None, [plan["service"], *plan["own"], plan["config_removed"]]):
             but = any(Path(edit).is_relative_to(item) for edit in edits)
@@ -326,5 +350,7 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
     for where in packages:
         print(f"kept      {where}  (the senpi package carrying the extension: yours; `senpi remove` takes it out)")
     if not dry_run:
-        who = f"for {getpass.getuser()}" + (", the files kept above aside" if edits else "")
+        who = f"for {_user_name()}" + (", the files kept above aside" if edits else "")
         print(f"senpi-guard is uninstalled {who}; remove the tool itself: pipx uninstall senpi-guard")
+        if edits:  # (the tool gone, no --purge can come: the way without it)
+            print(f"(once you no longer want them: senpi-guard uninstall --purge, or rm -r {plan['data_dir']})")

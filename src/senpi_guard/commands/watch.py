@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from senpi_guard.commands import common
@@ -44,8 +45,8 @@ def run(args) -> int:
     logfile = notify.setup_logging(verbose=args.verbosity >= 0)  # -q/--quiet: the log file only
     try:
         patches, config = common.load()
-    except FatalError as exc:  # (in the log too: a service's watcher is read there)
-        notify.log.error("not started: %s", exc)
+    except FatalError as exc:  # (in the log too: a service's watcher is read there; stderr: cli's line)
+        notify.to_log_file(logging.ERROR, f"not started: {exc}")
         raise
     roots = [Path(r).absolute() for r in args.root]
     guard = watcher.Watcher(patches, config, roots, overrides)

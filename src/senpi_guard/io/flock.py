@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -84,11 +85,13 @@ def _flock_within(fd: int, seconds: float) -> bool:
 def held_elsewhere(path: Path) -> bool:
     """Whether an open file of another holder has `path` locked (flock, exclusive): probed with a
     shared lock, taken and given back at once; a file that is not there is held by no one."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:  # (O_NONBLOCK: a FIFO put there must not hang the caller; only a plain file is a lock)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return False
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return True

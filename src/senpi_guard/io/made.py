@@ -4,8 +4,9 @@ XDG parent that was missing), so `uninstall` can take away those it made, and on
 they are empty again.
 
 The record is `made-folders.json` in the state folder (and, for the cache folder's own chain, one
-in the cache folder, so `status` writes nothing outside it), written atomically (a temp file beside
-it, renamed) each time a folder is made:
+in the cache folder, so `status` writes nothing outside it; and, once `uninstall` has kept the files a
+user edited in the data folder, one there for the folders above them, for a later `--purge`),
+written atomically (a temp file beside it, renamed) each time a folder is made:
 
     {"version": 1, "folders": ["/home/me/.config/systemd", "/home/me/.config/systemd/user", ...]}
 

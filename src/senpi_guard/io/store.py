@@ -352,7 +352,8 @@ class Store:
 
         lock = filelock.FileLock(self._lock_path(self.state_dir / "watcher.lock"))
         try:
-            locks.acquire(lock, 0, self.state_dir / "watcher.lock")
+            # (a moment's wait: a status probing whether a watcher runs holds it shared for an instant)
+            locks.acquire(lock, 1.0, self.state_dir / "watcher.lock")
         except filelock.Timeout:
             running = self.running_watcher()
             who = f"pid {running['pid']}" if running else "a process that is starting or stopping"

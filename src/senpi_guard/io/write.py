@@ -128,10 +128,10 @@ def _check_owner(snapshot: Snapshot) -> None:
     if snapshot.uid == euid:
         return
     if euid != 0:
-        owner = "`sudo senpi-guard apply`" if snapshot.uid == 0 else f"senpi-guard as uid {snapshot.uid}"
+        owner = "as root (sudo senpi-guard …)" if snapshot.uid == 0 else f"as uid {snapshot.uid}, the owner of senpi"
         raise FatalError(
             f"{snapshot.path} belongs to uid {snapshot.uid}, not to you (uid {euid}); "
-            f"nothing was changed: run {owner}, the owner of senpi"
+            f"nothing was changed: run senpi-guard {owner}"
         )
     if snapshot.uid != snapshot.dir_uid:
         raise FatalError(

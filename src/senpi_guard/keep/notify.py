@@ -38,6 +38,14 @@ def setup_logging(verbose: bool = True) -> Path:
     return logfile
 
 
+def to_log_file(level: int, message: str) -> None:
+    """A line for the log file alone: the caller says it on stderr itself (once)."""
+    record = log.makeRecord(log.name, level, __file__, 0, message, (), None)
+    for handler in logging.getLogger("senpi-guard").handlers:
+        if isinstance(handler, RotatingFileHandler):
+            handler.handle(record)
+
+
 def notify(title: str, message: str) -> None:
     """One desktop notification where the platform has a notifier; never fails the caller."""
     if sys.platform == "darwin" and shutil.which("osascript"):

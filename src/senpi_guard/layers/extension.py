@@ -104,11 +104,13 @@ def remember_written(store: Store, agent_dir: Path, keep: bool = True) -> None:
 def _keep_aside(path: Path, store: Store) -> str:
     """Move an edited extension out of the extensions folder (where senpi would still load it): a
     copy in the data folder, then the file taken away (both only if it is still what was read)."""
-    kept = store.data_dir / "extension-kept" / f"{time.strftime('%Y%m%d-%H%M%S')}-{path.name}"
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise os_error(exc, "read", path, "move it away by hand, then retry") from exc
+    # (named by its bytes too: two agent dirs' edits kept in one second are two files)
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{hashlib.sha256(data).hexdigest()[:12]}"
+    kept = store.data_dir / "extension-kept" / f"{stamp}-{path.name}"
     write_private(kept, data)
     write.take(path.parent, path.name, data)
     return str(kept)

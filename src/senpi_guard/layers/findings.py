@@ -102,10 +102,12 @@ def reinstall(install: Install) -> str:
         return f"yarn global add {spec}"
     if manager == "bun":
         return f"bun add -g {spec}"
-    folder = install.package_dir  # <prefix>/lib/node_modules/@code-yeongyu/senpi
-    if folder.parent.name == "@code-yeongyu" and folder.parents[1].name == "node_modules":
-        prefix = folder.parents[2].parent if folder.parents[2].name == "lib" else folder.parents[2]
-        return f"npm install -g --prefix {prefix} {spec}"
+    if "volta" in install.manager:
+        return f"volta install {spec}"
+    folder = install.package_dir  # <prefix>/lib/node_modules/@code-yeongyu/senpi, npm's global layout
+    names = [part.name for part in folder.parents[:3]]
+    if names == ["@code-yeongyu", "node_modules", "lib"] and len(folder.parents) > 3:
+        return f"npm install -g --prefix {folder.parents[3]} {spec}"
     return f"npm install -g {spec}"
 
 

@@ -58,8 +58,9 @@ def as_owner(step: str, owners: set[int]) -> str:
     others = sorted(owners - {euid})
     if euid == 0 or not others or APPLY not in step:
         return step
-    if others == [0]:
-        return f"{step.replace(APPLY, 'run `sudo senpi-guard apply`', 1)}: senpi's files belong to root"
+    if 0 in others or len(others) > 1:  # (only root can write files of several owners)
+        whose = "root" if others == [0] else "several users (" + ", ".join(f"uid {u}" for u in others) + ")"
+        return f"{step.replace(APPLY, 'run `sudo senpi-guard apply`', 1)}: senpi's files belong to {whose}"
     return f"{step.replace(APPLY, f'run `senpi-guard apply` as uid {others[0]}', 1)}, who owns senpi's files"
 
 

@@ -53,7 +53,12 @@ def test_the_detail_says_what_apply_will_do():
             "npm (nvm)",
             "npm install -g --prefix /home/me/.nvm/versions/node/v22.1.0 {spec}",
         ),
-        ("C:/npm/node_modules/@code-yeongyu/senpi", "npm", "npm install -g --prefix C:/npm {spec}"),
+        ("/home/me/proj/node_modules/@code-yeongyu/senpi", "npm", "npm install -g {spec}"),  # (not a global prefix)
+        (
+            "/home/me/.volta/tools/image/packages/@code-yeongyu/senpi/lib/node_modules/@code-yeongyu/senpi",
+            "npm (volta)",
+            "volta install {spec}",
+        ),
         ("/home/me/.local/share/pnpm/global/v11/x-0/node_modules/@code-yeongyu/senpi", "pnpm", "pnpm add -g {spec}"),
         ("/home/me/.config/yarn/global/node_modules/@code-yeongyu/senpi", "yarn", "yarn global add {spec}"),
         ("/home/me/.bun/install/global/node_modules/@code-yeongyu/senpi", "bun", "bun add -g {spec}"),
