@@ -186,6 +186,27 @@ def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
     return removed, left
 
 
+def _json_report(acted, plan, removed, left, dry_run: bool, flow: pipeline.Pipeline | None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"dry_run": dry_run, "ok": True, "reverts": acted}
+    if flow is not None:
+        outcomes, layers = flow.split()
+        doc["installs"] = [common.outcome_json(o) for o in outcomes]
+        doc["extension"] = [layer.as_json() for layer in layers]
+    else:
+        doc["installs"] = []
+    would = [plan["service"], *map(str, plan["own"])] + (
+        [str(plan["config_removed"])] if plan["config_removed"] else []
+    )
+    doc |= {"removed": removed, "left": left}
+    # (whether anything was, or would be, changed: what configuration management reports)
+    doc["changed"] = bool(acted) or (
+        any(Path(w).exists() for w in would if w) or any(p.is_dir() for p in plan["made"]) if dry_run else bool(removed)
+    )
+    if dry_run:
+        doc |= {"would_remove": [w for w in would if w], "would_remove_if_empty": [str(p) for p in plan["made"]]}
+    return doc
+
+
 def _edited(row: dict[str, Any], dry_run: bool, purge: bool) -> str:
     """What becomes of a hand edit the revert finds (a drifted target, a modified extension)."""
     if row["state"] not in ("drifted", "modified"):
@@ -298,26 +319,8 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
     # (a senpi package carrying the extension is the user's: left, and said)
     packages = [r["found"] for r in rows if r["layer"] == "extension" and r["state"] == "package"]
     if args.json:
-        doc: dict[str, Any] = {"dry_run": dry_run, "ok": True, "reverts": acted}
-        if flow is not None:
-            outcomes, layers = flow.split()
-            doc["installs"] = [common.outcome_json(o) for o in outcomes]
-            doc["extension"] = [layer.as_json() for layer in layers]
-        else:
-            doc["installs"] = []
-        would = [plan["service"], *map(str, plan["own"])] + (
-            [str(plan["config_removed"])] if plan["config_removed"] else []
-        )
-        doc |= {"removed": removed, "left": left, "kept": kept + edits, "packages_left": packages}
-        # (whether anything was, or would be, changed: what configuration management reports)
-        doc["changed"] = bool(acted) or (
-            any(Path(w).exists() for w in would if w) or any(p.is_dir() for p in plan["made"])
-            if dry_run
-            else bool(removed)
-        )
-        if dry_run:
-            doc |= {"would_remove": [w for w in would if w], "would_remove_if_empty": [str(p) for p in plan["made"]]}
-        print(json.dumps(doc, indent=2))
+        doc = _json_report(acted, plan, removed, left, dry_run, flow)
+        print(json.dumps(doc | {"kept": kept + edits, "packages_left": packages}, indent=2))
         return
     if ui.quiet() and not dry_run:  # (-q: only what failed: a folder left for a reason other than its files)
         for line in left:
