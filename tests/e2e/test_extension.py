@@ -66,6 +66,7 @@ def test_without_senpis_runner_a_minimal_host_proves_it(tmp_path, capsys, isolat
     code, doc, err = apply_json(capsys, "--root", pkg)
     assert code == 0, err
     assert "through a minimal host" in doc["extension"][0]["detail"]
+    assert "(senpi's own runner was not found: no one file under dist/ defines" in doc["extension"][0]["detail"]
 
 
 def test_stale_modified_and_revert_keeps_an_edited_one(npm_install, capsys, isolated_dirs):

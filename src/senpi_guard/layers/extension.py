@@ -165,10 +165,18 @@ def verify(
     return LayerOutcome(status.path, status.state, status.state, report.ok and settled, detail, report)
 
 
+RUNNER_NOT_FOUND = (
+    "no one file under dist/ defines and exports `class ExtensionRunner` beside one exporting "
+    "loadExtensions and createExtensionRuntime"
+)
+
+
 def host_text(report: VerifyReport) -> str:
     host = "senpi's own extension runner" if report.stats.get("host") == "senpi" else "a minimal host"
     if report.stats.get("host_unavailable"):
         host += f" (senpi's own runner did not import: {report.stats['host_unavailable']})"
+    elif report.stats.get("host_missing"):
+        host += f" (senpi's own runner was not found: {RUNNER_NOT_FOUND})"
     if report.reused_from is not None:
         host += time.strftime("; the identical replay passed at %Y-%m-%d %H:%M", time.localtime(report.reused_from))
     return f"{host} (node {report.node_version})"

@@ -176,7 +176,8 @@ def replay(
     # as root: node and the host's code never run as root over code anyone else could write
     package_dir = install.package_dir if install else None
     place = Sandbox.judged(store.state_dir / "verify", package_dir, node.path, allow_foreign_root)
-    report = content.put(by_content, _run_replay(patch, config, rendered, place, host, node, cancel))
+    looked = any(not i.unsupported for i in installs)  # (a senpi whose dist/ was searched for its runner)
+    report = content.put(by_content, _run_replay(patch, config, rendered, place, host, node, cancel, looked))
     memo.put(key, report)
     return report
 
@@ -189,6 +190,7 @@ def _run_replay(
     host: dict | None,
     node,
     cancel: threading.Event | None = None,
+    looked: bool = False,
 ) -> VerifyReport:
     files = {
         **{script.name: script.read_bytes() for script in patch.scripts()},  # (the checks import the span scan)
@@ -210,6 +212,7 @@ def _run_replay(
     stats = {
         "host": report["host"],
         "host_unavailable": report.get("hostUnavailable"),
+        "host_missing": looked and host is None,  # (searched for, not found: said, never silent)
         proofs.IMPORTED: report.get("imported"),
     }
     return verify_mod.summarize({"results": report["results"], "stats": stats, "node": node.version})
