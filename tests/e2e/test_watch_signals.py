@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 from conftest import SHAPE_REL, run_cli, wait_for
 
@@ -54,3 +55,30 @@ def test_a_storm_of_signals_neither_wedges_nor_kills_the_watcher(npm_install, wa
     assert took < 5.0 and watcher.proc.returncode == 0, text[-2000:]
     assert "Logging error" not in text and "Traceback" not in text, text[-3000:]
     assert text.rstrip().endswith("stopped") and (pkg / SHAPE_REL[2]).is_file()
+
+
+def test_a_sigterm_another_thread_receives_stops_the_watcher_at_once(npm_install, watch, capsys):
+    """Python runs a signal's handler in the main thread once that thread runs again. The kernel may
+    hand a SIGTERM to any thread (kill(2) with a thread's id makes that one the first choice): the
+    watcher's main thread, waiting for its next trigger, must not sleep through it until the rescan
+    (600 s here). Seen in full runs as a watcher that did not stop within 10 s."""
+    pkg = npm_install(2)
+    assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
+    watcher = watch("--root", pkg, "--rescan-interval", "600")
+    wait_for(lambda: "patch=hand-fix-hooks trigger=startup" in watcher.text(), what="the start-up round")
+    pid = watcher.proc.pid
+    idle: list[bool] = []  # (the main thread asleep on its wait for a trigger, a second on end: the round is over)
+    wait_for(lambda: idle.append(_asleep(pid)) or idle[-10:] == [True] * 10, what="the main thread to wait")
+    others = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+    assert others, "the watcher runs threads besides its main one"
+    os.kill(others[-1], signal.SIGTERM)  # (a thread's id: that thread receives it)
+    watcher.proc.wait(timeout=10)
+    assert watcher.proc.returncode == 0 and watcher.text().rstrip().endswith("stopped"), watcher.text()[-2000:]
+
+
+def _asleep(pid: int) -> bool:
+    time.sleep(0.1)  # (ten looks, a tenth of a second apart)
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text().startswith("futex")
+    except OSError:
+        return False

@@ -40,6 +40,7 @@ from senpi_guard.prove import owners
 warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 STAGING_PREFIXES = (".senpi-", "_tmp_", ".staging")
 MANAGER_ANSWER_MAX_AGE = 600.0  # seconds to reuse `npm root -g` & co. between rescans
+SIGNAL_SLICE_S = 0.5  # the longest the main thread waits at once (see _next_trigger)
 STABLE_PERIODS = 4  # quiet periods of unchanged targets that end a settle despite other events
 
 
@@ -297,10 +298,15 @@ class Watcher:
         self.reprover.hand_over()
 
     def _next_trigger(self, next_rescan: float) -> str:
-        try:
-            return self.triggers.get(timeout=max(0.0, next_rescan - time.monotonic()))
-        except queue.Empty:
-            return "rescan"
+        # in slices: Python runs a signal's handler in the main thread, and only once that thread runs
+        # again; a SIGTERM the kernel hands to another thread (watchdog's, the relay) would otherwise
+        # wait out the whole rescan interval (seen: a watcher that did not stop, its main thread here)
+        while (left := next_rescan - time.monotonic()) > 0:
+            try:
+                return self.triggers.get(timeout=min(left, SIGNAL_SLICE_S))
+            except queue.Empty:
+                continue
+        return "rescan"
 
     def _drain(self) -> None:
         while True:
