@@ -379,7 +379,7 @@ def pytest_collection_modifyitems(items):
 
 # What a whole run must not fall below (raise these when tests are added; never lower them to make a
 # run pass: a test removed to make the suite faster is a weaker suite).
-FLOOR_TESTS, FLOOR_REAL = 1003, 100  # (1004 collected; the uv.lock check skips where uv is not on PATH)
+FLOOR_TESTS, FLOOR_REAL = 1004, 100  # (1005 collected; the uv.lock check skips where uv is not on PATH)
 
 
 def _counted(reports) -> tuple[int, int]:
