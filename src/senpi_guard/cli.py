@@ -131,9 +131,8 @@ def _unknown_options(parser: argparse.ArgumentParser, command: str | None, extra
     hint = _near(option, known) if option else ""
     if command and option and option not in known:
         taking = _commands_taking()
-        others = [name for name, options in taking.items() if option in options]
-        if others:
-            hint = f"; `{command}` takes no {option} (it is an option of {', '.join(others)})"
+        if others := _of(taking, option):
+            hint = f"; `{command}` takes no {option} (it is an option of {others})"
         else:  # (a typo of another command's option: that one, not a far-fetched one of this command's)
             near = difflib.get_close_matches(option, [*known, *{o for opts in taking.values() for o in opts}], 1, 0.6)
             if near and near[0] not in known:

@@ -125,6 +125,7 @@ def _patch_row(flow, dist, results, install, record, place) -> dict[str, Any]:
     insp = dist.inspection(install)
     layer = _extension_row(flow.agent_dirs.get(patch.name), patch, config, insp, place)
     as_wanted, step, amiss = _judged(results, install, config)
+    last = _dict(record.get("last_verify"))
     return {
         "patch": patch.name,
         "target": str(insp.primary.path) if insp.primary else None,
@@ -138,10 +139,10 @@ def _patch_row(flow, dist, results, install, record, place) -> dict[str, Any]:
         "as_wanted": as_wanted,
         "next": step,
         "amiss": amiss,
-        "last_verify": _dict(record.get("last_verify")),
-        "last_verify_of_these_files": _of_these_files(_dict(record.get("last_verify")), insp),
+        "last_verify": last,
+        "last_verify_of_these_files": _of_these_files(last, insp),
         "last_reconcile": _dict(record.get("last_reconcile")),
-        "changes": _changes(patch, insp, _dict(record.get("last_verify"))),
+        "changes": _changes(patch, insp, last),
     }
 
 

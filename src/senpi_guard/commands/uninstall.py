@@ -156,13 +156,12 @@ def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
     removed, left = [], []
     goes_first = [*plan["own"], *filter(None, [plan["config_removed"]])]
     above = [f for f in plan["made"] if any(o.is_relative_to(f) for o in goes_first)]
-    holding: list[Path] = []
+    _remove_empty([f for f in plan["made"] if f not in above], removed, left)
     if plan["edits"]:  # (the folders made above the kept files stay, recorded where those files are)
         holding = [f for f in above if any(edit.is_relative_to(f) for edit in plan["edits"])]
         made.keep_for_data(holding)
         plan = {**plan, "edits": [*plan["edits"], Path(os.path.abspath(made.data_record_file()))]}
         above = [f for f in above if f not in holding]
-    _remove_empty([f for f in plan["made"] if f not in above and f not in holding], removed, left)
     for folder in plan["own"]:
         try:
             if folder.is_symlink() or not folder.is_dir():
