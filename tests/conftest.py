@@ -18,8 +18,8 @@ from senpi_guard.core.patch import apply as edit
 from senpi_guard.demo import sample
 
 # the real tier's fixtures (tests/realsenpi.py); the hostile tests' user, folders and CI rule; the
-# mount table held still (tests/mounts.py); the watcher as a process (tests/watching.py)
-pytest_plugins = ("realsenpi", "hostile.plugin", "mounts", "watching")
+# watcher as a process (tests/watching.py)
+pytest_plugins = ("realsenpi", "hostile.plugin", "watching")
 
 SHAPE_REL = {
     1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",
@@ -327,23 +327,7 @@ _OWN_BASETEMP = pytest.StashKey[Path]()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
-    _hypothesis_folder_made_before_any_test()
     _own_basetemp(config)
-
-
-def _hypothesis_folder_made_before_any_test() -> None:
-    """Hypothesis makes its folder (.hypothesis, in the folder the run starts in) when a test of its
-    first saves something. Made in the middle of a run, it changes that folder, which python imports
-    from ('' on sys.path), and so the key of every remembered answer (io/answers) taken across that
-    moment: a test that runs a command twice then saw it run twice (once in a hog run, from a fresh
-    clone). It is made here, before any test, as hypothesis makes it."""
-    from hypothesis.configuration import storage_directory
-
-    folder = storage_directory(intent_to_write=False)
-    if hasattr(folder, "create_if_missing"):  # (hypothesis >= 6.152: with its .gitignore)
-        folder.create_if_missing()
-    else:  # (a Path before)
-        folder.mkdir(parents=True, exist_ok=True)
 
 
 def _own_basetemp(config) -> None:

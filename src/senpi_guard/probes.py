@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import answers, made
+from senpi_guard.io import made
 
 
 def home() -> Path:
@@ -72,7 +72,6 @@ class ProbeCache:
         usable = answer is None or (isinstance(answer, str) and (Path(answer).is_dir() or was_there is False))
         if not (fresh and usable):
             return False, None
-        answers.expire(when + self.max_age)  # (what a status says with it is as old as it)
         return True, answer
 
     def put(self, argv: list[str], answer: str | None) -> None:

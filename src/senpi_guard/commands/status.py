@@ -13,7 +13,6 @@ from senpi_guard.commands import common, metrics
 from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError
-from senpi_guard.io import answers
 from senpi_guard.io.store import cache_dir
 from senpi_guard.layers import pipeline
 from senpi_guard.prove import nodes, owners
@@ -345,8 +344,6 @@ def _print_extension(layer: dict[str, Any]) -> None:
 
 
 def run(args) -> int:
-    if args.textfile is not None or args.format == "prometheus":  # (a replay would repeat an old time)
-        answers.refuse("its metrics carry the time of the run")
     fmt = metrics.chosen(args)
     rows, store = collect(args)
     running = store.running_watcher()

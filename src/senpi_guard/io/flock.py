@@ -10,8 +10,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
 
 POLL_S = 0.005
@@ -21,14 +20,12 @@ _given_up: dict[str, float] = {}  # the folders whose lock this process waited f
 
 
 @contextlib.contextmanager
-def folder_lock(
-    folder: Path, wait_s: float, quiet: Callable[[], AbstractContextManager] = contextlib.nullcontext
-) -> Iterator[bool]:
+def folder_lock(folder: Path, wait_s: float) -> Iterator[bool]:
     """Hold `folder`'s lock for the block: re-entrant in its thread, waited for at most `wait_s` (a
     folder waited for in vain is not waited for again for GIVE_UP_S: a run that remembers ten
     things waits once; the watcher, which runs for days, takes the lock again later), skipped where the
     folder refuses it (NFS emulates flock as a write lock: EBADF on a folder opened to read). Yields
-    whether it is held. `quiet` wraps the lock's own system calls (the recorder's aside)."""
+    whether it is held."""
     depth, key = held_here(), f"folder:{folder}"
     if depth.get(key):
         depth[key] += 1
@@ -37,13 +34,12 @@ def folder_lock(
         finally:
             depth[key] -= 1
         return
-    with quiet():
-        recently = key in _given_up and time.monotonic() - _given_up[key] < GIVE_UP_S
-        fd = -1 if recently else _open(folder)
-        if fd >= 0 and not _flock_within(fd, wait_s):
-            os.close(fd)
-            fd = -1
-            _given_up[key] = time.monotonic()
+    recently = key in _given_up and time.monotonic() - _given_up[key] < GIVE_UP_S
+    fd = -1 if recently else _open(folder)
+    if fd >= 0 and not _flock_within(fd, wait_s):
+        os.close(fd)
+        fd = -1
+        _given_up[key] = time.monotonic()
     if fd < 0:
         yield False
         return
@@ -52,8 +48,7 @@ def folder_lock(
         yield True
     finally:
         depth.pop(key, None)
-        with quiet():
-            os.close(fd)  # (closing the only descriptor lets the flock go)
+        os.close(fd)  # (closing the only descriptor lets the flock go)
 
 
 def held_here() -> dict[str, int]:

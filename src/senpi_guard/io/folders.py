@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import answers, made
+from senpi_guard.io import made
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY
 
@@ -25,7 +25,7 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY
 @contextmanager
 def opened(folder: Path, create: bool = False) -> Iterator[int | None]:
     """An fd of `folder` (None when it does not exist and `create` is false)."""
-    fd = _walk_as_root(folder, create) if os.geteuid() == 0 else _open_as_user(folder, create)
+    fd = _walk_from_root(folder, create) if os.geteuid() == 0 else _open_as_user(folder, create)
     try:
         yield fd
     finally:
@@ -45,11 +45,6 @@ def _open_as_user(folder: Path, create: bool) -> int | None:
         return None
     except NotADirectoryError as exc:
         raise _not_a_folder(folder) from exc
-
-
-def _walk_as_root(folder: Path, create: bool) -> int | None:
-    with answers.kinds_only():  # (each folder on the way is opened for its kind and owner)
-        return _walk_from_root(folder, create)
 
 
 def _walk_from_root(folder: Path, create: bool) -> int | None:

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import answers, flock
+from senpi_guard.io import flock
 from senpi_guard.io.write import os_error
 
 LOCK_TIMEOUT = 120.0
@@ -55,16 +55,13 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str], stop: threading.Ev
         finally:
             held[key] -= 1
         return
-    with answers.aside():  # (filelock looks at /proc as it is imported)
-        import filelock  # only the commands that write pay for it
+    import filelock  # only the commands that write pay for it
 
     timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
     lock = filelock.FileLock(lock_path())
     try:
-        with answers.aside():  # (the lock's own bookkeeping is no input of what the command says)
-            acquire(lock, 0, lock_file)
+        acquire(lock, 0, lock_file)
     except filelock.Timeout:
-        answers.refuse("waited for the write lock")
         log.warning("waiting for the write lock %s (another senpi-guard is writing)…", lock_file)
         _wait(lock, timeout, lock_file, stop)
     held[key] = 1
@@ -72,8 +69,7 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str], stop: threading.Ev
         yield
     finally:
         held.pop(key, None)
-        with answers.aside():
-            lock.release()
+        lock.release()
 
 
 def _wait(lock, timeout: float, lock_file: Path, stop: threading.Event | None) -> None:
@@ -86,8 +82,7 @@ def _wait(lock, timeout: float, lock_file: Path, stop: threading.Event | None) -
             raise FatalError(f"stopped while waiting for the write lock {lock_file}; nothing was written")
         left = max(0.0, deadline - time.monotonic())
         try:
-            with answers.aside():
-                acquire(lock, left if stop is None else min(left, STOP_POLL_S), lock_file)
+            acquire(lock, left if stop is None else min(left, STOP_POLL_S), lock_file)
             return
         except filelock.Timeout as exc:
             if time.monotonic() >= deadline:
@@ -100,8 +95,7 @@ def _wait(lock, timeout: float, lock_file: Path, stop: threading.Event | None) -
 def memo_lock(folder: Path) -> AbstractContextManager[bool]:
     """Hold `folder`'s own lock (flock on the folder, no file made) while a remembered-results file
     in it is read, changed and written, so two processes or threads (a `verify` beside the watcher)
-    do not lose each other's entries (io/flock.folder_lock; the lock's own calls are no input of
-    what the command says). False, holding nothing, when the folder cannot be opened or locked
-    within MEMO_WAIT_S (a holder stopped with ^Z, say; the process then does not wait for that
-    folder again for a minute): remembering then only risks a lost entry."""
-    return flock.folder_lock(folder, MEMO_WAIT_S, answers.aside)
+    do not lose each other's entries (io/flock.folder_lock). False, holding nothing, when the
+    folder cannot be opened or locked within MEMO_WAIT_S (a holder stopped with ^Z, say; the process
+    then does not wait for that folder again for a minute): remembering then only risks a lost entry."""
+    return flock.folder_lock(folder, MEMO_WAIT_S)

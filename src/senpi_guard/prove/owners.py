@@ -29,7 +29,7 @@ from pathlib import Path
 
 from senpi_guard import ui
 from senpi_guard.errors import FatalError
-from senpi_guard.io import answers, memo
+from senpi_guard.io import memo
 
 EXAMPLES = 2  # files named per owner in a refusal
 NOBODY = "nobody"
@@ -78,8 +78,7 @@ def _exposed_above(path: str, judgement: Judgement, seen: dict[str, bool]) -> bo
         key = str(parent)
         if key not in seen:
             try:
-                with answers.kinds_only():  # (its owner and mode are what is judged)
-                    st = os.lstat(key)
+                st = os.lstat(key)
             except OSError:
                 seen[key] = False
                 continue
@@ -255,8 +254,7 @@ def _verdict_key(package_dir: Path | None, node: str | None) -> str | None:
     own = (real, os.path.join(real, "package.json"), os.path.join(real, "node_modules"))
     for path in (*own, *map(str, Path(real).parents)):
         try:
-            with contextlib.nullcontext() if path in own else answers.kinds_only():
-                st = os.lstat(path)
+            st = os.lstat(path)
         except OSError:
             parts.append(f"{path}|-")
             continue
