@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the tests need, from this checkout alone, then the tests.
-#   bash scripts/test.sh          ruff (lint + format check), lint-imports + every test (real npm/pnpm/bun/yarn, the real senpi builds) in nproc+1 xdist workers
-#   bash scripts/test.sh --fast   ruff, lint-imports + the unit tests (tests/unit; 25.7 s measured when the venv is up to date)
+#   bash scripts/test.sh          ruff (lint + format check), lint-imports, the unit tests with their branch-coverage floor,
+#                                 then every other test (real npm/pnpm/bun/yarn, the real senpi builds) in nproc+1 xdist workers
+#   bash scripts/test.sh --fast   ruff, lint-imports + the unit tests with their coverage floor (tests/unit)
 #   bash scripts/test.sh --dev    as the first, with senpi-guard installed editable (for working on src/)
 # Extra arguments go to pytest (e.g. a test file and -k NAME). Needs python3 (>= 3.11), node (>= 18)
 # and npm; installs the rest: with uv on PATH, the versions uv.lock pins (`uv sync`), else with pip
@@ -79,13 +80,23 @@ step "ruff format --check"
 .venv/bin/ruff format --check src tests bench
 step "lint-imports (the import contracts in pyproject.toml: wings, no circles, one door to the layers)"
 .venv/bin/lint-imports
+# the unit tier in one process, its branch coverage of senpi_guard held to the floor that
+# pyproject.toml's [tool.coverage.report] fail_under names (a whole unit run only)
+unit=(.venv/bin/python -m pytest -q -p no:cacheprovider tests/unit)
+if [ "$#" = 0 ]; then unit+=(--cov=senpi_guard --cov-report=); fi
 if [ "$fast" = 1 ]; then
     step "pytest tests/unit"
-    .venv/bin/python -m pytest -q -p no:cacheprovider tests/unit "$@"
+    "${unit[@]}" "$@"
 else
+    if [ "$#" = 0 ]; then
+        step "pytest tests/unit (branch coverage floor)"
+        "${unit[@]}"
+    fi
     # workers: the tests wait on node, npm and file events as much as they compute, so one more
     # worker than cores keeps both busy (SENPI_GUARD_TEST_WORKERS=0: one process, no xdist)
     workers=${SENPI_GUARD_TEST_WORKERS:-$(( $(nproc) + 1 ))}
-    step "pytest, every tier ($workers workers)"
-    .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist worksteal "$@"
+    rest=()
+    if [ "$#" = 0 ]; then rest=(--ignore=tests/unit); fi
+    step "pytest, $([ "$#" = 0 ] && echo "the other tiers" || echo "every tier") ($workers workers)"
+    .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist worksteal "${rest[@]}" "$@"
 fi
