@@ -4,11 +4,13 @@ from one allow-list that never carries a token, whatever the caller asks."""
 
 from __future__ import annotations
 
+import ast
 import grp
 import os
 import pwd
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +98,25 @@ def test_as_another_user_no_group_but_their_own():
         ["sh", "-c", "id -u; id -g; id -G"], capture_output=True, text=True, check=True, **runas.popen_kwargs(account)
     )
     assert ids.stdout.split() == [str(account.uid), str(account.gid), str(account.gid)]
+
+
+def test_no_other_module_builds_a_run_as():
+    """Dropping to a user and starting a program as one are io/runas's alone: any other place doing
+    it (a `user=`, `group=` or `extra_groups=` of subprocess, a dict of them, os.setgroups or
+    os.setres[ug]id) would be a second way, with its own group or environment."""
+    src = Path(runas.__file__).parents[1]
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        if path == Path(runas.__file__):
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            names = []
+            if isinstance(node, ast.Call):
+                names = [k.arg for k in node.keywords] + [ast.unparse(node.func)]
+            elif isinstance(node, ast.Dict):
+                names = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+            found += [f"{path.relative_to(src)}:{node.lineno}: {n}" for n in names if n in BUILDERS]
+    assert found == []
+
+
+BUILDERS = {"user", "group", "extra_groups", "os.setgroups", "os.setresuid", "os.setresgid", "os.setuid", "os.setgid"}
