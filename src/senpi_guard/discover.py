@@ -13,7 +13,7 @@ from pathlib import Path
 
 from senpi_guard import probes
 from senpi_guard.errors import FatalError
-from senpi_guard.probes import ProbeCache, quiet_env  # noqa: F401 (commands reach them here)
+from senpi_guard.probes import QUIET_PROBES, ProbeCache  # noqa: F401 (commands reach them here)
 
 PACKAGE_NAME = "@code-yeongyu/senpi"
 SCOPED = Path("@code-yeongyu") / "senpi"

@@ -125,8 +125,14 @@ def test_owner_is_kept_or_nothing_is_written(users_install, other_user, capsys):
 
 PLANTED = """\
 import { writeFileSync } from "node:fs";
-writeFileSync(process.env.SENPI_GUARD_PLANT_LOG ?? "/dev/null", `${process.getuid()}\n`, { flag: "a" });
+writeFileSync(LOG, `${process.getuid()}\n`, { flag: "a" });
 """
+
+
+def planted(log: Path) -> str:
+    """Code that appends the uid it runs as to `log`, a path it holds itself: root's environment
+    does not reach the code a replay runs (io/runas)."""
+    return PLANTED.replace("LOG", json.dumps(str(log)), 1)
 
 
 def shared_log(folder: Path, name: str) -> Path:
@@ -137,12 +143,11 @@ def shared_log(folder: Path, name: str) -> Path:
     return log
 
 
-def test_planted_code_runs_as_its_owner_not_as_root(users_install, other_user, open_dir, capsys, monkeypatch):
+def test_planted_code_runs_as_its_owner_not_as_root(users_install, other_user, open_dir, capsys):
     log = shared_log(open_dir, "who-ran-it")
     tools = users_install / PROVIDER / "tools.js"
-    tools.write_text(PLANTED + tools.read_text())
+    tools.write_text(planted(log) + tools.read_text())
     give_to(other_user, tools)
-    monkeypatch.setenv("SENPI_GUARD_PLANT_LOG", str(log))
     run_cli(capsys, "verify", "--fresh", "--root", users_install)
     ran_as = {int(x) for x in log.read_text().split()}
     assert ran_as == {other_user.pw_uid}, f"the planted code ran as uids {ran_as or 'none'}"
@@ -192,13 +197,12 @@ def test_a_users_node_in_the_prefix_never_runs_as_root(roots_install, other_user
     assert ran_as and set(ran_as) == {other_user.pw_uid}, f"node ran as uids {sorted(set(ran_as))}"
 
 
-def test_a_users_module_in_a_roots_package_runs_as_that_user(roots_install, other_user, open_dir, capsys, monkeypatch):
+def test_a_users_module_in_a_roots_package_runs_as_that_user(roots_install, other_user, open_dir, capsys):
     """Not a target, not a target's folder: a module the target imports, chowned to the user."""
     log = shared_log(open_dir, "who-ran-it")
     tools = roots_install / PROVIDER / "tools.js"
-    tools.write_text(PLANTED + tools.read_text())
+    tools.write_text(planted(log) + tools.read_text())
     give_to(other_user, tools)
-    monkeypatch.setenv("SENPI_GUARD_PLANT_LOG", str(log))
     assert run_cli(capsys, "apply", "--root", roots_install)[0] == 0
     ran_as = {int(x) for x in log.read_text().split()}
     assert ran_as == {other_user.pw_uid}, f"the user's module ran as uids {ran_as or 'none'}"
@@ -342,7 +346,7 @@ def test_an_unwritable_state_dir_is_one_line_not_a_crash(users_install, other_us
     assert tree_digest(users_install) == before
 
 
-def test_check_replays_a_users_tarball_as_that_user(other_user, open_dir, tmp_path, monkeypatch):
+def test_check_replays_a_users_tarball_as_that_user(other_user, open_dir, tmp_path):
     """The release's code runs in check's replay: a tarball someone else owns is replayed as them,
     never as root (extraction alone would give root every file)."""
     from realsenpi import senpi_guard
@@ -353,10 +357,10 @@ def test_check_replays_a_users_tarball_as_that_user(other_user, open_dir, tmp_pa
     src = tmp_path / "src"
     sample.write_sample_package(src, 2, fillers=0)
     tools = src / PROVIDER / "tools.js"
-    tools.write_text(PLANTED + tools.read_text())
+    tools.write_text(planted(log) + tools.read_text())
     tarball = sample.npm_pack(src, open_dir)
     os.chown(tarball, other_user.pw_uid, other_user.pw_gid)
-    done = senpi_guard("check", tarball, env={"SENPI_GUARD_PLANT_LOG": str(log)})
+    done = senpi_guard("check", tarball)
     assert done.returncode == 0, done.stdout + done.stderr
     ran_as = {int(x) for x in log.read_text().split()}
     assert ran_as == {other_user.pw_uid}, f"the tarball's code ran as uids {ran_as or 'none'}"

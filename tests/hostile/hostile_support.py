@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import pwd
 import struct
@@ -17,8 +18,15 @@ IN_CREATE = 0x100
 
 PLANTED = """\
 import { writeFileSync } from "node:fs";
-writeFileSync(process.env.SENPI_GUARD_PLANT_LOG ?? "/dev/null", `${process.getuid()}\\n`, { flag: "a" });
+writeFileSync(LOG, `${process.getuid()}\\n`, { flag: "a" });
 """
+
+
+def planted(log: Path) -> str:
+    """Code that appends the uid it runs as to `log`, a path it holds itself: root's environment
+    does not reach the code a replay runs (io/runas)."""
+    return PLANTED.replace("LOG", json.dumps(str(log)), 1)
+
 
 _libc = ctypes.CDLL(None, use_errno=True)
 

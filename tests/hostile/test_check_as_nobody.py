@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile_support import PLANTED, shared_log, uids_in
+from hostile_support import planted, shared_log, uids_in
 from realsenpi import node24_bin, path_with, senpi_guard
 
 from senpi_guard.demo import sample
-from senpi_guard.prove import owners
+from senpi_guard.io import runas
 
 PROVIDER = "dist/core/extensions/builtin/claude-sdk-oauth"
 
@@ -26,7 +26,7 @@ def planted_tarball(open_dir) -> Path:
     src = open_dir / "src"
     sample.write_sample_package(src, 2, fillers=0)
     for script in (src / PROVIDER).glob("*.js"):
-        script.write_text(PLANTED + script.read_text())
+        script.write_text(planted(open_dir / "who-ran-it") + script.read_text())
     return sample.npm_pack(src, open_dir / "served")
 
 
@@ -65,14 +65,14 @@ def test_a_fetched_release_is_packed_unpacked_and_replayed_as_nobody(attacker, s
     log = shared_log(open_dir, "who-ran-it")
     npm_log, env = npm_uids
     started = time.monotonic()
-    done = senpi_guard("check", served, env={**env, "SENPI_GUARD_PLANT_LOG": str(log)})
+    done = senpi_guard("check", served, env=env)
     print(
         f"check {served}: exit {done.returncode} in {time.monotonic() - started:.1f}s; npm ran as "
         f"{sorted(uids_in(npm_log))}, the release's code as {sorted(uids_in(log))}"
     )
     assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
-    assert uids_in(npm_log) == {owners.nobody()[0]}, npm_log.read_text()
-    assert uids_in(log) == {owners.nobody()[0]}, log.read_text()
+    assert uids_in(npm_log) == {runas.nobody()[0]}, npm_log.read_text()
+    assert uids_in(log) == {runas.nobody()[0]}, log.read_text()
     # nothing of nobody's in the temp folder: npm's compile cache (node-compile-cache) made there
     # as nobody would be a folder no other user's node could keep its cache in
     assert {p.name: p.lstat().st_uid for p in given_tmp.iterdir() if p.lstat().st_uid != 0} == {}
@@ -82,6 +82,29 @@ def test_roots_own_tarball_is_replayed_as_nobody(attacker, planted_tarball, open
     log = shared_log(open_dir, "who-ran-it")
     roots = tmp_path / "roots.tgz"  # (root's, in root's 0700 pytest folder)
     shutil.copyfile(planted_tarball, roots)
-    done = senpi_guard("check", roots, env={"SENPI_GUARD_PLANT_LOG": str(log)})
+    done = senpi_guard("check", roots)
     assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
-    assert uids_in(log) == {owners.nobody()[0]}, log.read_text()
+    assert uids_in(log) == {runas.nobody()[0]}, log.read_text()
+
+
+def test_checks_npm_is_given_no_token_from_roots_environment(attacker, served, open_dir):
+    """Row 3 of issue 46: npm fetching a spec as nobody gets io/runas's allow-list for npm (its own
+    environment, as /proc/<pid>/environ holds it), never root's tokens."""
+    shared_log(open_dir, "who-ran-it")  # (where the release's planted code writes)
+    log = shared_log(open_dir, "npm-environ")
+    shim = open_dir / "bin" / "npm"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\ntr "\\000" "\\n" < /proc/$$/environ >> "{log}"\nexec "{shutil.which("npm")}" "$@"\n')
+    shim.chmod(0o755)
+    tokens = {"NPM_TOKEN": "secret-xyz", "SOMETHING_TOKEN": "secret-abc", "npm_config__authToken": "secret-npm"}
+    env = {
+        **tokens,
+        "PATH": path_with(shim.parent, node24_bin()),
+        "NO_PROXY": "127.0.0.1",
+        "SENPI_GUARD_UNRELATED": "x",
+    }
+    done = senpi_guard("check", served, env=env)
+    assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
+    given = dict(line.split("=", 1) for line in log.read_text().splitlines() if "=" in line)
+    assert given and not [value for value in given.values() if "secret-" in value], given
+    assert "SENPI_GUARD_UNRELATED" not in given and given.get("NO_PROXY") == "127.0.0.1", sorted(given)

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from hostile_support import PLANTED, Attacker, exchange, shared_log, uids_in
+from hostile_support import Attacker, exchange, planted, shared_log, uids_in
 from plugin import runs
 from realsenpi import senpi_guard
 
@@ -19,7 +19,7 @@ from senpi_guard.demo import sample
 PROVIDER = "dist/core/extensions/builtin/claude-sdk-oauth"
 
 
-def _packages(tmp_path: Path, users_dir: Path, attacker) -> tuple[Path, Path]:
+def _packages(tmp_path: Path, users_dir: Path, attacker, log: Path) -> tuple[Path, Path]:
     src = tmp_path / "src"
     sample.write_sample_package(src, 2, fillers=0)
     roots = tmp_path / "r1pkg"
@@ -28,7 +28,7 @@ def _packages(tmp_path: Path, users_dir: Path, attacker) -> tuple[Path, Path]:
     users = users_dir / "pkg"
     shutil.copytree(src, users)
     for script in (users / "dist").rglob("*.js"):
-        script.write_text(PLANTED + script.read_text())
+        script.write_text(planted(log) + script.read_text())
     subprocess.run(["chown", "-R", f"{attacker.pw_uid}:{attacker.pw_gid}", str(users)], check=True)
     return roots, users
 
@@ -37,7 +37,7 @@ def test_a_link_swapped_between_roots_folder_and_the_users_never_runs_the_users_
     attacker, users_dir, open_dir, tmp_path
 ):
     log = shared_log(open_dir, "who-ran-it")
-    roots, users = _packages(tmp_path, users_dir, attacker)
+    roots, users = _packages(tmp_path, users_dir, attacker, log)
     link, other = users_dir / "link", users_dir / "other"
     link.symlink_to(roots)
     other.symlink_to(users)
@@ -52,7 +52,7 @@ def test_a_link_swapped_between_roots_folder_and_the_users_never_runs_the_users_
     for _attempt in range(runs(10)):
         log.write_text("")
         with Attacker(attacker, attack):
-            done = senpi_guard("check", link, env={"SENPI_GUARD_PLANT_LOG": str(log)})
+            done = senpi_guard("check", link)
         tally.append((sorted(uids_in(log)), done.returncode, done.stderr.strip().splitlines()[-1:]))
         assert "Traceback" not in done.stdout + done.stderr, done.stderr
     print(f"link swap: {len(tally)} checks, (uids the user's code ran as, exit, last line): {tally}")

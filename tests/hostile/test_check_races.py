@@ -12,7 +12,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from hostile_support import IN_CREATE, IN_OPEN, PLANTED, Attacker, Inotify, exchange, shared_log, spin, uids_in
+from hostile_support import IN_CREATE, IN_OPEN, Attacker, Inotify, exchange, planted, shared_log, spin, uids_in
 from plugin import runs
 from realsenpi import senpi_guard
 
@@ -22,11 +22,12 @@ PROVIDER = "dist/core/extensions/builtin/claude-sdk-oauth"
 FILLER_MB = 64  # zeros (they pack to almost nothing): the unpack takes long enough to race
 
 
-def _senpi_tarball(src: Path, out: Path, planted: bool) -> Path:
+def _senpi_tarball(src: Path, out: Path, log: Path | None) -> Path:
+    """A release whose tools.js notes its uid in `log` (None: unplanted)."""
     sample.write_sample_package(src, 2, fillers=0)
-    if planted:
+    if log is not None:
         tools = src / PROVIDER / "tools.js"
-        tools.write_text(PLANTED + tools.read_text())
+        tools.write_text(planted(log) + tools.read_text())
     (src / "dist" / "filler.bin").write_bytes(bytes(FILLER_MB * 1024 * 1024))
     return sample.npm_pack(src, out)
 
@@ -36,8 +37,8 @@ def test_a_tarball_swapped_after_the_open_is_still_unpacked_and_run_as_its_owner
     link to root's own tarball. Root must take the owner from what it opened: the user's code runs
     as the user, never as uid 0."""
     log = shared_log(open_dir, "who-ran-it")
-    roots = _senpi_tarball(open_dir / "roots-src", open_dir / "roots", planted=False)
-    users = _senpi_tarball(open_dir / "users-src", open_dir / "users-pack", planted=True)
+    roots = _senpi_tarball(open_dir / "roots-src", open_dir / "roots", log=None)
+    users = _senpi_tarball(open_dir / "users-src", open_dir / "users-pack", log=log)
     tarball = users_dir / "senpi.tgz"
     tally = []
     for attempt in range(runs(3)):
@@ -55,7 +56,7 @@ def test_a_tarball_swapped_after_the_open_is_still_unpacked_and_run_as_its_owner
             os.rename(link, tarball)
 
         with Attacker(attacker, attack):
-            done = senpi_guard("check", tarball, env={"SENPI_GUARD_PLANT_LOG": str(log)})
+            done = senpi_guard("check", tarball)
         swapped = tarball.is_symlink()
         ran_as = uids_in(log)
         tally.append((swapped, sorted(ran_as), done.returncode))

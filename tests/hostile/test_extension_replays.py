@@ -6,6 +6,7 @@ to sweep."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -24,8 +25,7 @@ RUNNER = "dist/core/extensions/runner.js"  # (senpi's own ExtensionRunner: the e
 # notes who ran it and under which harness (the dist replay's or the extension's)
 WHO = """\
 import { writeFileSync } from "node:fs";
-writeFileSync(process.env.SENPI_GUARD_PLANT_LOG ?? "/dev/null",
-    `${process.getuid()} ${process.argv[1].split("/").pop()}\\n`, { flag: "a" });
+writeFileSync(LOG, `${process.getuid()} ${process.argv[1].split("/").pop()}\\n`, { flag: "a" });
 """
 SLOW = "{ const until = Date.now() + 120000; while (Date.now() < until); }\n"  # (killed long before)
 
@@ -68,8 +68,8 @@ def test_the_extension_replay_runs_senpis_runner_as_its_owner_never_as_root(
     attacker, tarball, open_dir, extension_only
 ):
     log = shared_log(open_dir, "who-ran-it")
-    pkg = _users_install(tarball, open_dir / "prefix", attacker, WHO)
-    env = {**extension_only, "SENPI_GUARD_PLANT_LOG": str(log)}
+    pkg = _users_install(tarball, open_dir / "prefix", attacker, WHO.replace("LOG", json.dumps(str(log)), 1))
+    env = extension_only
     done = senpi_guard("verify", "--fresh", "--root", pkg, env=env)  # (--fresh: node runs, whatever passed before)
     text = done.stdout + done.stderr
     assert "through senpi's own extension runner" in text, text  # (the host really was loaded)

@@ -19,6 +19,7 @@ root's files away), repeated runs(3) times."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -35,20 +36,23 @@ from senpi_guard.prove import sandbox
 
 IN_CREATE = 0x100
 IMPORTED = "package/dist/core/extensions/builtin/claude-sdk-oauth/tools.js"  # (the dist target imports it)
-# what the user adds to that module: note who runs it, then swap the replay folder it runs in
+# what the user adds to that module: note who runs it, then swap the replay folder it runs in (where
+# to log and which of root's files to aim at: in the test's WHERE file, its path written in the code,
+# as root's environment does not reach the code a replay runs)
 ATTACK = """\
 import * as sgFs from "node:fs";
-if (process.env.SENPI_GUARD_ATTACK_DIR) {
-    const sgLog = (name, line) => sgFs.appendFileSync(`${process.env.SENPI_GUARD_ATTACK_DIR}/${name}`, line + "\\n");
+const sgWhere = (() => { try { return JSON.parse(sgFs.readFileSync(WHERE, "utf8")); } catch { return null; } })();
+if (sgWhere) {
+    const sgLog = (name, line) => sgFs.appendFileSync(`${sgWhere.attackDir}/${name}`, line + "\\n");
     const sgFolder = process.argv[1].split("/").slice(0, -1).join("/");
     const sgName = sgFolder.split("/").at(-1);
     sgLog("ran", `${process.getuid()} ${sgName}`);
     try {
         sgFs.renameSync(`${sgFolder}/pkg`, `${sgFolder}/pkg.x`);
-        sgFs.symlinkSync(process.env.SENPI_GUARD_VICTIM_DIR, `${sgFolder}/pkg`);
+        sgFs.symlinkSync(sgWhere.victimDir, `${sgFolder}/pkg`);
         for (const name of sgFs.readdirSync(sgFolder)) {
             if (sgFs.lstatSync(`${sgFolder}/${name}`).isFile()) {
-                sgFs.symlinkSync(process.env.SENPI_GUARD_VICTIM_FILE, `${sgFolder}/.${name}.link`);
+                sgFs.symlinkSync(sgWhere.victimFile, `${sgFolder}/.${name}.link`);
                 sgFs.renameSync(`${sgFolder}/.${name}.link`, `${sgFolder}/${name}`);
             }
         }
@@ -62,8 +66,10 @@ if (process.env.SENPI_GUARD_ATTACK_DIR) {
 
 @pytest.fixture(scope="module")
 def attacking_tarball(tmp_path_factory) -> Path:
-    """The dist-only 2026.8.9 release, its prompt-bridge's tools.js attacking the replay folder."""
+    """The dist-only 2026.8.9 release, its prompt-bridge's tools.js attacking the replay folder
+    (told where by `where(tarball)`, once a test writes it)."""
     out = tmp_path_factory.mktemp("attacking") / "attacking.tgz"
+    attack = ATTACK.replace("WHERE", json.dumps(str(where(out))), 1)
     with (
         tarfile.open(real_dir() / DIST_ONLY["2026.8.9"], "r:gz") as source,
         tarfile.open(out, "w:gz", compresslevel=1) as archive,
@@ -71,10 +77,14 @@ def attacking_tarball(tmp_path_factory) -> Path:
         for member in source:
             data = source.extractfile(member) if member.isreg() else None
             if member.name == IMPORTED:
-                code = ATTACK.encode() + data.read()
+                code = attack.encode() + data.read()
                 member.size, data = len(code), io.BytesIO(code)
             archive.addfile(member, data)
     return out
+
+
+def where(tarball: Path) -> Path:
+    return tarball.with_name("where.json")
 
 
 def _swap_files(folder: Path, victim_file: Path) -> bool:
@@ -137,12 +147,9 @@ def test_the_user_cannot_redirect_roots_hands_through_a_replay_folder(
     tmp = open_dir / "tmp"  # (root's, sticky, world-writable as /tmp, and this test's alone)
     tmp.mkdir()
     tmp.chmod(0o1777)
-    env = {
-        "TMPDIR": str(tmp),
-        "SENPI_GUARD_ATTACK_DIR": str(attack_dir),
-        "SENPI_GUARD_VICTIM_DIR": str(victim_dir),
-        "SENPI_GUARD_VICTIM_FILE": str(victim_file),
-    }
+    env = {"TMPDIR": str(tmp)}
+    aim = {"attackDir": str(attack_dir), "victimDir": str(victim_dir), "victimFile": str(victim_file)}
+    where(attacking_tarball).write_text(json.dumps(aim))
     with Attacker(attacker, _attack(tmp, attack_dir / "attacks", victim_file)):
         done = senpi_guard("check", tarball, env=env)
     ran = [line.split() for line in (attack_dir / "ran").read_text().splitlines()]

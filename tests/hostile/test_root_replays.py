@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile_support import PLANTED, shared_log, uids_in
+from hostile_support import planted, shared_log, uids_in
 from realsenpi import senpi_guard
 
 from senpi_guard.demo import sample
-from senpi_guard.prove import owners
+from senpi_guard.io import runas
 
 PROVIDER = "dist/core/extensions/builtin/claude-sdk-oauth"
 
@@ -40,7 +40,7 @@ def _install(tarball: Path, prefix: Path) -> Path:
 
 def _world_writable_tools(pkg: Path, log: Path) -> Path:
     tools = pkg / PROVIDER / "tools.js"
-    tools.write_text(PLANTED + tools.read_text())
+    tools.write_text(planted(log) + tools.read_text())
     tools.chmod(0o666)  # (root's file, and anyone can append to it)
     return tools
 
@@ -53,10 +53,10 @@ def test_a_world_writable_module_in_a_root_install_never_runs_as_root(attacker, 
     _world_writable_tools(pkg, log)
     for command in (("apply", "--dry-run"), ("verify", "--fresh")):
         log.write_text("")
-        done = senpi_guard(*command, "--root", pkg, env={"SENPI_GUARD_PLANT_LOG": str(log)})
+        done = senpi_guard(*command, "--root", pkg)
         ran_as = uids_in(log)
         assert ran_as and 0 not in ran_as, f"{command}: the world-writable module ran as uids {ran_as}: {done.stderr}"
-        assert ran_as == {owners.nobody()[0]}, ran_as
+        assert ran_as == {runas.nobody()[0]}, ran_as
 
 
 def test_where_nobody_cannot_read_anyones_code_is_refused_and_status_says_so(attacker, tarball, tmp_path):
@@ -67,7 +67,7 @@ def test_where_nobody_cannot_read_anyones_code_is_refused_and_status_says_so(att
         pkg = _install(tarball, _private(tmp_path))
         tools = _world_writable_tools(pkg, log)
         before = {p: p.read_bytes() for p in pkg.rglob("*.js")}
-        done = senpi_guard("apply", "--root", pkg, env={"SENPI_GUARD_PLANT_LOG": str(log)})
+        done = senpi_guard("apply", "--root", pkg)
         # (one line per layer that would replay it: the dist patch's and the extension's)
         errors = {line.strip() for line in (done.stdout + done.stderr).splitlines() if "chmod go-w" in line}
         assert done.returncode == 1 and len(errors) == 1, done.stdout + done.stderr
@@ -80,7 +80,7 @@ def test_where_nobody_cannot_read_anyones_code_is_refused_and_status_says_so(att
         assert f"chmod go-w {tools}" in (row["replay_problem"] or "") and not row["as_wanted"]
         assert "chmod go-w" in senpi_guard("status", "--root", pkg).stdout
         tools.chmod(0o644)  # the fix it names: then root replays it, and says so
-        done = senpi_guard("apply", "--root", pkg, env={"SENPI_GUARD_PLANT_LOG": str(log)})
+        done = senpi_guard("apply", "--root", pkg)
         assert done.returncode == 0, done.stderr
         assert "nobody cannot read" in done.stderr and "runs as root" in done.stderr
         assert senpi_guard("revert", "--root", pkg).returncode == 0
@@ -109,11 +109,11 @@ def _neighbours(node_modules: Path, count: int) -> None:
         (folder / "index.js").write_text("module.exports = 1;\n")
 
 
-def _timed_apply(pkg: Path, state: Path, log: Path) -> tuple[float, subprocess.CompletedProcess]:
+def _timed_apply(pkg: Path, state: Path) -> tuple[float, subprocess.CompletedProcess]:
     started = time.monotonic()
     # (a cache of its own too: the probes a first run caches would otherwise speed up the second)
     homes = {"XDG_STATE_HOME": str(state), "XDG_DATA_HOME": str(state), "XDG_CACHE_HOME": str(state / "cache")}
-    done = senpi_guard("apply", "--root", pkg, env={**homes, "SENPI_GUARD_PLANT_LOG": str(log)})
+    done = senpi_guard("apply", "--root", pkg, env=homes)
     return time.monotonic() - started, done
 
 
@@ -143,13 +143,13 @@ def test_an_npm_linked_neighbour_and_5000_globals_neither_refuse_nor_slow_apply(
         os.chown(path, attacker.pw_uid, attacker.pw_gid)
     log = shared_log(open_dir, "who-ran-it")
     tools = busy_pkg / PROVIDER / "tools.js"
-    tools.write_text(PLANTED + tools.read_text())
-    bare_time, bare = _timed_apply(bare_pkg, open_dir / "state-bare", log)
-    busy_time, busy = _timed_apply(busy_pkg, open_dir / "state-busy", log)
+    tools.write_text(planted(log) + tools.read_text())
+    bare_time, bare = _timed_apply(bare_pkg, open_dir / "state-bare")
+    busy_time, busy = _timed_apply(busy_pkg, open_dir / "state-busy")
     print(f"apply beside nothing: {bare_time:.2f}s; beside npm link + {NEIGHBOURS} packages: {busy_time:.2f}s")
     assert bare.returncode == 0 and busy.returncode == 0, busy.stderr
     assert "links out" not in busy.stderr
-    assert uids_in(log) == {owners.nobody()[0]}, uids_in(log)
+    assert uids_in(log) == {runas.nobody()[0]}, uids_in(log)
     assert busy_time < bare_time * 1.5 + 1.0, (bare_time, busy_time)
 
 

@@ -4,6 +4,8 @@ unpacked folder; and on releases it cannot patch, what breaks. Nothing is ever i
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -72,7 +74,29 @@ def test_a_folder_is_checked_in_place_and_left_as_it_was(unpacked):
     assert tree_digest(folder / "dist") == before
 
 
-def test_a_release_it_cannot_patch_says_what_breaks(tmp_path):
+@pytest.fixture
+def empty_registry(tmp_path):
+    """A registry that knows no package (a real HTTP server of 127.0.0.1 over an empty folder): npm's
+    fetch fails at once with a 404, network or none. (io/runas passes npm_config_registry to check's
+    npm, and none of npm's other settings, `npm_config_offline` included.)"""
+    folder = tmp_path / "empty-registry"
+    folder.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N (...) ..."
+        yield f"http://127.0.0.1:{int(line.split(' port ')[1].split()[0])}/"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_release_it_cannot_patch_says_what_breaks(tmp_path, empty_registry):
     src = tmp_path / "src"
     sample.write_sample_package(
         src, 2, version="2026.9.9", bridge_source="export function somethingElse() {\n    return [];\n}\n"
@@ -86,6 +110,6 @@ def test_a_release_it_cannot_patch_says_what_breaks(tmp_path):
         (tmp_path / "src" / "package.json", "not a package"),
         ("@code-yeongyu/senpi@0.0.0-no-such", "npm could not fetch"),
     ):
-        done = senpi_guard("check", bad, env={"npm_config_offline": "true"})
+        done = senpi_guard("check", bad, env={"npm_config_registry": empty_registry})
         errors = [line for line in done.stderr.splitlines() if line.startswith("senpi-guard:")]
         assert done.returncode == 1 and len(errors) == 1 and why in errors[0], done.stderr

@@ -8,7 +8,6 @@ then run as that user (prove/owners). Root's own tarball is unpacked as `nobody`
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import secrets
 import shutil
@@ -19,8 +18,8 @@ from urllib.parse import urlsplit
 
 from senpi_guard import discover, ui
 from senpi_guard.errors import FatalError
-from senpi_guard.io import unpack
-from senpi_guard.prove import owners, sandbox
+from senpi_guard.io import runas, unpack
+from senpi_guard.prove import sandbox
 
 GIT_SCHEMES = ("git+", "git:", "github:", "gitlab:", "bitbucket:", "gist:")
 GIT_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeload.github.com", "gist.github.com", "sr.ht")
@@ -50,19 +49,15 @@ def spec_refusal(spec: str) -> str | None:
     return None
 
 
-def _owner(st: os.stat_result) -> tuple[int, int] | None:
-    """Whom root unpacks a local release as: its owner, `nobody` for root's own; None when not root."""
+def _owner(st: os.stat_result) -> runas.Account | None:
+    """Whom root unpacks a local release as: its owner (io/runas: never the file's group), `nobody`
+    for root's own; None when not root."""
     if os.geteuid() != 0:
         return None
-    if st.st_uid == 0:
-        return owners.nobody()
-    try:
-        return st.st_uid, pwd.getpwuid(st.st_uid).pw_gid
-    except KeyError:
-        return st.st_uid, st.st_gid
+    return runas.nobody() if st.st_uid == 0 else runas.user(st.st_uid)
 
 
-def _place(work: Path, owner: tuple[int, int] | None) -> Path:
+def _place(work: Path, owner: runas.Account | None) -> Path:
     """A folder of `owner`'s in the scratch: under a name no one else can list, so only that
     unpack (a child that cannot be traced) and root reach it while it is filled."""
     work.chmod(0o711)
@@ -86,15 +81,16 @@ def _from_tarball(fd: int, owner, work: Path, caps: unpack.Caps, what: str) -> P
     return _package_in(place / "unpacked", what)
 
 
-def _npm_env(place: Path) -> dict[str, str]:
-    """npm's environment for a fetch as `nobody`: a scratch HOME, cache and temp folder (root's are
-    not read; npm keeps node's compile cache in `$TMPDIR/node-compile-cache`, and one made in /tmp
-    as `nobody` is a folder no other user's node can keep its cache in)."""
-    dropped = ("npm_config_cache", "npm_config_userconfig")
-    env = {k: v for k, v in discover.quiet_env().items() if k.lower() not in dropped}
-    env.update(HOME=str(place / "home"), npm_config_cache=str(place / "npm-cache"), TMPDIR=str(place / "tmp"))
-    env["npm_config_userconfig"] = str(place / "home" / ".npmrc")
-    return env
+def _npm_settings(place: Path, owner: runas.Account | None) -> dict[str, str]:
+    """What npm's environment (io/runas's allow-list for npm) gets besides: quiet settings, and for
+    a fetch as `nobody` a scratch HOME, cache and temp folder (root's are not read; npm keeps node's
+    compile cache in `$TMPDIR/node-compile-cache`, and one made in /tmp as `nobody` is a folder no
+    other user's node can keep its cache in)."""
+    own = dict(discover.QUIET_PROBES)
+    if owner is not None:
+        own.update(HOME=str(place / "home"), npm_config_cache=str(place / "npm-cache"), TMPDIR=str(place / "tmp"))
+        own["npm_config_userconfig"] = str(place / "home" / ".npmrc")
+    return own
 
 
 def _fetch(spec: str, work: Path, caps: unpack.Caps) -> Path:
@@ -104,7 +100,7 @@ def _fetch(spec: str, work: Path, caps: unpack.Caps) -> Path:
             f"{spec!r} is neither a file nor a folder here, and fetching it needs npm: install "
             "Node.js with npm, or pass a .tgz or a package folder"
         )
-    owner = owners.nobody() if os.geteuid() == 0 else None
+    owner = runas.nobody() if os.geteuid() == 0 else None
     place = _place(work, owner)
     ui.progress(f"npm pack --ignore-scripts {spec} (fetches the release; runs none of its scripts)…")
     done = subprocess.run(
@@ -114,8 +110,7 @@ def _fetch(spec: str, work: Path, caps: unpack.Caps) -> Path:
         timeout=600,
         stdin=subprocess.DEVNULL,
         cwd=place,
-        env=_npm_env(place) if owner else discover.quiet_env(),
-        **owners.popen_kwargs(owner),
+        **runas.popen_kwargs(owner, npm=True, own=_npm_settings(place, owner)),
     )
     tarballs = sorted(place.glob("*.tgz"))
     if done.returncode != 0 or len(tarballs) != 1:

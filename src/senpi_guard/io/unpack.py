@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import runas
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
@@ -138,7 +139,7 @@ def _copy_file(dir_fd: int, name: str, dest: Path, budget: Budget, shown: str) -
         os.close(src)
 
 
-def as_user(owner: tuple[int, int] | None, work: Callable[[], None], what: str = "unpacking") -> None:
+def as_user(owner: runas.Account | None, work: Callable[[], None], what: str = "unpacking") -> None:
     """`work()` run as `owner` in a forked child (None: here, as we are). Its FatalError comes back
     as this process's; any other failure as one line with its last frame."""
     if owner is None:
@@ -158,9 +159,7 @@ def as_user(owner: tuple[int, int] | None, work: Callable[[], None], what: str =
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             os.close(read_end)
-            os.setgroups([])
-            os.setresgid(owner[1], owner[1], owner[1])
-            os.setresuid(owner[0], owner[0], owner[0])
+            runas.drop(owner)
             os.umask(0o022)
             work()
         except FatalError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import memo
+from senpi_guard.io import memo, runas
 from senpi_guard.prove import owners
 
 MIN_NODE = 18
@@ -62,7 +62,8 @@ def version_of(node: str) -> str:
     if isinstance(known, str) and known:
         return known
     try:
-        # as root, another user's node runs as that user (its code never runs as root)
+        # as root, another user's node runs as that user (its code never runs as root), and as
+        # anyone in io/runas's environment
         out = subprocess.run(
             [node, "--version"],
             capture_output=True,
@@ -70,7 +71,7 @@ def version_of(node: str) -> str:
             timeout=30,
             check=False,
             stdin=subprocess.DEVNULL,
-            **owners.popen_kwargs(owners.node_owner(node)),
+            **runas.popen_kwargs(owners.node_owner(node)),
         ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise FatalError(

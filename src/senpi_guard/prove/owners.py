@@ -8,7 +8,8 @@ global folder, which node would not load. Each of those files (and the folders a
 for its owner; one that group or others can write, or one under a folder they can write without
 the sticky bit, is "anyone's". Then, as root:
 
-- files of one non-root user: node runs as that user;
+- files of one non-root user: node runs as that user (io/runas: their primary group, never a
+  file's; nobody:nogroup for a uid the user database lacks);
 - root's alone: node runs as `nobody` (over a mirror nobody can read), so a world-writable file in
   a root install runs as no one in particular;
 - where nobody cannot read the code (a 077 umask), node runs as root only if no file is anyone's,
@@ -21,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pwd
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,10 +29,9 @@ from pathlib import Path
 
 from senpi_guard import ui
 from senpi_guard.errors import FatalError
-from senpi_guard.io import memo
+from senpi_guard.io import memo, runas
 
 EXAMPLES = 2  # files named per owner in a refusal
-NOBODY = "nobody"
 VERDICT = "root-verdict"  # (memo kind)
 DEPENDENCY_KEYS = ("dependencies", "optionalDependencies", "peerDependencies")
 
@@ -43,7 +42,7 @@ class Judgement:
     and the first thing `nobody` could not read. Paths are strings: the walk meets every file of
     senpi's dependencies (24,000 in the published package), and a Path per entry costs most of it."""
 
-    owners: dict[int, tuple[int, list[Path]]] = field(default_factory=dict)  # uid -> (gid, examples)
+    owners: dict[int, list[Path]] = field(default_factory=dict)  # uid -> examples
     anyones: Path | None = None
     unreadable: Path | None = None
 
@@ -52,7 +51,7 @@ class Judgement:
         the way (nobody need only pass through it)."""
         mode = st.st_mode
         if st.st_uid != 0:
-            _gid, examples = self.owners.setdefault(st.st_uid, (st.st_gid, []))
+            examples = self.owners.setdefault(st.st_uid, [])
             if len(examples) < EXAMPLES:
                 examples.append(Path(path))
         if stat.S_ISLNK(mode):
@@ -193,15 +192,7 @@ def judge(package_dir: Path | None, node: str | None) -> Judgement:
     return judgement
 
 
-def nobody() -> tuple[int, int]:
-    try:
-        entry = pwd.getpwnam(NOBODY)
-    except KeyError:
-        return 65534, 65534
-    return entry.pw_uid, entry.pw_gid
-
-
-def decide(package_dir: Path | None, node: str | None) -> tuple[tuple[int, int] | None, str | None]:
+def decide(package_dir: Path | None, node: str | None) -> tuple[runas.Account | None, str | None]:
     """As root: whom a replay runs as (None: root), and a note when it is root; the refusal raised.
     The verdict is remembered for `status` (see `refusal`)."""
     key = _verdict_key(package_dir, node)
@@ -214,30 +205,27 @@ def decide(package_dir: Path | None, node: str | None) -> tuple[tuple[int, int] 
     return decided
 
 
-def _decide(package_dir: Path | None, node: str | None) -> tuple[tuple[int, int] | None, str | None]:
+def _decide(package_dir: Path | None, node: str | None) -> tuple[runas.Account | None, str | None]:
     found = judge(package_dir, node)
     where = package_dir or node
     if len(found.owners) > 1:
-        named = "; ".join(
-            f"uid {uid}: {', '.join(map(str, files))}" for uid, (_gid, files) in sorted(found.owners.items())
-        )
+        named = "; ".join(f"uid {uid}: {', '.join(map(str, files))}" for uid, files in sorted(found.owners.items()))
         raise FatalError(
             f"the code node would run for {where} belongs to several users ({named}); "
             "senpi-guard will not run it as root or as one of them: run senpi-guard as the "
             "owner of senpi, fix the owners (chown -R), or pass --allow-foreign-root"
         )
-    if found.owners:
-        uid, (gid, _files) = next(iter(found.owners.items()))
-        return (uid, gid), None
+    if found.owners:  # (with that user's own primary group, never a file's)
+        return runas.user(next(iter(found.owners))), None
     if found.unreadable is None:
-        return nobody(), None
+        return runas.nobody(), None
     if found.anyones is not None:
         raise FatalError(
             f"{found.anyones} can be changed by users other than root, and the replay of {where} would "
-            f"run it as root ({NOBODY} cannot read {found.unreadable}); make it root's alone "
+            f"run it as root ({runas.NOBODY} cannot read {found.unreadable}); make it root's alone "
             f"(chmod go-w {found.anyones}), or let others read the package (chmod -R o+rX), then retry"
         )
-    note = f"{NOBODY} cannot read {found.unreadable}: the replay of {where} runs as root (only root can write it)"
+    note = f"{runas.NOBODY} cannot read {found.unreadable}: the replay of {where} runs as root (only root can write it)"
     return None, note
 
 
@@ -280,7 +268,7 @@ def refusal(package_dir: Path | None, node: str | None) -> str | None:
     return None
 
 
-def run_as(package_dir: Path | None, node: str | None, allow_foreign_root: bool) -> tuple[int, int] | None:
+def run_as(package_dir: Path | None, node: str | None, allow_foreign_root: bool) -> runas.Account | None:
     """Whom node must run as for a replay of this package: None (as we are) unless we are root."""
     if os.geteuid() != 0 or allow_foreign_root:
         return None
@@ -290,16 +278,13 @@ def run_as(package_dir: Path | None, node: str | None, allow_foreign_root: bool)
     return owner
 
 
-def node_owner(node: str) -> tuple[int, int] | None:
-    """Whom `node --version` runs as: its owner when we are root and it is someone else's."""
+def node_owner(node: str) -> runas.Account | None:
+    """Whom `node --version` runs as: its owner (with their primary group) when we are root and it
+    is someone else's."""
     if os.geteuid() != 0:
         return None
     try:
         st = os.stat(os.path.realpath(node))
     except OSError:
         return None
-    return (st.st_uid, st.st_gid) if st.st_uid != 0 else None
-
-
-def popen_kwargs(owner: tuple[int, int] | None) -> dict:
-    return {} if owner is None else {"user": owner[0], "group": owner[1], "extra_groups": []}
+    return runas.user(st.st_uid) if st.st_uid != 0 else None

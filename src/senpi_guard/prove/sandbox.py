@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import runas
 from senpi_guard.io.unpack import STOP_SIGNALS, as_user
 from senpi_guard.io.write import private_dirs
 from senpi_guard.prove import owners
@@ -134,7 +135,7 @@ def write_files(folder: Path, files: dict[str, bytes]) -> None:
 
 
 @contextmanager
-def _owned_folder(base: Path, tag: str, owner: tuple[int, int] | None, fill: Callable[[Path], None]) -> Iterator[Path]:
+def _owned_folder(base: Path, tag: str, owner: runas.Account | None, fill: Callable[[Path], None]) -> Iterator[Path]:
     """A folder `base/<PREFIX><pid><tag>-<random>` made, filled by `fill(folder)` and at the end
     removed by `owner` itself (a child dropped to them, as io/unpack.as_user): nothing in it is
     chowned, and root never follows a path inside it. `fill` gets only bytes read beforehand."""
@@ -201,7 +202,7 @@ class Sandbox:
     install whose code it loads (re-checked to be the folder that was opened, before node runs)."""
 
     work_dir: Path
-    owner: tuple[int, int] | None = None
+    owner: runas.Account | None = None
     package_dir: Path | None = None
 
     @classmethod
@@ -218,8 +219,9 @@ class Sandbox:
         senpi's loader, through jiti, caches each extension it transpiles in `<TMPDIR>/jiti`, by
         path: in the shared /tmp that was a 64 kB file per proof never read again, and, when the
         first to make /tmp/jiti was a replay run as `nobody`, a folder `nobody` owns, from which
-        every later senpi on the machine reads code (and which no other user can write to)."""
-        return {**owners.popen_kwargs(self.owner), "env": {**os.environ, "TMPDIR": str(folder / NODE_TMP)}}
+        every later senpi on the machine reads code (and which no other user can write to).
+        The rest of its environment is io/runas's allow-list: none of ours reaches the code."""
+        return runas.popen_kwargs(self.owner, own={"TMPDIR": str(folder / NODE_TMP)})
 
     @contextmanager
     def folder(

@@ -40,7 +40,7 @@ def test_a_dependency_beside_the_package_counts(tmp_path):
     senpi, dep = pnpm_layout(tmp_path)
     os.chown(dep / "index.js", 1234, 1234)
     found = owners.judge(senpi, None)
-    assert set(found.owners) == {1234} and dep.resolve() / "index.js" in found.owners[1234][1]
+    assert set(found.owners) == {1234} and dep.resolve() / "index.js" in found.owners[1234]
 
 
 @as_root

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from senpi_guard.prove import owners, sandbox
+from senpi_guard.io import runas
+from senpi_guard.prove import sandbox
 from senpi_guard.prove.sandbox import Sandbox
 
 GONE = "999999999"  # (no such pid: above any pid_max)
@@ -74,8 +75,8 @@ def test_the_sweep_covers_every_place_a_folder_can_be_made(tmp_path, monkeypatch
 @pytest.mark.skipif(os.geteuid() != 0, reason="a folder made as another user needs root")
 def test_as_root_for_another_user_the_folder_is_theirs_in_the_shared_temp(tmp_path):
     tmp_path.chmod(0o755)
-    uid, gid = owners.nobody()
-    box = Sandbox(tmp_path / "verify", (uid, gid))
+    uid, gid = runas.nobody()
+    box = Sandbox(tmp_path / "verify", runas.Account(uid, gid))
     with box.folder("-ext", "extension_harness.mjs", {"x.mjs": b"x"}) as folder:
         kwargs = box.popen_kwargs(folder)
         assert (kwargs["user"], kwargs["group"], kwargs["extra_groups"]) == (uid, gid, [])
