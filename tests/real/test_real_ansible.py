@@ -9,8 +9,10 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -124,6 +126,16 @@ def test_a_failure_is_senpi_guards_one_line(playbook, tmp_path):
     assert "\n" not in result["msg"] and str(not_senpi) in result["msg"], result["msg"]
 
 
+def test_a_failed_apply_after_the_config_was_written_says_it_changed(playbook, isolated_dirs, tmp_path):
+    not_senpi = tmp_path / "not-senpi"
+    not_senpi.mkdir()
+    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
+    result, stats = playbook({"root": str(not_senpi), "layers": ["dist"]})
+    assert stats["failed"] == 1 and str(not_senpi) in result["msg"], result
+    assert tomllib.loads(config.read_text())["layers"] == ["dist"]
+    assert result["changed"] is True, "the task wrote the config and said changed: false"
+
+
 def test_absent_without_root_is_uninstall_and_a_second_run_changes_nothing(dist_only, playbook, isolated_dirs):
     package = dist_only("2026.8.1")
     pristine = tree_hashes(package)
@@ -141,3 +153,62 @@ def test_absent_without_root_is_uninstall_and_a_second_run_changes_nothing(dist_
     assert tree_hashes(package) == pristine and not extension.exists() and not state.exists()
     result, stats = playbook({"state": "absent"})
     assert stats["changed"] == 0 and stats["failed"] == 0, result
+
+
+MULTI_LINE = """\
+# the layers this host keeps
+layers = [
+    "dist",  # the compiled files
+    "extension",
+]
+
+[patches.directive-dedupe.budget]
+warn_at = 0.75
+"""
+
+
+def test_a_multi_line_layers_array_is_replaced_whole_and_a_second_run_writes_nothing(
+    dist_only, playbook, isolated_dirs
+):
+    package = dist_only("2026.8.9")
+    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(MULTI_LINE)
+    extension = isolated_dirs / "agent" / "extensions" / EXTENSION
+    args = {"root": str(package), "layers": ["dist"]}
+
+    result, stats = playbook(args)
+    assert stats["changed"] == 1 and stats["failed"] == 0, result
+    assert tomllib.loads(config.read_text()) == {**tomllib.loads(MULTI_LINE), "layers": ["dist"]}
+    assert config.read_text().startswith('# the layers this host keeps\nlayers = ["dist"]\n\n[patches.')
+    assert not extension.exists()  # (the config's new layers are what apply used)
+
+    written = config.stat()
+    result, stats = playbook(args)
+    assert stats["changed"] == 0 and stats["failed"] == 0, result
+    assert (config.stat().st_ino, config.stat().st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+
+
+def test_a_linked_config_stays_a_link_with_its_mode_and_a_refused_edit_writes_nothing(
+    dist_only, playbook, isolated_dirs, tmp_path
+):
+    package = dist_only("2026.8.9")
+    target = tmp_path / "dotfiles" / "senpi-guard.toml"
+    target.parent.mkdir()
+    target.write_text('layers = ["dist", "extension"]  # (one line: the old edit handled it)\n')
+    target.chmod(0o644)
+    config = isolated_dirs / "xdg_config_home" / "senpi-guard" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.symlink_to(target)
+
+    result, stats = playbook({"root": str(package), "layers": ["dist"]})
+    assert stats["changed"] == 1 and stats["failed"] == 0, result
+    assert config.is_symlink() and config.resolve() == target, "the link was replaced by a file"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert tomllib.loads(target.read_text())["layers"] == ["dist"]
+
+    before = target.read_bytes()
+    result, stats = playbook({"root": str(package), "layers": ["dist", "dist"]})  # (senpi-guard refuses it)
+    assert stats["failed"] == 1 and "layers" in result["msg"] and "\n" not in result["msg"], result
+    assert not result.get("changed"), result
+    assert target.read_bytes() == before and config.is_symlink()

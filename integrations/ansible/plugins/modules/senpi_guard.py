@@ -23,6 +23,9 @@ options:
     description:
       - The layers senpi-guard keeps (C(layers) in its config.toml, which the watcher follows too).
         Left as configured when not given.
+      - Only the top-level C(layers = ...) statement is replaced (or added first), whatever lines it
+        spans; the result is read back with Python's C(tomllib) and written only if it is the old
+        config with only C(layers) changed. A config.toml that is a link stays a link.
     type: list
     elements: str
     choices: [dist, extension]
@@ -56,7 +59,10 @@ senpi_guard:
 
 import json
 import os
+import re
+import stat
 import tempfile
+import tomllib
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -90,45 +96,103 @@ def failure(doc, err):
     return last_line(err)
 
 
+LAYERS_LINE = re.compile(r"""[ \t]*(layers|"layers"|'layers')[ \t]*=""")
+
+
+def toml_lines(text):
+    """The text's lines, each with its own end (TOML ends a line at LF or CRLF only)."""
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
+def parsed(text):
+    """The text's TOML table (floats kept as written, so a nan equals itself), or None."""
+    try:
+        return tomllib.loads(text, parse_float=str)
+    except tomllib.TOMLDecodeError:
+        return None
+
+
 def with_layers(text, layers):
-    """The config's text with its top-level `layers` set (the line replaced, else added first)."""
+    """The config's text with its top-level `layers` set: the whole `layers = ...` statement
+    replaced, however many lines it spans (else the line added first), and every other byte kept.
+    Returned only once tomllib reads it as the old table with only `layers` changed; ValueError
+    (saying why) otherwise."""
+    old = parsed(text)
+    if old is None:
+        raise ValueError("is not valid TOML")
     line = "layers = [" + ", ".join(json.dumps(layer) for layer in layers) + "]"
-    out, done, top = [], False, True
-    for current in text.splitlines():
-        if current.lstrip().startswith("["):
-            top = False
-        if top and not done and current.split("=", 1)[0].strip() == "layers":
-            out.append(line)
-            done = True
-        else:
-            out.append(current)
-    return "\n".join(out if done else [line, *out]) + "\n"
+    want = {**old, "layers": list(layers)}
+    lines = toml_lines(text)
+    if "layers" not in old:
+        candidates = [line + "\n" + text]
+    else:  # (a line that only looks like one, in a table or a multi-line string, fails the check)
+        candidates = (replaced(lines, at, line) for at, each in enumerate(lines) if LAYERS_LINE.match(each))
+    for candidate in candidates:
+        if candidate is not None and parsed(candidate) == want:
+            return candidate
+    raise ValueError("has no top-level `layers = ...` statement this module can replace (set it by hand)")
+
+
+def replaced(lines, start, line):
+    """The text with the statement that begins at lines[start] replaced by `line`: it ends on the
+    first line at which it reads, alone, as one `layers` value (a TOML value ends its last line but
+    for a comment); None when it never does."""
+    for end in range(start, len(lines)):
+        alone = parsed("".join(lines[start : end + 1]))
+        if alone is not None and list(alone) == ["layers"]:
+            ending = "\r\n" if lines[end].endswith("\r\n") else "\n"
+            return "".join(lines[:start]) + line + ending + "".join(lines[end + 1 :])
+    return None
 
 
 def write_atomically(path, text):
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".config.", dir=folder)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(temp, path)
+    """Put `text` in place of the file `path` names, through a link to the file it points at (the
+    link stays), keeping that file's mode and owner (a new file: 0600). OSError saying what, when
+    it cannot: then nothing was changed."""
+    target = os.path.realpath(path)
+    named = target if target == os.path.abspath(path) else f"{target} (the file the link {path} points at)"
+    try:
+        now = os.stat(target)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise OSError(f"{path} is a link to {target}, which does not exist") from None
+        now = None
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".config.", dir=os.path.dirname(target))
+    except OSError as exc:
+        raise OSError(f"cannot write {named}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            if now is not None:
+                os.fchmod(handle.fileno(), stat.S_IMODE(now.st_mode) & 0o777)
+                if (now.st_uid, now.st_gid) != (os.geteuid(), os.getegid()):
+                    os.fchown(handle.fileno(), now.st_uid, now.st_gid)
+            handle.write(text)
+        os.replace(temp, target)
+    except OSError as exc:
+        os.unlink(temp)
+        raise OSError(f"cannot write {named} keeping its mode and owner: {exc.strerror}") from None
 
 
 def config_plan(module, exe):
     """(config path, its text now, the text `layers` asks for); the two texts are equal when
-    nothing is to change."""
+    nothing is to change. A config whose edit tomllib does not read as intended fails the task."""
     _rc, paths, err = run(module, exe, "paths")
     if "config_file" not in paths:
         module.fail_json(msg=f"senpi-guard paths: {failure(paths, err)}")
     path = paths["config_file"]
     text = ""
     if paths.get("config_file_exists"):
-        with open(path) as handle:
+        with open(path, encoding="utf-8", newline="") as handle:
             text = handle.read()
     wanted = module.params["layers"]
     if wanted is None or list(paths["config"]["layers"]) == list(wanted):
         return path, text, text
-    return path, text, with_layers(text, wanted)
+    try:
+        return path, text, with_layers(text, wanted)
+    except ValueError as exc:
+        module.fail_json(msg=f"senpi-guard's config {path} {exc}; nothing was changed")
 
 
 def present(module, exe, root_args):
@@ -137,9 +201,12 @@ def present(module, exe, root_args):
     diff = {"before": now, "after": wanted, "before_header": path, "after_header": path} if config_changes else None
     with tempfile.TemporaryDirectory(prefix="senpi-guard-ansible-") as scratch:
         trial = None
-        if config_changes:  # (the dry run sees the config as it will be)
+        if config_changes:  # (senpi-guard reads the new config, and the dry run sees it, before it is written)
             trial = os.path.join(scratch, "config.toml")
             write_atomically(trial, wanted)
+            rc, checked, err = run(module, exe, "paths", config=trial)
+            if rc != 0:
+                module.fail_json(msg=failure(checked, err).replace(trial, path), rc=rc, senpi_guard=checked)
         dry = None
         if module.check_mode or module._diff:
             rc, dry, err = run(module, exe, "apply", "--dry-run", *root_args, config=trial)
@@ -151,10 +218,13 @@ def present(module, exe, root_args):
             )
             return config_changes or writes, dry, diffs(dry, diff)
     if config_changes:
-        write_atomically(path, wanted)
+        try:
+            write_atomically(path, wanted)
+        except OSError as exc:
+            module.fail_json(msg=f"senpi-guard's config: {exc}; nothing was changed")
     rc, doc, err = run(module, exe, "apply", *root_args)
-    if rc != 0:
-        module.fail_json(msg=failure(doc, err), rc=rc, senpi_guard=doc)
+    if rc != 0:  # (a config written before is a change: the task says so)
+        module.fail_json(msg=failure(doc, err), rc=rc, senpi_guard=doc, changed=config_changes)
     return config_changes or wrote(doc), doc, diffs(dry, diff) if dry else None
 
 
