@@ -5,13 +5,20 @@ makes it (woken by inotify)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import resource
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import run_cli
 from hostile_support import IN_CREATE, Attacker, Inotify, exchange
 from plugin import runs
+
+from senpi_guard.demo import sample
 
 
 def _roots_only(open_dir: Path) -> Path:
@@ -67,3 +74,69 @@ def test_export_whose_temp_folder_a_user_swaps_for_a_link_writes_nothing_there(u
         assert list(target.iterdir()) == [], f"attempt {attempt}: root wrote into the link's target"
         assert stat.S_IMODE(target.stat().st_mode) == 0o700, f"attempt {attempt}: {oct(target.stat().st_mode)}"
     print(f"export temp swap: (exit, bait left a link): {tally}")
+
+
+# ---- the metrics textfile, in a folder its owner controls (row 9) -------------------------------
+
+
+HANG = 90  # seconds: only a hang reaches it (status of one sample install takes about one)
+
+
+def _status_textfile(folder: Path, pkg: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """Root's `status --textfile` (a fresh process, its memory held to 1 GiB: a read without bound
+    ends in MemoryError there, not in the machine's OOM killer)."""
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "senpi_guard", "status", "--root", str(pkg), "--textfile", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+        env={**os.environ, **env},
+        preexec_fn=limited,
+        check=False,
+    )
+
+
+def _sample(open_dir: Path) -> Path:
+    pkg = open_dir / "pkg"
+    sample.write_sample_package(pkg, 2, fillers=0)
+    return pkg
+
+
+def _written(done: subprocess.CompletedProcess[str], target: Path) -> None:
+    assert done.returncode == 1 and done.stdout == f"metrics written to {target}\n", done.stdout + done.stderr
+    assert not target.is_symlink() and stat.S_ISREG(target.lstat().st_mode)
+    assert "senpi_guard_install_info" in target.read_text()
+
+
+def test_a_fifo_in_place_of_the_textfile_does_not_hang_root(users_dir, attacker, open_dir):
+    target = users_dir / "senpi_guard.prom"
+    os.mkfifo(target)
+    os.chown(target, attacker.pw_uid, attacker.pw_gid)
+    _written(_status_textfile(users_dir, _sample(open_dir)), target)
+
+
+def test_a_link_to_dev_zero_in_place_of_the_textfile_is_never_read(users_dir, attacker, open_dir):
+    target = users_dir / "senpi_guard.prom"
+    target.symlink_to("/dev/zero")
+    os.lchown(target, attacker.pw_uid, attacker.pw_gid)
+    _written(_status_textfile(users_dir, _sample(open_dir)), target)
+
+
+def test_a_lock_the_folders_owner_holds_ends_roots_wait_with_one_line(users_dir, attacker, open_dir):
+    pkg = _sample(open_dir)
+
+    def hold(ready) -> None:
+        fd = os.open(users_dir, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        ready()
+        signal.pause()  # (held until the block ends: the attacker is killed then)
+
+    with Attacker(attacker, hold):
+        done = _status_textfile(users_dir, pkg, SENPI_GUARD_LOCK_TIMEOUT="1")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and "is locked by another process for over 1s" in lines[0], done
+    assert list(users_dir.iterdir()) == []

@@ -58,7 +58,7 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str], stop: threading.Ev
     with answers.aside():  # (filelock looks at /proc as it is imported)
         import filelock  # only the commands that write pay for it
 
-    timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
+    timeout = lock_timeout()
     lock = filelock.FileLock(lock_path())
     try:
         with answers.aside():  # (the lock's own bookkeeping is no input of what the command says)
@@ -74,6 +74,11 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str], stop: threading.Ev
         held.pop(key, None)
         with answers.aside():
             lock.release()
+
+
+def lock_timeout() -> float:
+    """How long a writing command waits for a lock another process holds (SENPI_GUARD_LOCK_TIMEOUT)."""
+    return float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
 
 
 def _wait(lock, timeout: float, lock_file: Path, stop: threading.Event | None) -> None:

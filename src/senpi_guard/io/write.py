@@ -225,10 +225,10 @@ def _replace_in(snapshot: Snapshot, data: bytes, dir_fd: int) -> None:
         os.fsync(dir_fd)
 
 
-def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_sha: str, changed: str) -> None:
+def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_sha: str | None, changed: str) -> None:
     """The one atomic write: a temp file beside `name` (made ready by `prepare(fd)`), its bytes synced,
     then renamed over `name` relative to the folder opened, unless `name` is no longer `expected_sha`
-    ("missing": nothing there). The temp file never outlives a failure."""
+    ("missing": nothing there; None: whatever is there). The temp file never outlives a failure."""
     tmp = f".{name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=dir_fd)
     try:
@@ -237,7 +237,7 @@ def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_s
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if _current_sha(name, dir_fd) != expected_sha:
+        if expected_sha is not None and _current_sha(name, dir_fd) != expected_sha:
             raise FatalError(changed)
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
@@ -246,6 +246,12 @@ def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_s
         raise
     finally:
         os.close(fd)
+
+
+def replace_in(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+    """Write `name` in the opened folder atomically over whatever is there (a link or a FIFO put in its
+    place is replaced, never followed or opened), its mode set through its own descriptor."""
+    _swap_in(dir_fd, name, data, 0o600, lambda fd: os.fchmod(fd, mode), None, "")
 
 
 def _current_sha(name: str, dir_fd: int) -> str:
