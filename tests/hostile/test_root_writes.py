@@ -140,3 +140,40 @@ def test_a_lock_the_folders_owner_holds_ends_roots_wait_with_one_line(users_dir,
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and "is locked by another process for over 1s" in lines[0], done
     assert list(users_dir.iterdir()) == []
+
+
+# ---- uninstall's removal of the empty folders it made (row 10) -----------------------------------
+
+IN_DELETE = 0x200
+
+
+def test_uninstall_removes_no_empty_folder_where_a_users_swapped_link_points(
+    users_dir, attacker, open_dir, capsys, monkeypatch
+):
+    """Root's apply made ~/.senpi/agent/extensions in the user's home (owned by the user, recorded);
+    the moment root's uninstall takes the extension out, the user swaps ~/.senpi for a link to a
+    root-only folder holding empty agent/extensions folders. Root must remove none of them."""
+    home = users_dir
+    monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(home / ".senpi" / "agent"))
+    pkg = _sample(open_dir)
+    code, out, err = run_cli(capsys, "apply", "--root", pkg)
+    extensions = home / ".senpi" / "agent" / "extensions"
+    assert code == 0 and (extensions / "senpi-guard-directive-dedupe.js").is_file(), out + err
+    assert extensions.stat().st_uid == attacker.pw_uid
+    decoy = _roots_only(open_dir)
+    (decoy / "agent" / "extensions").mkdir(parents=True)
+    bait = home / "bait"
+
+    def attack(ready) -> None:
+        os.symlink(decoy, bait)
+        watcher = Inotify()
+        watcher.watch(extensions, IN_DELETE)
+        ready()
+        watcher.events()  # (root took the extension out)
+        exchange(home / ".senpi", bait)
+
+    with Attacker(attacker, attack):
+        code, out, err = run_cli(capsys, "uninstall")
+    assert (home / ".senpi").is_symlink(), f"the attacker did not swap ~/.senpi: {out}{err}"
+    assert (decoy / "agent" / "extensions").is_dir(), out + err
+    assert code == 0 and f"left      {extensions} (" in out and "symbolic link owned by uid" in out, out + err
