@@ -14,11 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 from hostile_support import IN_CREATE, Attacker, Inotify, exchange
 from plugin import runs
 
-from senpi_guard.demo import sample
+from senpi_guard.demo import sample, sample_session
 
 
 def _roots_only(open_dir: Path) -> Path:
@@ -177,3 +178,39 @@ def test_uninstall_removes_no_empty_folder_where_a_users_swapped_link_points(
     assert (home / ".senpi").is_symlink(), f"the attacker did not swap ~/.senpi: {out}{err}"
     assert (decoy / "agent" / "extensions").is_dir(), out + err
     assert code == 0 and f"left      {extensions} (" in out and "symbolic link owned by uid" in out, out + err
+
+
+# ---- audit --plot FILE as root, in a folder another user controls -------------------------------
+
+
+def _plot(capsys, open_dir: Path, image: Path) -> tuple[int, str, str]:
+    session = sample_session.write_sample_session(open_dir / "s.jsonl", turns=6, directive_bytes=2_000)
+    return run_cli(capsys, "audit", session, "--plot", image, "--root", _sample(open_dir))
+
+
+def test_audit_plot_replaces_a_users_link_in_its_place_and_never_writes_through_it(
+    users_dir, attacker, open_dir, capsys
+):
+    pytest.importorskip("matplotlib")
+    roots_file = _roots_only(open_dir) / "secret.png"
+    roots_file.write_bytes(b"root's own")
+    image = users_dir / "bytes.png"
+    image.symlink_to(roots_file)
+    os.lchown(image, attacker.pw_uid, attacker.pw_gid)
+    code, out, err = _plot(capsys, open_dir, image)
+    assert code == 0, out + err
+    assert roots_file.read_bytes() == b"root's own"
+    assert not image.is_symlink() and image.read_bytes().startswith(b"\x89PNG")
+    assert stat.S_IMODE(image.stat().st_mode) & 0o7000 == 0
+
+
+def test_audit_plot_into_a_users_link_to_a_folder_is_refused_in_one_line(users_dir, attacker, open_dir, capsys):
+    pytest.importorskip("matplotlib")
+    roots = _roots_only(open_dir)
+    plots = users_dir / "plots"
+    plots.symlink_to(roots)
+    os.lchown(plots, attacker.pw_uid, attacker.pw_gid)
+    code, out, err = _plot(capsys, open_dir, plots / "bytes.svg")
+    assert code == 1 and list(roots.iterdir()) == [], out + err
+    said = [line for line in err.splitlines() if "could not audit" in line]
+    assert len(said) == 1 and f"{plots} is a symbolic link owned by uid {attacker.pw_uid}" in said[0], err

@@ -299,11 +299,12 @@ def write_private(path: Path, data: bytes) -> None:
         raise
 
 
-def place(folder: Path, name: str, data: bytes, expected: bytes | None) -> None:
+def place(folder: Path, name: str, data: bytes, expected: bytes | None, over_any: bool = False) -> None:
     """Write `folder/name` atomically (a temp file beside it, renamed relative to the folder opened,
-    made when missing: io/folders), unless what is there is no longer `expected` (None: nothing).
-    The new file takes the folder's owner when root writes into another user's folder. For files
-    outside a package (the extension in an agent dir); an OS failure is one line."""
+    made when missing: io/folders), unless what is there is no longer `expected` (None: nothing;
+    `over_any`: whatever it is, a link or a FIFO replaced, never followed or read). The new file
+    takes the folder's owner when root writes into another user's folder. For files outside a
+    package (the extension in an agent dir, audit's plot); an OS failure is one line."""
     target = folder / name
     try:
         with folders.opened(folder, create=True) as dir_fd:
@@ -319,7 +320,7 @@ def place(folder: Path, name: str, data: bytes, expected: bytes | None) -> None:
                 data,
                 0o644,
                 prepare,
-                "missing" if expected is None else hashlib.sha256(expected).hexdigest(),
+                None if over_any else "missing" if expected is None else hashlib.sha256(expected).hexdigest(),
                 f"{target} changed while senpi-guard was working on it; nothing was written: run the command again",
             )
     except OSError as exc:
