@@ -6,8 +6,10 @@ makes it (woken by inotify)."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import resource
+import shutil
 import signal
 import stat
 import subprocess
@@ -214,3 +216,55 @@ def test_audit_plot_into_a_users_link_to_a_folder_is_refused_in_one_line(users_d
     assert code == 1 and list(roots.iterdir()) == [], out + err
     said = [line for line in err.splitlines() if "could not audit" in line]
     assert len(said) == 1 and f"{plots} is a symbolic link owned by uid {attacker.pw_uid}" in said[0], err
+
+
+# ---- a user's piConfig.configDir as root resolves it (row 4) -------------------------------------
+
+EXTENSION = "senpi-guard-directive-dedupe.js"
+
+
+@pytest.fixture
+def attackers_home(attacker):
+    """The user's own home, as the user database names it (made for the test when missing)."""
+    home = Path(attacker.pw_dir)
+    made = not home.exists()
+    if made:
+        home.mkdir(parents=True)
+        os.chown(home, attacker.pw_uid, attacker.pw_gid)
+    yield home
+    if made:
+        shutil.rmtree(home, ignore_errors=True)
+    else:
+        shutil.rmtree(home / ".senpi", ignore_errors=True)
+
+
+def _senpi(pkg: Path, config_dir: str, owner=None) -> Path:
+    """A senpi install whose package.json names `config_dir` as its piConfig.configDir (the user's
+    own, folder and all, when `owner` is given)."""
+    sample.write_sample_package(pkg, 2, fillers=0)
+    manifest = json.loads((pkg / "package.json").read_text())
+    manifest["piConfig"]["configDir"] = config_dir
+    (pkg / "package.json").write_text(json.dumps(manifest))
+    for path in [pkg.parent, pkg, *pkg.rglob("*")] if owner is not None else []:
+        os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
+    return pkg
+
+
+@pytest.mark.parametrize("aim", ["a root-only folder", "root's own agent dir"])
+def test_a_users_config_dir_leading_out_of_their_home_is_refused_for_that_install_alone(
+    attacker, attackers_home, open_dir, capsys, monkeypatch, aim
+):
+    roots_home = open_dir / "roots-home"
+    roots_home.mkdir(mode=0o700)
+    target = _roots_only(open_dir) if aim == "a root-only folder" else roots_home / ".senpi"
+    monkeypatch.setenv("HOME", str(roots_home))
+    monkeypatch.delenv("SENPI_CODING_AGENT_DIR")  # (senpi's default: <home>/<configDir>/agent)
+    users = _senpi(open_dir / "users-prefix" / "senpi", os.path.relpath(target, attackers_home), attacker)
+    roots = _senpi(open_dir / "roots-prefix" / "senpi", ".roots-senpi")  # (root's own: root's agent dir)
+    code, out, err = run_cli(capsys, "apply", "--root", users, "--root", roots)
+    assert not target.exists() or list(target.iterdir()) == [], f"root wrote in {aim}: {list(target.rglob('*'))}"
+    assert not (attackers_home / ".senpi").exists()
+    assert (roots_home / ".roots-senpi" / "agent" / "extensions" / EXTENSION).is_file(), out + err  # (processed)
+    refused = [line for line in (out + err).splitlines() if "piConfig.configDir" in line]
+    assert code == 1 and len(refused) == 1 and str(users) in refused[0], out + err
+    assert f"{target / 'agent'}" in refused[0] and "outside the home folder" in refused[0], refused
