@@ -102,6 +102,9 @@ def _locked(folder: Path) -> Iterator[int]:
     with contextlib.ExitStack() as stack:
         try:
             fd = stack.enter_context(folders.opened(folder))
+        except FatalError:  # (a link of another user's on the way, say; unless check_folder says better)
+            check_folder(folder)
+            raise
         except OSError as exc:
             check_folder(folder)
             raise os_error(exc, "open", where, "fix its permissions, or pass another") from exc
