@@ -3,12 +3,15 @@ matplotlib)."""
 
 from __future__ import annotations
 
+import io
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
 from senpi_guard import ui
 from senpi_guard.errors import FatalError
+from senpi_guard.io import write
 
 
 def check(out: Path) -> None:
@@ -158,6 +161,8 @@ def draw(report: dict[str, Any], out: Path) -> None:
         fontsize=11,
     )
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
+    image = io.BytesIO()
+    fig.savefig(image, format=out.suffix.lower()[1:])
     plt.close(fig)
+    # (relative to the folder opened, no link followed: root may be writing where a user can write)
+    write.place(Path(os.path.abspath(out.parent)), out.name, image.getvalue(), None, over_any=True)

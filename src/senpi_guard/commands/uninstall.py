@@ -27,6 +27,7 @@ from senpi_guard.commands import daemon as daemon_cmd
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
 from senpi_guard.io import made, write
+from senpi_guard.io.folders import opened
 from senpi_guard.io.store import Store
 from senpi_guard.keep import service
 from senpi_guard.layers import pipeline
@@ -243,23 +244,38 @@ def _remove_all_but(folder: Path, keep: set[Path]) -> None:
 
 
 def _remove_empty(folders: list[Path], removed: list[str], left: list[str]) -> None:
+    """Each folder, when it is empty, removed relative to its parent opened as io/folders opens one
+    (as root no other user's link is followed on the way, and the folder itself is never a link
+    followed): a user who swaps ~/.senpi for a link meanwhile steers no removal to where it points."""
     for folder in folders:
-        if folder.is_symlink() or not folder.is_dir():
-            continue
-        parent = folder.parent
-        with contextlib.suppress(OSError):
-            if write.hands_off(parent.stat().st_mode):  # (its owner's "hands off", respected even as root)
-                left.append(f"{folder} ({parent} has no write bits: chmod u+w {parent}, then remove it)")
-                continue
         try:
-            folder.rmdir()
+            with opened(folder.parent) as parent:
+                if parent is not None:
+                    _remove_if_empty(parent, folder, removed, left)
+        except FatalError as exc:
+            left.append(f"{folder} ({exc})")
         except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                left.append(f"{folder} ({exc.strerror})")
-            else:
-                left.append(f"{folder} (not empty: something else keeps files there)")
-            continue
-        removed.append(str(folder))
+            left.append(f"{folder} ({exc.strerror})")
+
+
+def _remove_if_empty(parent: int, folder: Path, removed: list[str], left: list[str]) -> None:
+    try:
+        if not stat.S_ISDIR(os.stat(folder.name, dir_fd=parent, follow_symlinks=False).st_mode):
+            return
+    except FileNotFoundError:
+        return
+    if write.hands_off(os.fstat(parent).st_mode):  # (its owner's "hands off", respected even as root)
+        left.append(f"{folder} ({folder.parent} has no write bits: chmod u+w {folder.parent}, then remove it)")
+        return
+    try:
+        os.rmdir(folder.name, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            left.append(f"{folder} ({exc.strerror})")
+        else:
+            left.append(f"{folder} (not empty: something else keeps files there)")
+        return
+    removed.append(str(folder))
 
 
 def run(args) -> int:

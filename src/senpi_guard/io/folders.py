@@ -92,8 +92,8 @@ def _step(parent: int, name: str, path: Path, create: bool) -> int | None:
     if st.st_uid != 0:
         raise FatalError(
             f"{path} is a symbolic link owned by uid {st.st_uid}; as root senpi-guard follows "
-            "no other user's link on its way to an agent dir: run senpi-guard as that user "
-            "(senpi follows the link), or make it a plain folder"
+            "no other user's link on its way to a folder it writes in: run senpi-guard as that user "
+            "(their own run follows their links), or make it a plain folder"
         )
     try:
         return os.open(name, DIR_FLAGS, dir_fd=parent)  # root's own link (e.g. /home elsewhere)

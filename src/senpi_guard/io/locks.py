@@ -57,7 +57,7 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str], stop: threading.Ev
         return
     import filelock  # only the commands that write pay for it
 
-    timeout = float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
+    timeout = lock_timeout()
     lock = filelock.FileLock(lock_path())
     try:
         acquire(lock, 0, lock_file)
@@ -70,6 +70,11 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str], stop: threading.Ev
     finally:
         held.pop(key, None)
         lock.release()
+
+
+def lock_timeout() -> float:
+    """How long a writing command waits for a lock another process holds (SENPI_GUARD_LOCK_TIMEOUT)."""
+    return float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
 
 
 def _wait(lock, timeout: float, lock_file: Path, stop: threading.Event | None) -> None:

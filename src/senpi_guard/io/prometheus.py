@@ -11,16 +11,20 @@ import contextlib
 import fcntl
 import math
 import os
-import tempfile
+import stat
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import folders, locks, write
 from senpi_guard.io.write import os_error
 
 FILE_NAME = "senpi_guard.prom"
 FILE_MODE = 0o644  # node_exporter usually runs as its own user: it must read the file
+POLL_S = 0.02  # (how often a held lock is tried again)
+MAX_BYTES = 4 * 1024 * 1024  # the file as read back: status' and audit's families are a few kB
 
 
 @dataclass
@@ -91,49 +95,79 @@ def check_folder(folder: Path) -> None:
 
 @contextlib.contextmanager
 def _locked(folder: Path) -> Iterator[int]:
-    """An fd of `folder`, held under an exclusive lock (the other command waits for its write)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError as exc:
-        check_folder(folder)
-        raise os_error(exc, "open", f"the metrics folder {folder}", "fix its permissions, or pass another") from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    """An fd of `folder` (opened as io/folders opens one: as root, no other user's link followed),
+    held under an exclusive lock (the other command waits for its write), waited for at most the
+    lock timeout: the folder's owner holding a flock on it never hangs root's cron."""
+    where = f"the metrics folder {folder}"
+    with contextlib.ExitStack() as stack:
+        try:
+            fd = stack.enter_context(folders.opened(folder))
+        except FatalError:  # (a link of another user's on the way, say; unless check_folder says better)
+            check_folder(folder)
+            raise
+        except OSError as exc:
+            check_folder(folder)
+            raise os_error(exc, "open", where, "fix its permissions, or pass another") from exc
+        if fd is None:
+            check_folder(folder)
+            raise FatalError(f"{where} is gone; create it, or pass another")
+        timeout = locks.lock_timeout()
+        if not _lock(fd, timeout):
+            raise FatalError(
+                f"{where} is locked by another process for over {timeout:g}s (another senpi-guard writing "
+                "it, or a process of the folder's owner); nothing was written: stop that process or pass "
+                "another folder"
+            )
         yield fd
-    finally:
-        os.close(fd)
+
+
+def _lock(fd: int, seconds: float) -> bool:
+    """An exclusive flock, tried without blocking until `seconds` have passed (False: another holds
+    it). A file system that refuses flock on a folder (NFS) leaves it unlocked, as the memos do."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_S)
+        except OSError:
+            return True
+
+
+def _old_text(folder_fd: int) -> str:
+    """The file as it is, read relative to the folder without following a link, never waiting on a
+    FIFO and at most MAX_BYTES ("" when it is not a plain file of ours to read: rewritten whole)."""
+    try:
+        fd = os.open(FILE_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder_fd)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return ""
+        data = handle.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
 
 
 def write_textfile(folder: Path, families: list[Family], theirs: frozenset[str]) -> Path:
     """Write `folder/senpi_guard.prom` atomically (a temp file beside it, whose name node_exporter
-    skips, then a rename; mode 0644): these families, and the families named in `theirs` as the
-    file held them. An OS failure is one line; nothing is changed then."""
+    skips, then a rename relative to the folder opened; mode 0644): these families, and the families
+    named in `theirs` as the file held them. A link, a FIFO or an oversized file in its place is
+    replaced, never followed or read. An OS failure is one line; nothing is changed then."""
     target = folder / FILE_NAME
-    with _locked(folder):
-        try:
-            old = _blocks(target.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            old = {}
-        except (OSError, UnicodeDecodeError):  # (unreadable: ours is rewritten whole)
-            old = {}
+    with _locked(folder) as folder_fd:
+        old = _blocks(_old_text(folder_fd))
         kept = "".join(text for name, text in old.items() if name in theirs)
         data = (render(families) + kept).encode()
         try:
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{FILE_NAME}.", suffix=".tmp", dir=folder)
+            write.replace_in(folder_fd, FILE_NAME, data, FILE_MODE)
         except OSError as exc:
-            where = f"the metrics folder {folder}"
-            raise os_error(exc, "write into", where, "fix its permissions or pass another folder") from exc
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fchmod(handle.fileno(), FILE_MODE)
-                os.fsync(handle.fileno())
-            os.replace(tmp_name, target)
-        except OSError as exc:
-            Path(tmp_name).unlink(missing_ok=True)
             raise os_error(exc, "write", target, "free space or fix that folder's permissions, then retry") from exc
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
     return target

@@ -225,10 +225,10 @@ def _replace_in(snapshot: Snapshot, data: bytes, dir_fd: int) -> None:
         os.fsync(dir_fd)
 
 
-def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_sha: str, changed: str) -> None:
+def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_sha: str | None, changed: str) -> None:
     """The one atomic write: a temp file beside `name` (made ready by `prepare(fd)`), its bytes synced,
     then renamed over `name` relative to the folder opened, unless `name` is no longer `expected_sha`
-    ("missing": nothing there). The temp file never outlives a failure."""
+    ("missing": nothing there; None: whatever is there). The temp file never outlives a failure."""
     tmp = f".{name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=dir_fd)
     try:
@@ -237,7 +237,7 @@ def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_s
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if _current_sha(name, dir_fd) != expected_sha:
+        if expected_sha is not None and _current_sha(name, dir_fd) != expected_sha:
             raise FatalError(changed)
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
@@ -246,6 +246,12 @@ def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_s
         raise
     finally:
         os.close(fd)
+
+
+def replace_in(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+    """Write `name` in the opened folder atomically over whatever is there (a link or a FIFO put in its
+    place is replaced, never followed or opened), its mode set through its own descriptor."""
+    _swap_in(dir_fd, name, data, 0o600, lambda fd: os.fchmod(fd, mode), None, "")
 
 
 def _current_sha(name: str, dir_fd: int) -> str:
@@ -293,11 +299,12 @@ def write_private(path: Path, data: bytes) -> None:
         raise
 
 
-def place(folder: Path, name: str, data: bytes, expected: bytes | None) -> None:
+def place(folder: Path, name: str, data: bytes, expected: bytes | None, over_any: bool = False) -> None:
     """Write `folder/name` atomically (a temp file beside it, renamed relative to the folder opened,
-    made when missing: io/folders), unless what is there is no longer `expected` (None: nothing).
-    The new file takes the folder's owner when root writes into another user's folder. For files
-    outside a package (the extension in an agent dir); an OS failure is one line."""
+    made when missing: io/folders), unless what is there is no longer `expected` (None: nothing;
+    `over_any`: whatever it is, a link or a FIFO replaced, never followed or read). The new file
+    takes the folder's owner when root writes into another user's folder. For files outside a
+    package (the extension in an agent dir, audit's plot); an OS failure is one line."""
     target = folder / name
     try:
         with folders.opened(folder, create=True) as dir_fd:
@@ -313,7 +320,7 @@ def place(folder: Path, name: str, data: bytes, expected: bytes | None) -> None:
                 data,
                 0o644,
                 prepare,
-                "missing" if expected is None else hashlib.sha256(expected).hexdigest(),
+                None if over_any else "missing" if expected is None else hashlib.sha256(expected).hexdigest(),
                 f"{target} changed while senpi-guard was working on it; nothing was written: run the command again",
             )
     except OSError as exc:

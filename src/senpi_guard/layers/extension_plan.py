@@ -41,6 +41,7 @@ class Placement:
     user: agentdir.Resolved | None
     here: agentdir.Resolved | None
     error: str = ""
+    here_error: str = ""  # (as root) why `apply --here` may not write in `here`
 
 
 def _env() -> dict[str, str]:
@@ -61,10 +62,7 @@ def served_env(install: Install) -> tuple[dict[str, str], str]:
     env = _env()
     if os.geteuid() != 0:
         return env, ""
-    try:
-        uid = os.stat(os.path.realpath(install.package_dir)).st_uid
-    except OSError:
-        uid = 0
+    uid = _owner(install)
     sudo = env.get("SUDO_UID", "")
     if uid == 0 and sudo.isdigit():
         uid = int(sudo)  # root's own senpi, patched by a user through sudo: that user's agent dir
@@ -78,6 +76,32 @@ def served_env(install: Install) -> tuple[dict[str, str], str]:
             f"user (uid {uid}) has no entry in the user database to find its agent dir; run "
             "apply as that user, or set SENPI_CODING_AGENT_DIR"
         )
+
+
+def _not_owned(top: Path, path: Path, uid: int) -> str:
+    """The first folder there from `top` down to `path` (no link followed) that `uid` does not own,
+    said ("": none)."""
+    chain = [top]
+    for name in path.relative_to(top).parts:
+        chain.append(chain[-1] / name)
+    for folder in chain:
+        try:
+            owner = os.lstat(folder).st_uid
+        except FileNotFoundError:
+            return "" if folder != top else f"in {top}, which does not exist"
+        except OSError as exc:
+            return f"in {folder}, which cannot be looked at ({exc.strerror})"
+        if owner != uid:
+            return f"in {folder}, which belongs to uid {owner}, not to uid {uid}"
+    return ""
+
+
+def _owner(install: Install) -> int:
+    """The uid of the user whose senpi it is (0 when it cannot be told)."""
+    try:
+        return os.stat(os.path.realpath(install.package_dir)).st_uid
+    except OSError:
+        return 0
 
 
 def placement(install: Install) -> Placement:
@@ -94,7 +118,35 @@ def placement(install: Install) -> Placement:
         return Placement(install, None, None, f"senpi {install.version} at {install.package_dir}: {exc}")
     if problem and user.how == "default":  # (an agent-dir variable names it: no home is needed)
         return Placement(install, None, None, problem)
-    return Placement(install, user, here)
+    refused = _outside_users_home(install, user, home)
+    if refused:
+        return Placement(install, None, None, refused)
+    return Placement(install, user, here, here_error=_outside_users_home(install, here, home))
+
+
+def _outside_users_home(install: Install, resolved: agentdir.Resolved, home: str) -> str:
+    """Why root may not write in an agent dir that another user's senpi makes of its own config ("":
+    it may). Such a path (the home folder or a project, then the user's piConfig.configDir from
+    their package.json) is accepted only inside that user's home, in folders that user owns: a
+    configDir with `..` named a root-only folder, or root's own agent dir. An agent-dir variable is
+    root's own choice and stays as it is."""
+    if os.geteuid() != 0 or resolved.how not in ("default", "project"):
+        return ""
+    uid = _owner(install)
+    if uid == 0:
+        return ""  # (root's own senpi: its config is root's, even when it serves a user through sudo)
+    path, top = Path(resolved.path), Path(os.path.normpath(home))
+    if top == Path("/") or not path.is_relative_to(top):
+        wrong = f"outside the home folder {top} of uid {uid}"
+    else:
+        wrong = _not_owned(top, path, uid)
+    if not wrong:
+        return ""
+    return (
+        f"senpi {install.version} at {install.package_dir}: the extension layer is skipped: its agent dir "
+        f"{path}, made of its owner's config (piConfig.configDir in its package.json), is {wrong}; as root "
+        "senpi-guard writes only in that user's own folders: fix that configDir, or run apply as that user"
+    )
 
 
 def unsafe_reason(
@@ -147,7 +199,9 @@ def targets(
                 errors.append((place.install, place.error))
             continue
         dirs = [(place.user.path, place.user.how)]
-        if here and place.here is not None and place.here.path != place.user.path:
+        if here and place.here_error:
+            errors.append((place.install, place.here_error))
+        elif here and place.here is not None and place.here.path != place.user.path:
             dirs.append((place.here.path, place.here.how))
         for path, how in dirs:
             found.setdefault(path, AgentTarget(path, how)).installs.append(place.install)

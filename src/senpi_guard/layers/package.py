@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -22,6 +20,7 @@ from senpi_guard import __version__
 from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
+from senpi_guard.io import newfolder
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import os_error
 from senpi_guard.layers.package_filter import CHECK, enabled_by_overrides, loads_check
@@ -161,7 +160,8 @@ def _same_bytes(name: str, there: bytes, data: bytes) -> bool:
 
 def export(patch: Patch, config: Config, dest: Path) -> tuple[Path, bool]:
     """Render the package into `dest` (a new or empty folder, or an earlier export, replaced): a
-    temp folder beside it, renamed into place. Returns the folder and whether anything changed."""
+    temp folder beside it, renamed into place, every step relative to descriptors (io/newfolder: root
+    writing where a user can write the parent). Returns the folder and whether anything changed."""
     dest = Path(os.path.abspath(dest))
     rendered = files(patch, config)
     refusal = _refusal(patch, dest, rendered)
@@ -171,19 +171,9 @@ def export(patch: Patch, config: Config, dest: Path) -> tuple[Path, bool]:
     if same and all(_same(dest / name, data) for name, data in rendered.items()):
         return dest, False
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        temp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    except OSError as exc:
-        raise os_error(exc, "create a folder in", dest.parent, "name a folder you can write to") from exc
-    try:
-        for name, data in rendered.items():
-            (temp / name).write_bytes(data)
-        os.chmod(temp, dest.stat().st_mode & 0o7777 if dest.is_dir() else 0o777 & ~_umask())
-        _swap(temp, dest)
+        newfolder.put(dest, rendered)
     except OSError as exc:
         raise os_error(exc, "write", dest, "check the folder's permissions, then retry") from exc
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
     return dest, True
 
 
@@ -192,32 +182,6 @@ def _same(path: Path, data: bytes) -> bool:
         return path.read_bytes() == data
     except OSError:
         return False
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _swap(temp: Path, dest: Path) -> None:
-    """Put `temp` where `dest` is: one rename over an absent or empty folder; an earlier export is
-    moved aside first (readers see the old package or the new one, never a mix of both)."""
-    try:
-        os.rename(temp, dest)
-        return
-    except OSError:
-        if not dest.is_dir():
-            raise
-    old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
-    os.rename(dest, old / "package")
-    try:
-        os.rename(temp, dest)
-    except OSError:
-        os.rename(old / "package", dest)
-        raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 # ---- finding it in an agent dir ------------------------------------------------------------------
