@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error
 
 FILE_NAME = "senpi_guard.prom"
@@ -37,6 +38,7 @@ class Family:
 
 
 def _escape_label(value: str) -> str:
+    value = visible(value)  # (a path or version from a user's files: no control character, no lone surrogate)
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
