@@ -38,7 +38,9 @@ class Family:
 
 
 def _escape_label(value: str) -> str:
-    value = visible(value)  # (a path or version from a user's files: no control character, no lone surrogate)
+    # (a path or version from a user's files: no raw control character, no lone surrogate; a newline
+    # the format escapes itself, and reads back as it was)
+    value = "\n".join(visible(part) for part in value.split("\n"))
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
