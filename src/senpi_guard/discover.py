@@ -13,6 +13,7 @@ from pathlib import Path
 
 from senpi_guard import probes
 from senpi_guard.errors import FatalError
+from senpi_guard.io.visible import visible
 from senpi_guard.probes import QUIET_PROBES, ProbeCache  # noqa: F401 (commands reach them here)
 
 PACKAGE_NAME = "@code-yeongyu/senpi"
@@ -68,7 +69,8 @@ def describe(package_dir: Path, manager: str | None = None) -> Install | None:
     manifest = read_manifest(package_dir)
     if manifest is None or manifest.get("name") != PACKAGE_NAME:
         return None
-    version = str(manifest.get("version", "unknown"))
+    # (escaped here, once: the version is only ever shown or compared, and is said in many messages)
+    version = visible(manifest.get("version", "unknown"))
     manager = manager or guess_manager(Path(os.path.realpath(package_dir)))
     if not (package_dir / "dist").is_dir():
         return Install(package_dir, version, manager, "the package has no dist/ folder")

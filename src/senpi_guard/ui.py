@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from senpi_guard.core.patch.classify import SETTLED, State
+from senpi_guard.io.visible import visible  # noqa: F401 (the views escape a user's text with it)
 
 BAD = frozenset({State.ERROR, State.DRIFTED, State.UNSUPPORTED})
 _CODES = {"good": "32", "warn": "33", "bad": "31", "dim": "2"}

@@ -14,6 +14,7 @@ from conftest import run_cli, tree_digest, write_user_config
 
 from senpi_guard.core.patch import definition
 from senpi_guard.io import config as config_mod
+from senpi_guard.layers import package as package_layer
 
 PATCH = definition.load("directive-dedupe")
 NAME = PATCH.extension.file_name
@@ -305,7 +306,7 @@ def test_the_package_stands_aside_on_claude_only_where_upstreams_keep_last_runs_
     seen = run_check(folder, modern)
     assert seen["collapsed"] == {"claude-sdk-oauth": False, "openai": True}
     (key, text), *_ = [s for s in seen["statuses"] if "off for claude-sdk-oauth" in s[1]]
-    assert key == "senpi-guard" and "pipx install senpi-guard && senpi-guard apply" in text
+    assert key == "senpi-guard" and package_layer.FIX in text
     assert run_cli(capsys, "apply", "--root", modern)[0] == 0  # the dist layer: the extension runs everywhere
     assert run_check(folder, modern)["collapsed"] == {"claude-sdk-oauth": True, "openai": True}
     older = npm_install(2)  # no keep-last of its own

@@ -71,12 +71,18 @@ def test_every_spec_that_could_reach_git_is_refused_before_npm_runs(logging_npm,
         f"Git+file://{git_repo}",
         "GITHUB:foo/bar",
         "x@GitHub:foo/bar",
+        "code-yeongyu/senpi#semver:^1.0",  # (issue 46 row 12: npm ran `git ls-remote` for it)
+        "x@code-yeongyu/senpi#semver:^1.0",
+        "https://example.invalid/senpi-1.0.0.tgz",  # (and no fetch from outside the registry)
     ]
     for spec in specs:
         done = senpi_guard("check", spec, env=env)
         errors = [line for line in done.stderr.splitlines() if line.startswith("senpi-guard:")]
         assert done.returncode == 1 and len(errors) == 1, (spec, done.stderr)
-        assert "a git spec" in errors[0] or "pass the path itself" in errors[0], (spec, errors[0])
+        assert any(why in errors[0] for why in ("a git spec", "pass the path itself", "not a registry spec")), (
+            spec,
+            errors[0],
+        )
         assert "pass" in errors[0], errors[0]  # (what to do instead)
         assert log.read_text() == "", f"{spec}: npm was run ({log.read_text()!r})"
     assert not (open_dir / "prepare-ran").exists()

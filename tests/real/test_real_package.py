@@ -15,6 +15,7 @@ import pytest
 from realsenpi import RealSenpi, senpi_guard
 
 from senpi_guard.core.patch import definition
+from senpi_guard.layers import package as package_layer
 
 pytestmark = pytest.mark.real
 
@@ -106,7 +107,7 @@ def test_on_the_claude_provider_without_the_dist_layer_it_stands_aside(full_senp
     errors = run(with_package, CLAUDE)
     assert claude_texts(with_package) == claude_texts(bare)  # as senpi sends it with no extension
     assert [e.count(OFF) for e in errors] == [1, 1, 1], errors  # once per process
-    assert "pipx install senpi-guard && senpi-guard apply" in errors[0]
+    assert package_layer.FIX in errors[0]
     # /senpi-guard says what it costs and the fix
     shown = with_package.prompt("/senpi-guard")
     report = shown.stdout + shown.stderr

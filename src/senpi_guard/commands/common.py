@@ -158,7 +158,7 @@ def print_outcomes(
     for o in outcomes:
         if ui.quiet() and o.ok:
             continue
-        print(f"senpi {o.install.version} ({o.install.manager})  {o.install.package_dir}  [{o.patch}]")
+        print(f"senpi {o.install.version} ({o.install.manager})  {ui.visible(o.install.package_dir)}  [{o.patch}]")
         if o.target:
             print(f"  target   {o.target}")
         print(f"  state    {state_line(o)}")
@@ -182,7 +182,7 @@ def print_outcomes(
 
 
 def _print_layer(layer, next_steps: bool) -> None:
-    print(f"extension  {layer.path}")
+    print(f"extension  {ui.visible(layer.path)}")
     if proven_only(layer):
         print(f"  state    {ui.state_text(layer.after)}: {layer.detail}")
     else:

@@ -24,7 +24,12 @@ from senpi_guard.prove import sandbox
 GIT_SCHEMES = ("git+", "git:", "github:", "gitlab:", "bitbucket:", "gist:")
 GIT_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeload.github.com", "gist.github.com", "sr.ht")
 NAMED = re.compile(r"((?:@[^@/\s]+/)?[^@/\s]+)@(.*)", re.DOTALL)  # name@what
-SHORTHAND = re.compile(r"[^@/:\s][^/:\s]*/[^/:\s]+")  # owner/repo[#ref]: npm's GitHub shorthand
+# owner/repo[#committish]: npm's GitHub shorthand (a committish may hold anything: `#semver:^1.0`)
+SHORTHAND = re.compile(r"[^@/:\s#][^/:\s#]*/[^/:\s#]+(?:#.*)?", re.DOTALL)
+# what check fetches: a registry name, alone or with a version, a range or a dist-tag (`latest`);
+# nothing else npm accepts (a tarball URL, a file name, a git committish) is fetched from the registry
+REGISTRY_NAME = re.compile(r"(?:@[A-Za-z0-9][\w.~-]*/)?[A-Za-z0-9][\w.~-]*", re.ASCII)
+SELECTOR = re.compile(r"(?:[\w+*^~<>=|-][\w.+*^~<>=| -]*)?", re.ASCII)
 SCP_LIKE = re.compile(r"[^/\s:]+\.[^/\s:]+:[^/\s].*")  # host.tld:owner/repo (git's ssh form)
 INSTEAD = "clone it, and pass the folder (or pass a .tgz, or a registry version: @code-yeongyu/senpi@VERSION)"
 
@@ -35,7 +40,8 @@ def spec_refusal(spec: str) -> str | None:
     body = named[2] if named else spec
     low = body.lower()  # (npm and git read schemes and hosts in any case)
     if low.startswith("npm:"):  # (an alias: what it names is fetched)
-        return spec_refusal(body[4:])
+        aliased = spec_refusal(body[4:])
+        return aliased and f"{spec}: an alias of {aliased}"
     scheme = low.split("://")[0] if "://" in low else ""
     if low.startswith(GIT_SCHEMES) or scheme.startswith("git") or SCP_LIKE.fullmatch(body):
         return f"{spec}: a git spec; npm would clone it and may run its `prepare` script to pack it: {INSTEAD}"
@@ -44,9 +50,24 @@ def spec_refusal(spec: str) -> str | None:
         return f"{spec}: a git spec (a tarball from the git host {host}, which npm may build): {INSTEAD}"
     if SHORTHAND.fullmatch(body):
         return f"{spec}: a git spec (npm reads owner/repo as GitHub's): {INSTEAD}"
-    if named and (low.startswith(("file:", "/", "./", "../", "~", "link:")) or Path(body).exists()):
+    if named and (low.startswith(("file:", "/", "./", "../", "~/", "link:")) or Path(body).exists()):
         return f"{spec}: a local path after the name (npm would pack a folder with its scripts); pass the path itself"
+    if not _from_registry(spec):
+        return (
+            f"{spec}: not a registry spec (NAME, NAME@VERSION, NAME@RANGE or NAME@TAG): npm would fetch it "
+            f"from elsewhere than the registry; {INSTEAD}"
+        )
     return None
+
+
+def _from_registry(spec: str) -> bool:
+    """Whether `spec` is one npm resolves through the registry alone (an `npm:` alias of one too)."""
+    named = NAMED.fullmatch(spec)
+    name, selector = (named[1], named[2]) if named else (spec, "")
+    if selector.lower().startswith("npm:"):
+        return bool(REGISTRY_NAME.fullmatch(name)) and _from_registry(selector[4:])
+    tarball = selector.lower().endswith((".tgz", ".tar", ".tar.gz"))  # (npm reads it as a file)
+    return bool(REGISTRY_NAME.fullmatch(name) and SELECTOR.fullmatch(selector)) and not tarball
 
 
 def _owner(st: os.stat_result) -> runas.Account | None:

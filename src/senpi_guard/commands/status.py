@@ -273,7 +273,7 @@ def _node(install) -> dict[str, str]:
 
 
 def _print_row(row: dict[str, Any]) -> None:
-    print(f"senpi {row['version']} ({row['manager']})  {row['package_dir']}")
+    print(f"senpi {row['version']} ({row['manager']})  {ui.visible(row['package_dir'])}")
     amiss = "".join(f"; {ui.paint(what, 'bad')}" for what in dict.fromkeys(row["amiss"]))
     print(f"  state     {ui.state_text(row['state'])}{amiss}")
     node = row["node"]

@@ -8,6 +8,7 @@ from pathlib import Path
 from senpi_guard.commands import common
 from senpi_guard.errors import FatalError, UsageError
 from senpi_guard.io import config as config_mod
+from senpi_guard.io import locks
 
 SUMMARY = "keep every install patched across `senpi update` (foreground; the daemon runs this)"
 EXAMPLE = "senpi-guard watch --rescan-interval 30"
@@ -42,6 +43,7 @@ def run(args) -> int:
         problem = config_mod.number_problem(key, value)
         if problem:
             raise UsageError(problem.replace(f"'{key}'", f"--{key.replace('_', '-')}"))
+    locks.lock_timeout()  # (a bad SENPI_GUARD_LOCK_TIMEOUT: one line now, not a failure every round)
     logfile = notify.setup_logging(verbose=args.verbosity >= 0)  # -q/--quiet: the log file only
     try:
         patches, config = common.load()

@@ -5,6 +5,7 @@ when the patch says so (`top_level`): configs written before the tables keep wor
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import tomllib
@@ -28,6 +29,7 @@ RANGES = {
     "check_max_bytes": (1e6, 1e13),  # what `check` may unpack of a release
     "check_max_entries": (1, 1e8),
 }
+WHOLE = frozenset({"check_max_bytes", "check_max_entries"})  # counted, not measured: whole numbers
 ENGINE_KEYS = frozenset({"on_drift", "layers", "patches", *RANGES})
 
 
@@ -177,14 +179,29 @@ def _validate(data: dict, path: Path) -> Config:
 
 
 def in_range(value: object, low: float, high: float, whole: bool = False) -> bool:
-    """A number (not a bool; an int when `whole`) from low to high; nan and inf never are."""
-    kinds = int if whole else int | float
-    return not isinstance(value, bool) and isinstance(value, kinds) and low <= value <= high
+    """A number (not a bool; a whole one when `whole`: 3 or 1e9, not 1.5) from low to high; nan and
+    inf never are."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return False
+    if not low <= value <= high:
+        return False
+    return not whole or isinstance(value, int) or value.is_integer()
+
+
+def out_of_range(name: str, value: object, low: float, high: float, whole: bool = False, also: str = "") -> str | None:
+    """The one check of every numeric setting (the config's and patches', an option's, an
+    environment variable's): why `value` is no good for `name` (None when it is): a number, finite,
+    from `low` to `high`, whole where it must be (`also`: what else is taken, said after the range)."""
+    if in_range(value, low, high, whole):
+        return None
+    what = "a whole number" if whole else "a number"
+    return f"{name} must be {what} from {_figure(low)} to {_figure(high)}{also}, got {value!r}"
+
+
+def _figure(x: float) -> str:
+    return f"{int(x):,}" if x == int(x) else f"{x:g}"
 
 
 def number_problem(key: str, value: object) -> str | None:
     """Why `value` is no good for the numeric setting `key` (None when it is)."""
-    low, high = RANGES[key]
-    if not in_range(value, low, high):
-        return f"'{key}' must be a number from {low} to {high}, got {value!r}"
-    return None
+    return out_of_range(f"'{key}'", value, *RANGES[key], whole=key in WHOLE)

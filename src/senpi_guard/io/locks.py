@@ -13,10 +13,11 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import flock
+from senpi_guard.io import config, flock
 from senpi_guard.io.write import os_error
 
 LOCK_TIMEOUT = 120.0
+LOCK_TIMEOUT_RANGE = (0.0, 86400.0)  # (SENPI_GUARD_LOCK_TIMEOUT, seconds)
 # the memos' lock is held for one read and one write: a longer wait is a stopped holder (and it
 # stays under the watcher's re-proof thread's 1.5 s to end when stopped)
 MEMO_WAIT_S = 1.0
@@ -73,8 +74,22 @@ def write_lock(lock_file: Path, lock_path: Callable[[], str], stop: threading.Ev
 
 
 def lock_timeout() -> float:
-    """How long a writing command waits for a lock another process holds (SENPI_GUARD_LOCK_TIMEOUT)."""
-    return float(os.environ.get("SENPI_GUARD_LOCK_TIMEOUT", LOCK_TIMEOUT))
+    """SENPI_GUARD_LOCK_TIMEOUT's seconds (LOCK_TIMEOUT unset), checked as every numeric setting is:
+    one line on a value that is no number, nan (a wait that never ends) or out of range."""
+    raw = os.environ.get("SENPI_GUARD_LOCK_TIMEOUT")
+    if raw is None:
+        return LOCK_TIMEOUT
+    try:
+        value: object = float(raw)
+    except ValueError:
+        value = raw
+    problem = config.out_of_range("SENPI_GUARD_LOCK_TIMEOUT", value, *LOCK_TIMEOUT_RANGE)
+    if problem:
+        raise FatalError(
+            f"{problem} (seconds to wait for another senpi-guard's write lock); fix it, or unset it "
+            f"for {LOCK_TIMEOUT:g}; nothing was changed"
+        )
+    return float(raw)
 
 
 def _wait(lock, timeout: float, lock_file: Path, stop: threading.Event | None) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from senpi_guard.errors import FatalError
 from senpi_guard.io import folders, locks, write
+from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error
 
 FILE_NAME = "senpi_guard.prom"
@@ -41,6 +42,9 @@ class Family:
 
 
 def _escape_label(value: str) -> str:
+    # (a path or version from a user's files: no raw control character, no lone surrogate; a newline
+    # the format escapes itself, and reads back as it was)
+    value = "\n".join(visible(part) for part in value.split("\n"))
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 

@@ -42,6 +42,21 @@ class Snapshot(NamedTuple):
     dir_uid: int
 
 
+PASSING = frozenset({errno.ENOSPC, errno.EDQUOT})  # a full disk or quota: space may be freed
+
+
+def passes(exc: BaseException | None) -> bool:
+    """Whether a failure (or the OS error it was raised from) is one that passes: a full disk or
+    quota, worth trying again later, unlike a refusal that stays until something is changed."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in PASSING:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def os_error(exc: OSError, what: str, where: Path | str, next_step: str) -> FatalError:
     """One line for an OS failure: what, where, why, and what to do."""
     why = {

@@ -7,12 +7,21 @@ import shutil
 import subprocess
 import sys
 from logging.handlers import RotatingFileHandler
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from senpi_guard.io import store
+from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error, private_dirs
 
 log = logging.getLogger("senpi-guard.watch")
+
+
+def _escaped(record: logging.LogRecord) -> bool:
+    """A log line's values (paths, versions, messages from a user's files) escaped where they
+    enter it: a newline or an escape sequence in one cannot forge a line of watch.log."""
+    if isinstance(record.args, tuple):
+        record.args = tuple(visible(a) if isinstance(a, str | PurePath) else a for a in record.args)
+    return True
 
 
 def setup_logging(verbose: bool = True) -> Path:
@@ -30,10 +39,12 @@ def setup_logging(verbose: bool = True) -> Path:
     for logger in (log, parent):
         logger.handlers.clear()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.addFilter(_escaped)
     parent.addHandler(handler)
     if verbose:
         console = logging.StreamHandler(sys.stderr)
         console.setFormatter(logging.Formatter("senpi-guard watch: %(message)s"))
+        console.addFilter(_escaped)
         parent.addHandler(console)
     return logfile
 

@@ -24,6 +24,9 @@ from senpi_guard.layers import pipeline
 from senpi_guard.prove import replays
 
 file_stat = replays.file_identity  # (the watcher's name for it)
+# a failure that passes (a full disk) is tried again after this many seconds, twice as long after
+# each failure in a row, up to the last
+RETRY_S = (5.0, 600.0)
 
 
 def _sha(path: Path) -> str:
@@ -73,6 +76,7 @@ class DistSchedule:
         self.known: dict[tuple[Path, str], Known] = {}  # (install, patch) -> what was seen
         self.trigger = "startup"  # what started the round under way, for the log
         self.quiet_period = 0.0  # (the config's: how long an update still landing may take)
+        self.retries: dict[tuple[Path, str], tuple[float, float]] = {}  # -> (when due again, last wait)
 
     def backed_off(self, patch: Patch, inst: discover.Install) -> bool:
         backoff = self.store.install_record(inst.package_dir, patch=patch.name).get("backoff")
@@ -93,7 +97,7 @@ class DistSchedule:
             log.info("install=%s unsupported: %s", inst.package_dir, inst.unsupported)
             self.known[key] = Known([], fingerprint(inst, []))
             return False
-        if self.backed_off(patch, inst):
+        if self.backed_off(patch, inst) or time.monotonic() < self.retries.get(key, (0.0, 0.0))[0]:
             return False
         log.info(
             "reconcile started install=%s patch=%s (%s)", inst.package_dir, patch.name, self.trigger.split(" ", 1)[0]
@@ -137,11 +141,39 @@ class DistSchedule:
             self.triggers.put("retry changed-during-reconcile")
             return
         if outcome.ok:
+            self.retries.pop(key, None)
             self.known[key] = Known(outcome.files, fingerprint(inst, outcome.files))
             self._record(inst, patch_name, last_reconcile=result, backoff=None)
             return
         self._record(inst, patch_name, last_reconcile=result)
-        self._back_off(outcome)
+        if outcome.passing:
+            self._retry_later(outcome)
+        else:
+            self._back_off(outcome)
+
+    def _retry_later(self, outcome: pipeline.Outcome) -> None:
+        """A failure that passes (the disk or quota was full): no back-off recorded, the install is
+        tried again after a wait that doubles with each such failure in a row (notified once)."""
+        inst, key = outcome.install, (outcome.install.real_dir, outcome.patch)
+        first, longest = RETRY_S
+        waited = self.retries.get(key, (0.0, 0.0))[1]
+        wait = min(longest, waited * 2) if waited else first
+        self.retries[key] = (time.monotonic() + wait, wait)
+        self.known[key] = Known(outcome.files, ())
+        log.error(
+            "install=%s version=%s could not be patched: %s (tried again in %gs)",
+            inst.package_dir,
+            inst.version,
+            outcome.detail,
+            wait,
+        )
+        if not waited:
+            notify(
+                "senpi-guard could not patch senpi", f"senpi {inst.version}: {outcome.detail[:200]}; tried again later"
+            )
+        timer = threading.Timer(wait + 0.1, self.triggers.put, ("retry after a passing failure",))
+        timer.daemon = True
+        timer.start()
 
     def _record(self, inst: discover.Install, patch_name: str, **fields: Any) -> None:
         """Fields of the install's record (under the write lock: it may wait for an apply). A

@@ -312,12 +312,13 @@ class Reconciler:
             else:
                 result = self._patch(insp, start, dry_run)
         except FatalError as exc:
-            result = replace(start, ok=False, after=start.before, detail=str(exc))
+            result = replace(start, ok=False, after=start.before, detail=str(exc), passing=write.passes(exc))
         except OSError as exc:  # the disk or a folder failed us: one line, and the next install goes on
             result = replace(
                 start,
                 ok=False,
                 after=start.before,
+                passing=write.passes(exc),
                 detail=str(
                     write.os_error(
                         exc, "work on", exc.filename or install.package_dir, "fix that, then run apply again"

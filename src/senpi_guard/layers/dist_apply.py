@@ -11,6 +11,7 @@ from senpi_guard.core.patch import apply, reshape
 from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
 from senpi_guard.io import store as store_mod
+from senpi_guard.io import write
 from senpi_guard.layers import dist_files
 from senpi_guard.layers import house as house_mod
 from senpi_guard.layers.findings import Inspection, Outcome
@@ -125,6 +126,7 @@ def write_files(
                 backups=backups,
                 final_shas=final,
                 detail=f"wrote {', '.join(changed)}, then stopped: {exc}; run apply again to complete it",
+                passing=write.passes(exc),
             )
         changed.append(tf.rel)
         final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}

@@ -66,6 +66,7 @@ class Outcome:
     would_write: list[str] = field(default_factory=list)  # dry run: what apply would write
     backups: list[str] = field(default_factory=list)  # backups written or restored from
     shape: str = ""  # the compiled shape's version range the targets were found in
+    passing: bool = False  # failed for a cause that passes (a full disk): to be tried again later
 
     layer: ClassVar[str] = "dist"
 

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import __version__
+from senpi_guard import INSTALL_ADVICE, __version__
 from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
@@ -27,7 +27,7 @@ from senpi_guard.layers.package_filter import CHECK, enabled_by_overrides, loads
 
 MANIFEST = "package.json"
 KEY = "senpi-guard"  # our own key in package.json: which patch, so that an earlier export is known
-FIX = "pipx install senpi-guard && senpi-guard apply"
+FIX = f"{INSTALL_ADVICE}, then `senpi-guard apply`"
 SETTINGS = ("settings.jsonc", "settings.json")  # senpi prefers JSONC when both exist
 
 

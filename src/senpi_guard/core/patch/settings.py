@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io.config import in_range
+from senpi_guard.io.config import out_of_range
 
 TAG_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,39}")
 KINDS = ("tags", "choice", "number")
@@ -136,17 +136,10 @@ def _number(setting: Setting, value: Any, key: str) -> float | int:
     low, high = setting.low, setting.high
     if setting.off_is_zero and value == 0 and not isinstance(value, bool):
         return value
-    if not in_range(value, low, high, setting.whole):
-        off = " (or 0 for off)" if setting.off_is_zero else ""
-        what = "a whole number" if setting.whole else "a number"
-        raise FatalError(
-            f"{key} must be {what} from {_figure(low)} to {_figure(high)}{off}, got {value!r}; nothing was changed"
-        )
-    return value
-
-
-def _figure(x: float) -> str:
-    return f"{int(x):,}" if x == int(x) else f"{x:g}"
+    problem = out_of_range(key, value, low, high, setting.whole, " (or 0 for off)" if setting.off_is_zero else "")
+    if problem:
+        raise FatalError(f"{problem}; nothing was changed")
+    return int(value) if setting.whole else value
 
 
 def _when(data: Any) -> tuple[str, Any] | None:

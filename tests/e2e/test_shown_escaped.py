@@ -1,0 +1,90 @@
+"""Text from a user's files reaches root's terminal, watch.log and the metrics escaped (issue 46,
+rows 11 and 13): a package.json version with an escape sequence, `\\r\\n` and a forged line, or a
+lone surrogate (valid JSON, no UTF-8 for it), is shown as its escapes, and every command exits as it
+would for any version. Real npm installs, real subprocesses (stdout a pipe, strict UTF-8)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import run_console, wait_for
+
+from senpi_guard.io.visible import visible
+
+FORGED = "1.0\u001b[2J\r\nFAKE: patched"
+LONE = "\ud800"
+RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")  # (any control character but the newline)
+
+
+def test_visible_escapes_controls_and_lone_surrogates_and_nothing_else():
+    assert visible(FORGED) == "1.0\\x1b[2J\\r\\nFAKE: patched"
+    assert visible(LONE) == "\\ud800"
+    assert visible("a\tb\x7f\x9b\x00") == "a\\tb\\x7f\\x9b\\x00"
+    assert visible("é 😀 C:\\path /x") == "é 😀 C:\\path /x"
+
+
+def _with_version(pkg: Path, version: str) -> None:
+    manifest = json.loads((pkg / "package.json").read_text())
+    manifest["version"] = version
+    (pkg / "package.json").write_text(json.dumps(manifest))  # (ensure_ascii: "\ud800" as JSON writes it)
+
+
+def _no_forged_lines(text: str) -> None:
+    assert not RAW.search(text), repr(text[:2000])
+    assert not any(line.startswith("FAKE") for line in text.splitlines()), text
+
+
+@pytest.mark.parametrize("version", [FORGED, LONE], ids=["escapes", "lone-surrogate"])
+def test_a_users_version_is_shown_escaped_everywhere(npm_install, tmp_path, watch, isolated_dirs, version):
+    pkg = npm_install(2)
+    _with_version(pkg, version)
+    shown = visible(version)
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    for args in (["apply"], ["status"], ["status", "--textfile", metrics]):
+        done = run_console(*args, "--root", pkg)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Traceback" not in done.stdout + done.stderr
+        assert f"senpi {shown} (" in done.stdout or args[-1] == metrics
+        _no_forged_lines(done.stdout + done.stderr)
+    prom = (metrics / "senpi_guard.prom").read_text(encoding="utf-8")
+    _no_forged_lines(prom)
+    assert all(line.startswith(("# ", "senpi_guard_")) for line in prom.splitlines())
+    assert f'version="{shown.replace(chr(92), chr(92) * 2)}"' in prom
+    done = run_console("status", "--json", "--root", pkg)
+    assert done.returncode == 0 and json.loads(done.stdout)["installs"][0]["version"] == shown
+    watcher = watch("--root", pkg)
+    wait_for(lambda: "patch=directive-dedupe trigger=" in watcher.text(), what="the watcher's first round")
+    assert watcher.stop() < 10 and watcher.proc.returncode == 0
+    logged = (isolated_dirs / "xdg_state_home" / "senpi-guard" / "log" / "watch.log").read_text(encoding="utf-8")
+    for text in (watcher.text(), logged):
+        _no_forged_lines(text)
+        assert f"version={shown} " in text
+
+
+def test_metrics_labels_and_log_values_are_escaped_where_they_enter(isolated_dirs):
+    """The other ways in: a path (a folder name) as a metrics label, and any value of a log line."""
+    import logging
+
+    from senpi_guard.io.prometheus import Family, render
+    from senpi_guard.keep import notify
+
+    family = Family("senpi_guard_install_info", "x")
+    family.add(1, install=f"/home/u/{FORGED}{LONE}", version="1")
+    text = render([family])
+    text.encode("utf-8")
+    _no_forged_lines(text)
+    assert len(text.splitlines()) == 3
+    logfile = notify.setup_logging(verbose=False)
+    try:
+        notify.log.info("install=%s detail=%s n=%d", Path(f"/p/{FORGED}"), LONE, 7)
+    finally:
+        for handler in logging.getLogger("senpi-guard").handlers:
+            handler.close()
+        logging.getLogger("senpi-guard").handlers.clear()
+    logged = logfile.read_text(encoding="utf-8")
+    _no_forged_lines(logged)
+    assert f"install=/p/{visible(FORGED)} detail=\\ud800 n=7" in logged
