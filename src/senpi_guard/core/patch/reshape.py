@@ -61,14 +61,15 @@ def change(patch: Patch, old: dict[str, Any] | None, config: Config) -> str | No
     if old is None or not all(_tags_ok(old.get(s.name), s.words) and _tags_ok(old.get(s.known_as)) for s in lists):
         return None
     new = patch.rendered(config)
-    keys = [s.name for s in patch.settings_schema if s.reshapes] + [s.known_as for s in lists if s.known_as]
+    keys = [s.name for s in patch.settings_schema if s.reshapes]
+    keys += [k for s in lists for k in (s.known_as, s.events_as) if k]
     same = [k for k in keys if _same(old.get(k), new.get(k))]
     if len(same) == len(keys):
         return None
     said, told = [], set()
     for setting in lists:
-        told |= {setting.name, setting.known_as}
-        if {setting.name, setting.known_as} - {""} <= set(same):
+        told |= {setting.name, setting.known_as, setting.events_as}
+        if {setting.name, setting.known_as, setting.events_as} - {""} <= set(same):
             continue
         before, after = old.get(setting.name), new.get(setting.name)
         if isinstance(before, list) and isinstance(after, list):
