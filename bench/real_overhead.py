@@ -139,7 +139,7 @@ def bench_startup(prefix: Path, node_bin: Path, work: Path, rounds: int) -> tupl
     for folder in ("home", "tmp", "cwd"):
         (work / folder).mkdir()
     senpi = str(prefix / "bin" / "senpi")
-    block = f"<system-reminder>{'bench reminder ' * 100}</system-reminder>"  # longer than the marker
+    block = f"<omo-senpi-task>{'bench reminder ' * 100}</omo-senpi-task>"  # a default tag, longer than the marker
     proof = {}
     for name, agent in agents.items():  # warm-up (senpi's first start writes stubs, fills caches)
         env = {**startup_env(work, node_bin, agent), "SENPI_GUARD_REC_LOG": str(work / f"{agent.name}.jsonl")}

@@ -25,6 +25,11 @@ var __senpiGuardAutoMin;
 function __senpiGuardAuto() {
     return __senpiGuardAutoMin ??= __senpiGuardConfig().tags === "auto" ? __senpiGuardConfig().min_bytes : 0;
 }
+// With tags = "auto": the tags whose repeats are events (never collapsed; `events` in patch.toml).
+var __senpiGuardEventSet;
+function __senpiGuardEvents() {
+    return __senpiGuardEventSet ??= new Set(__senpiGuardConfig().events ?? []);
+}
 var __senpiGuardTagCache;
 function __senpiGuardTagSet(tags) {
     if (__senpiGuardTagCache === undefined) {
@@ -203,13 +208,15 @@ function __senpiGuardSpans(text, tags, firsts) {
     }
     return found === null ? [] : __senpiGuardCandidates(text, found, broken, names, auto);
 }
-// The spans that are candidates (their tag not broken in this text; with "auto", a span of an
-// unknown name only from `auto` bytes on), outermost first.
+// The spans that are candidates (their tag not broken in this text; with "auto", never an event
+// tag, and a span of an unknown name only from `auto` bytes on), outermost first.
 function __senpiGuardCandidates(text, found, broken, names, auto) {
     const extra = {}; // (the text's byte index, made when a span first needs it)
     if (broken !== null || auto > 0) {
+        const events = auto > 0 ? __senpiGuardEvents() : null;
         found = found.filter((span) => (broken === null || !broken.has(span.tag))
-            && (auto === 0 || names.has(span.tag) || __senpiGuardAtLeast(text, span.start, span.end, auto, extra)));
+            && (auto === 0 || (!events.has(span.tag)
+                && (names.has(span.tag) || __senpiGuardAtLeast(text, span.start, span.end, auto, extra)))));
     }
     return found.length < 2 ? found : __senpiGuardOutermost(found);
 }

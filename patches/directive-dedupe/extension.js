@@ -128,7 +128,8 @@ const __senpiGuardEntryType = "senpi-guard.sent";
 // FNV-1a (32 bits) of the settings that decide what the dedupe sends; the audit asks this very file.
 export function __senpiGuardSettingsPrint() {
     const config = __senpiGuardConfig();
-    const text = JSON.stringify([config.tags, config.known ?? null, config.min_bytes ?? null, config.marker]);
+    const text = JSON.stringify([config.tags, config.known ?? null, config.min_bytes ?? null, config.marker,
+        ...(config.events ? [config.events] : [])]);
     let hash = 0x811c9dc5;
     for (let index = 0; index < text.length; index++) {
         hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193) >>> 0;

@@ -252,7 +252,7 @@ def test_audit_fits_100_columns_unless_verbose(capsys, tmp_path):
     assert max(len(ln) for ln in lines) <= 100
     assert any(ln.endswith("…") for ln in lines)  # a long collapsed list is clipped…
     _, wide, _ = run_cli(capsys, "-v", "audit", "--sample", session_file)
-    assert "system-reminder×1" in wide  # …and shown whole with -v
+    assert "ultrawork-mode×1" in wide  # …and shown whole with -v
 
 
 def test_status_imports_neither_watchdog_nor_filelock(pkg):

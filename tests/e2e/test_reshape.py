@@ -35,7 +35,7 @@ def test_status_and_apply_say_what_a_tag_change_costs(npm_install, capsys, isola
     assert row["state"] == "stale" and row["layers"]["extension"] == "stale"
     assert "misses the prompt cache once" in row["detail"]
     assert "re-sends its whole context once" in row["extension"]["detail"]
-    assert "tags 7 tags -> auto (11 known tags, any other from 512 bytes)" in row["extension"]["detail"]
+    assert "tags 6 tags -> auto (10 known tags, any other from 512 bytes)" in row["extension"]["detail"]
 
     code, doc, err = apply_json(capsys, "--root", pkg, "--dry-run")
     assert code == 0, err
@@ -53,7 +53,7 @@ def test_status_and_apply_say_what_a_tag_change_costs(npm_install, capsys, isola
     code, doc, _ = apply_json(capsys, "--root", pkg)
     assert (
         code == 0
-        and "tags auto (11 known tags, any other from 2048 bytes) -> ultrawork-mode, omo-senpi-ulw-execute"
+        and "tags auto (10 known tags, any other from 2048 bytes) -> ultrawork-mode, omo-senpi-ulw-execute"
         in doc["extension"][0]["detail"]
     )
     write_user_config(isolated_dirs, '[patches.directive-dedupe]\ntags = ["ultrawork-mode"]\n')

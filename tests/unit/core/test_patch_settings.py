@@ -25,6 +25,8 @@ default = ["alpha", "beta"]
 known = ["alpha", "beta", "gamma"]
 words = ["every"]
 known_as = "named"
+events = ["delta"]
+events_as = "news"
 word_means = "{count} named, others from {least} bytes"
 render = true
 reshapes = true
@@ -60,7 +62,12 @@ def patch(tmp_path: Path) -> definition.Patch:
 
 def test_a_word_renders_its_known_tags_under_the_patchs_own_key(patch):
     every = Config().with_patch("labels", labels="every", least=25)
-    assert patch.rendered(every) == {"labels": "every", "named": ["alpha", "beta", "gamma"], "least": 25}
+    assert patch.rendered(every) == {
+        "labels": "every",
+        "named": ["alpha", "beta", "gamma"],
+        "news": ["delta"],
+        "least": 25,
+    }
     assert patch.rendered(Config()) == {"labels": ["alpha", "beta"]}  # (least: only with "every")
 
 
@@ -74,11 +81,20 @@ def test_a_replays_job_gets_the_list_and_the_declared_names(patch):
 def test_a_change_is_told_in_the_patchs_own_words(patch):
     old = patch.rendered(Config())
     said = reshape.change(patch, old, Config().with_patch("labels", labels="every", least=25))
-    assert said == "labels alpha, beta -> every (3 named, others from 25 bytes); least None -> 25"
+    assert (
+        said == "labels alpha, beta -> every (3 named, others from 25 bytes); least None -> 25; news None -> ['delta']"
+    )
     assert (
         reshape.change(patch, old, Config().with_patch("labels", labels=["beta", "gamma"])) == "labels +gamma, -alpha"
     )
     assert reshape.change(patch, {"labels": "everything"}, Config()) is None  # (not a word it has)
+
+
+def test_a_word_that_now_leaves_event_tags_alone_is_told_as_a_change(patch):
+    every = Config().with_patch("labels", labels="every", least=25)
+    before = {k: v for k, v in patch.rendered(every).items() if k != "news"}  # (rendered before `events`)
+    assert reshape.change(patch, before, every) == "news None -> ['delta']"
+    assert reshape.change(patch, patch.rendered(every), every) is None
 
 
 def test_a_bad_list_is_told_with_the_patchs_own_example(patch):

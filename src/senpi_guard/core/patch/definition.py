@@ -162,6 +162,8 @@ class Patch:
                 out[s.name] = list(v) if isinstance(v := values[s.name], tuple) else v
                 if s.kind == "tags" and isinstance(v, str) and s.known_as:
                     out[s.known_as] = list(s.known)  # (a word such as "auto" keeps these at any size)
+                if s.kind == "tags" and isinstance(v, str) and s.events_as:
+                    out[s.events_as] = list(s.events)  # (…and never collapses these)
         return out
 
     def _slot(self, config: Config, extension: bool = False) -> dict[str, Any]:

@@ -58,16 +58,20 @@ def change(patch: Patch, old: dict[str, Any] | None, config: Config) -> str | No
     """How the reshaping settings differ between a file rendered with `old` and what `config`
     renders now, in words; None when they do not (or the old ones cannot be read)."""
     lists = [s for s in patch.settings_schema if s.kind == "tags" and s.reshapes]
-    if old is None or not all(_tags_ok(old.get(s.name), s.words) and _tags_ok(old.get(s.known_as)) for s in lists):
+    if old is None or not all(
+        _tags_ok(old.get(s.name), s.words) and _tags_ok(old.get(s.known_as)) and _tags_ok(old.get(s.events_as))
+        for s in lists
+    ):
         return None
     new = patch.rendered(config)
-    keys = [s.name for s in patch.settings_schema if s.reshapes] + [s.known_as for s in lists if s.known_as]
+    keys = [s.name for s in patch.settings_schema if s.reshapes]
+    keys += [k for s in lists for k in (s.known_as, s.events_as) if k]
     same = [k for k in keys if _same(old.get(k), new.get(k))]
     if len(same) == len(keys):
         return None
     said, told = [], set()
     for setting in lists:
-        told |= {setting.name, setting.known_as}
+        told |= {setting.name, setting.known_as}  # (its event tags, when they change, are told below)
         if {setting.name, setting.known_as} - {""} <= set(same):
             continue
         before, after = old.get(setting.name), new.get(setting.name)

@@ -40,6 +40,8 @@ class Setting:
     known_as: str = ""  # (tags) while a word stands for the list, the known tags are rendered under this key
     word_means: str = ""  # (tags) how a word reads in a settings change ({count}: known tags; {<setting>})
     job_as: str = ""  # a replay's job also carries the value under this key, while it is rendered
+    events: tuple[str, ...] = ()  # (tags) tags whose repeats are events: a word such as "auto" never collapses them
+    events_as: str = ""  # (tags) while a word stands for the list, the event tags are rendered under this key
 
     @classmethod
     def parse(cls, name: str, data: dict[str, Any]) -> Setting:
@@ -67,6 +69,8 @@ class Setting:
             known_as=data.get("known_as", ""),
             word_means=data.get("word_means", ""),
             job_as=data.get("job_as", ""),
+            events=tuple(data.get("events", ())),
+            events_as=data.get("events_as", ""),
         )
 
 
