@@ -79,13 +79,23 @@ step "ruff format --check"
 .venv/bin/ruff format --check src tests bench
 step "lint-imports (the import contracts in pyproject.toml: wings, no circles, one door to the layers)"
 .venv/bin/lint-imports
+# the run says how long it took from pytest's summary to its exit (tests/conftest.py writes the
+# summary's time here): a run that sits silent after its summary shows
+summary_at=$(mktemp)
+trap 'rm -f "$summary_at"' EXIT
+export SENPI_GUARD_SUMMARY_STAMP=$summary_at
+status=0
 if [ "$fast" = 1 ]; then
     step "pytest tests/unit"
-    .venv/bin/python -m pytest -q -p no:cacheprovider tests/unit "$@"
+    .venv/bin/python -m pytest -q -p no:cacheprovider tests/unit "$@" || status=$?
 else
     # workers: the tests wait on node, npm and file events as much as they compute, so one more
     # worker than cores keeps both busy (SENPI_GUARD_TEST_WORKERS=0: one process, no xdist)
     workers=${SENPI_GUARD_TEST_WORKERS:-$(( $(nproc) + 1 ))}
     step "pytest, every tier ($workers workers)"
-    .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist worksteal "$@"
+    .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist worksteal "$@" || status=$?
 fi
+if [ -s "$summary_at" ]; then
+    step "pytest exited $(awk -v at="$(cat "$summary_at")" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - at }') s after its summary"
+fi
+exit "$status"

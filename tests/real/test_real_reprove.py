@@ -43,7 +43,7 @@ class Guarded:
         self.extension = tmp_path / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
         assert self.extension.is_file()
         self.watcher = watch("--root", self.package_dir, "--rescan-interval", "600")
-        wait_for(lambda: "re-proven" in self.watcher.text(), timeout=60, what="the start-up re-proof")
+        wait_for(lambda: "re-proven" in self.watcher.text(), what="the start-up re-proof")
         assert REUSED in self.watcher.text()  # (what apply proved: the same bytes, no node run)
         self.swaps = self.made = 0
 
@@ -77,7 +77,7 @@ def stamp(line: str) -> float:
     return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
-def after(first: int, dist_text: str, then: str, timeout: float = 60) -> tuple[str, str, list[str]]:
+def after(first: int, dist_text: str, then: str) -> tuple[str, str, list[str]]:
     """The dist layer's line after log line `first`, and the extension layer's line `then` after it."""
 
     def found():
@@ -86,7 +86,7 @@ def after(first: int, dist_text: str, then: str, timeout: float = 60) -> tuple[s
         later = None if dist is None else next((line for line in lines[dist + 1 :] if then in line), None)
         return (lines[dist], later, lines) if later else None
 
-    return wait_for(found, timeout=timeout, what=f"{then!r} after the dist layer's {dist_text!r}")
+    return wait_for(found, what=f"{then!r} after the dist layer's {dist_text!r}")
 
 
 def proofs(isolated_dirs: Path) -> bytes:
