@@ -28,6 +28,12 @@ SHAPE_REL = {
 }
 UPSTREAM_REL = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
 
+# The ceiling of every wait in the tests: what only a hang reaches, never a slow or busy machine
+# (at load 10 on 2 cores a 30 s wait for the watcher's report ran out). A wait ends on its event;
+# a test that proves something did NOT happen waits for the process's own next step instead (the
+# watcher's next round: tests/watching.py), never for a length of time.
+HANG_S = 600.0
+
 
 @pytest.fixture(scope="session", autouse=True)
 def temp_folders_laid_out_like_installs(tmp_path_factory):
@@ -141,7 +147,7 @@ def run_cli(capsys, *args: str | Path) -> tuple[int, str, str]:
 
 
 def run_console(
-    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 120
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = HANG_S
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "senpi_guard", *map(str, args)],
@@ -235,13 +241,6 @@ def given_tmp(tmp_path, monkeypatch) -> Path:
 
 
 # ---- the watcher, run as a real process ---------------------------------------------------
-
-
-# The ceiling of every wait in the tests: what only a hang reaches, never a slow or busy machine
-# (at load 10 on 2 cores a 30 s wait for the watcher's report ran out). A wait ends on its event;
-# a test that proves something did NOT happen waits for the process's own next step instead (the
-# watcher's next round: tests/watching.py), never for a length of time.
-HANG_S = 600.0
 
 
 def wait_for(predicate, timeout: float = HANG_S, what: str = "condition"):

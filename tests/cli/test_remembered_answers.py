@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, patched
+from conftest import HANG_S, SHAPE_REL, patched
 
 from senpi_guard.demo import sample
 
@@ -26,7 +26,7 @@ def console(*args: str | Path, importtime: bool = False) -> subprocess.Completed
         [sys.executable, *flags, "-m", "senpi_guard", *map(str, args)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
         check=False,
     )
 
@@ -119,7 +119,7 @@ def test_a_replayed_answer_into_a_closed_pipe_is_quiet(applied):
             stdout=write_end,
             stderr=subprocess.PIPE,
             text=True,
-            timeout=120,
+            timeout=HANG_S,
             check=False,
         )
     finally:

@@ -248,7 +248,7 @@ def as_user(user: pwd.struct_passwd, env: dict[str, str], *argv: str) -> subproc
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_S,
     )
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from senpi_guard.demo import sample
 
@@ -23,7 +24,7 @@ def status_as_root(pkg: Path, cache: Path) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-X", "importtime", "-m", "senpi_guard", "status", "--root", str(pkg)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
         check=False,
         env={**os.environ, "XDG_CACHE_HOME": str(cache)},
     )
@@ -87,7 +88,10 @@ def test_a_prefix_remounted_noexec_is_seen_at_once(npm_install, tmp_path):
         + f" && {{ {status} >{runs}/noexec.out 2>{runs}/noexec.err || true; }}"
     )
     done = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True, text=True, timeout=300
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
     )
     assert done.returncode == 0, done.stderr
 
