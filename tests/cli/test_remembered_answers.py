@@ -91,7 +91,7 @@ def test_a_watcher_started_or_gone_is_seen_at_once(applied, isolated_dirs):
     assert "watcher: not running" in console("status", "--root", pkg).stdout
     hold = (  # (a watcher, as status knows one: the watcher lock held, its pid in the pid file)
         "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600); "
-        "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)"
+        f"fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep({HANG_S})"
     )
     lock = pid_file.with_name("watcher.lock")
     stand_in = subprocess.Popen([sys.executable, "-c", hold, str(lock)], stdout=subprocess.PIPE, text=True)
