@@ -80,23 +80,35 @@ step "ruff format --check"
 .venv/bin/ruff format --check src tests bench
 step "lint-imports (the import contracts in pyproject.toml: wings, no circles, one door to the layers)"
 .venv/bin/lint-imports
+# the run says how long it took from pytest's summary to its exit (tests/conftest.py writes the
+# summary's time here): a run that sits silent after its summary shows
+summary_at=$(mktemp)
+trap 'rm -f "$summary_at"' EXIT
+export SENPI_GUARD_SUMMARY_STAMP=$summary_at
 # the unit tier in one process, its branch coverage of senpi_guard held to the floor that
 # pyproject.toml's [tool.coverage.report] fail_under names (a whole unit run only)
 unit=(.venv/bin/python -m pytest -q -p no:cacheprovider tests/unit)
 if [ "$#" = 0 ]; then unit+=(--cov=senpi_guard --cov-report=); fi
+status=0
 if [ "$fast" = 1 ]; then
     step "pytest tests/unit"
-    "${unit[@]}" "$@"
+    "${unit[@]}" "$@" || status=$?
 else
     if [ "$#" = 0 ]; then
         step "pytest tests/unit (branch coverage floor)"
-        "${unit[@]}"
+        "${unit[@]}" || status=$?
     fi
     # workers: the tests wait on node, npm and file events as much as they compute, so one more
     # worker than cores keeps both busy (SENPI_GUARD_TEST_WORKERS=0: one process, no xdist)
     workers=${SENPI_GUARD_TEST_WORKERS:-$(( $(nproc) + 1 ))}
     rest=()
     if [ "$#" = 0 ]; then rest=(--ignore=tests/unit); fi
-    step "pytest, $([ "$#" = 0 ] && echo "the other tiers" || echo "every tier") ($workers workers)"
-    .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist worksteal "${rest[@]}" "$@"
+    if [ "$status" = 0 ]; then
+        step "pytest, $([ "$#" = 0 ] && echo "the other tiers" || echo "every tier") ($workers workers)"
+        .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist worksteal "${rest[@]}" "$@" || status=$?
+    fi
 fi
+if [ -s "$summary_at" ]; then
+    step "pytest exited $(awk -v at="$(cat "$summary_at")" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - at }') s after its summary"
+fi
+exit "$status"

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -18,8 +17,8 @@ from senpi_guard.core.patch import apply as edit
 from senpi_guard.demo import sample
 
 # the real tier's fixtures (tests/realsenpi.py); the hostile tests' user, folders and CI rule; the
-# watcher as a process (tests/watching.py)
-pytest_plugins = ("realsenpi", "hostile.plugin", "watching")
+# watcher as a process (tests/watching.py); the run's own HOME (tests/runhome.py)
+pytest_plugins = ("runhome", "realsenpi", "hostile.plugin", "watching")
 
 SHAPE_REL = {
     1: "dist/core/extensions/builtin/claude-agent-sdk/prompt-bridge.js",
@@ -27,6 +26,12 @@ SHAPE_REL = {
     3: "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js",
 }
 UPSTREAM_REL = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
+
+# The ceiling of every wait in the tests: what only a hang reaches, never a slow or busy machine
+# (at load 10 on 2 cores a 30 s wait for the watcher's report ran out). A wait ends on its event;
+# a test that proves something did NOT happen waits for the process's own next step instead (the
+# watcher's next round: tests/watching.py), never for a length of time.
+HANG_S = 600.0
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -60,37 +65,22 @@ def temp_folders_laid_out_like_installs(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def isolated_dirs(tmp_path_factory, monkeypatch):
-    """senpi-guard's config, data and state go to temp dirs (through the XDG variables)."""
+def isolated_dirs(run_home, tmp_path_factory, monkeypatch):
+    """senpi-guard's config, data and state go to temp dirs (through the XDG variables), and the
+    test leaves the run's HOME (tests/runhome.py) as it found it: a test that undoes the isolation
+    here, or a process it starts with HOME alone, would write there."""
     home = tmp_path_factory.mktemp("xdg")
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         monkeypatch.setenv(key, str(home / key.lower()))
     monkeypatch.delenv("SENPI_GUARD_CONFIG", raising=False)
     monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
     monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(home / "agent"))  # where the extension goes
-    before = real_user_dirs()
+    import runhome  # (loaded as a plugin: an import at the top would skip its assert rewriting)
+
+    before = runhome.tree(run_home)
     yield home
-    assert real_user_dirs() == before, "this test wrote into the real user's senpi-guard or senpi folders"
-
-
-def real_user_dirs() -> dict[str, tuple]:
-    """What the suite must never touch: senpi-guard's and senpi's folders in the real home (a test
-    that undoes the isolation above would write there)."""
-    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
-    seen = {}
-    for rel in (
-        ".local/state/senpi-guard",
-        ".config/senpi-guard",
-        ".local/share/senpi-guard",
-        ".cache/senpi-guard",
-        ".senpi/agent/extensions",
-    ):
-        folder = home / rel
-        try:
-            seen[rel] = tuple(sorted((str(p), p.lstat().st_mtime_ns) for p in [folder, *folder.rglob("*")]))
-        except OSError:
-            seen[rel] = ()
-    return seen
+    changed = runhome.what_changed(before, runhome.tree(run_home))
+    assert not changed, f"this test wrote into the run's HOME {run_home} (no test owns it): {changed[:20]}"
 
 
 @pytest.fixture(scope="session")
@@ -156,7 +146,7 @@ def run_cli(capsys, *args: str | Path) -> tuple[int, str, str]:
 
 
 def run_console(
-    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 120
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = HANG_S
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "senpi_guard", *map(str, args)],
@@ -252,7 +242,7 @@ def given_tmp(tmp_path, monkeypatch) -> Path:
 # ---- the watcher, run as a real process ---------------------------------------------------
 
 
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
+def wait_for(predicate, timeout: float = HANG_S, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -346,7 +336,27 @@ def _own_basetemp(config) -> None:
 
 def pytest_unconfigure(config):
     if _OWN_BASETEMP in config.stash:
-        shutil.rmtree(config.stash[_OWN_BASETEMP], ignore_errors=True)
+        _removed_after_the_run(config.stash[_OWN_BASETEMP])
+
+
+def _removed_after_the_run(folder: Path) -> None:
+    """The run's temp folder is removed by a process of its own that the run does not wait for:
+    removed here, its tens of thousands of files (npm prefixes, the big sample packages, the real
+    installs) held the run for a minute and more after its summary (measured: 60 s after a -n 2 run
+    of tests/e2e/test_watch.py, the controller in the kernel's block-I/O wait on a disk with online
+    discard). Renamed first: the run's name is gone the moment the run ends."""
+    doomed = folder.with_name(f"{folder.name}.removing")
+    try:
+        folder.rename(doomed)
+    except OSError:
+        doomed = folder
+    subprocess.Popen(  # (no output, a session of its own: no terminal or pipe waits for it)
+        ["rm", "-rf", "--", str(doomed)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def pytest_collection_modifyitems(items):
@@ -380,3 +390,6 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_line(
         f"senpi-guard tests: {passed} of {total} passed; real-build tests: {real_passed} of {real} passed"
     )
+    stamp = os.environ.get("SENPI_GUARD_SUMMARY_STAMP")
+    if stamp:  # (scripts/test.sh says how long the run took from here to its exit)
+        Path(stamp).write_text(f"{time.time()}\n")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import HANG_S
 from filelock import FileLock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,7 +109,7 @@ def npm_global(
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=HANG_S,
         check=False,
     )
     if result.returncode != 0:
@@ -372,7 +373,7 @@ class RealSenpi:
         return env
 
     def prompt(
-        self, *texts: str, model: str = "rec/rec-1", plugins: tuple[str, ...] = (), timeout: float = 120
+        self, *texts: str, model: str = "rec/rec-1", plugins: tuple[str, ...] = (), timeout: float = HANG_S
     ) -> subprocess.CompletedProcess[str]:
         """One print-mode process: each text is one prompt (one or more model calls), in order."""
         self.home.mkdir(parents=True, exist_ok=True)
@@ -417,7 +418,7 @@ class RealSenpi:
 
 
 def senpi_guard(
-    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
+    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = HANG_S
 ) -> subprocess.CompletedProcess[str]:
     """The senpi-guard CLI as a user runs it (a fresh process, this test's environment)."""
     return subprocess.run(

@@ -1,5 +1,7 @@
-"""The watcher as the tests run it: `senpi-guard watch` in a process of its own, its output in a log
-file, stopped with SIGTERM (the `watch` fixture kills whatever a test left running)."""
+"""The watcher as the tests run it: `senpi-guard watch -v` in a process of its own, its output in a
+log file, stopped with SIGTERM (the `watch` fixture kills whatever a test left running). The one
+place that waits on the watcher: on a line of its log, on its next round, on its exit; each under
+the one ceiling only a hang reaches (conftest's HANG_S), never a length a busy machine can reach."""
 
 from __future__ import annotations
 
@@ -8,9 +10,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S, wait_for
+
+ROUND_STARTED, ROUND_DONE = "round started (", "round done ("  # (what -v logs around each round)
 
 
 class WatchProcess:
@@ -18,7 +24,7 @@ class WatchProcess:
         self.log = log
         self.handle = log.open("w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "senpi_guard", "watch", "--quiet-period", "0.4", *map(str, args)],
+            [sys.executable, "-m", "senpi_guard", "watch", "-v", "--quiet-period", "0.4", *map(str, args)],
             stdout=self.handle,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # (SIGABRT: every thread's stack to the log)
@@ -27,14 +33,41 @@ class WatchProcess:
     def text(self) -> str:
         return self.log.read_text()
 
+    def mark(self) -> int:
+        """Where the log is now: what a wait `after` it looks at comes later."""
+        return len(self.text())
+
+    def wait(self, found: Callable[[str], object], what: str, after: int = 0):
+        """Until `found(the log from `after` on)` is true; fails at once when the watcher exited."""
+
+        def seen():
+            text = self.text()[after:]
+            value = found(text)
+            if not value and self.proc.poll() is not None:
+                raise AssertionError(f"the watcher exited ({self.proc.returncode}) before {what}: {text[-3000:]}")
+            return value
+
+        return wait_for(seen, what=what)
+
+    def next_round(self, after: int, what: str = "the watcher's next round") -> str:
+        """Until a round that started after `after` (a mark taken once a change was made) is done:
+        that round has looked at the change. The log from the mark on."""
+
+        def done(text: str) -> bool:
+            start = text.find(ROUND_STARTED)
+            return start >= 0 and ROUND_DONE in text[start:]
+
+        self.wait(done, what, after)
+        return self.text()[after:]
+
     def stop(self) -> float:
-        """SIGTERM, and the seconds until the watcher exited; one that has not after 10 s is aborted,
-        and the failure shows where each of its threads was."""
+        """SIGTERM, and the seconds until the watcher exited; one that has not when only a hang
+        would keep it is aborted, and the failure shows where each of its threads was."""
         started = time.monotonic()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=HANG_S)
             except subprocess.TimeoutExpired:
                 self.proc.send_signal(signal.SIGABRT)
                 try:
@@ -44,7 +77,7 @@ class WatchProcess:
                     self.proc.wait()
                 self.handle.close()
                 raise AssertionError(
-                    "the watcher did not stop within 10 s of SIGTERM; the end of its log, with every thread's "
+                    f"the watcher did not stop within {HANG_S:g} s of SIGTERM; the end of its log, with every thread's "
                     f"stack at the SIGABRT:\n{self.text()[-8000:]}"
                 ) from None
         self.handle.close()

@@ -198,7 +198,7 @@ def _verbosity(parser: argparse.ArgumentParser, default) -> None:
         action="count",
         default=default,
         help="full paths, backup paths, wide tables, the whole diff (its very long compiled lines "
-        "clipped around the change); -vv: those lines whole",
+        "clipped around the change); -vv: those lines whole (watch: each round's start and end logged too)",
     )
 
 

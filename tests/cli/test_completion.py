@@ -6,7 +6,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import run_cli
+from conftest import HANG_S, run_cli
 
 from senpi_guard.cli import COMMANDS
 
@@ -24,7 +24,7 @@ def complete(bash_script: str, *words: str) -> list[str]:
         f"{bash_script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}\n"
         "_senpi_guard; printf '%s\\n' \"${COMPREPLY[@]}\""
     )
-    done = subprocess.run(["bash", "--norc", "-c", probe], capture_output=True, text=True, timeout=30)
+    done = subprocess.run(["bash", "--norc", "-c", probe], capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, rows_of, run_cli
+from conftest import HANG_S, SHAPE_REL, rows_of, run_cli
 
 from senpi_guard import __version__
 from senpi_guard.cli import COMMANDS
@@ -178,7 +178,7 @@ def _run_on_tty(*args: str, env: dict[str, str]) -> str:
         if not data:
             break
         chunks.append(data)
-    proc.wait(timeout=60)
+    proc.wait(timeout=HANG_S)
     os.close(leader)
     return b"".join(chunks).decode()
 
@@ -226,7 +226,7 @@ def test_output_into_a_closed_pipe_is_quiet(tmp_path):
     # far more rows than a pipe buffers, so writes really hit the closed pipe
     session_file = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=500, directive_bytes=200)
     shell = f"{sys.executable} -m senpi_guard audit --sample {session_file} | head -n 3"
-    proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=HANG_S)
     assert len(proc.stdout.splitlines()) == 3
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
 
@@ -261,7 +261,7 @@ def test_status_imports_neither_watchdog_nor_filelock(pkg):
         "print(sorted(m for m in ('watchdog', 'filelock', 'logging.handlers', 'matplotlib') "
         "if m in sys.modules))"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(pkg)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code, str(pkg)], capture_output=True, text=True, timeout=HANG_S)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
 
 
@@ -316,12 +316,12 @@ def test_watch_q_and_quiet_mean_the_same_the_log_file_only(pkg, flag, isolated_d
         # (from a fresh clone nothing is remembered: the startup reconcile proves both layers with node)
         wait_for(
             lambda: log.is_file() and "after=patched" in log.read_text(),
-            timeout=120,
+            timeout=HANG_S,
             what="the startup reconcile logged",
         )
     finally:
         proc.terminate()
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=HANG_S)
     assert out == "" and "reconcile" not in err, err
 
 
@@ -369,7 +369,7 @@ def test_help_is_wrapped_to_the_terminal(command, columns):
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert done.returncode == 0
     too_wide = [
@@ -474,7 +474,7 @@ def test_help_wraps_at_words_on_a_narrow_terminal(command):
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "60"},
-        timeout=60,
+        timeout=HANG_S,
     )
     width = 60 - 2  # (argparse's, from COLUMNS)
     blocks = done.stdout.split("\n\n")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from senpi_guard.cli import build_parser
 from senpi_guard.demo import sample, sample_session
@@ -65,7 +66,7 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
         capture_output=True,
         text=True,
         env={**os.environ, "NO_COLOR": "1", **(env or {})},
-        timeout=300,
+        timeout=HANG_S,
     )
 
 

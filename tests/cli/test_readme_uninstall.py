@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import HANG_S
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -58,7 +60,7 @@ def test_the_readme_uninstall_leaves_nothing_senpi_guard_made(tmp_path, npm_inst
     before = everything(tmp_path, cache)
 
     def user(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["senpi-guard", *args], capture_output=True, text=True, timeout=300, env=env)
+        return subprocess.run(["senpi-guard", *args], capture_output=True, text=True, timeout=HANG_S, env=env)
 
     applied = user("apply")
     assert applied.returncode == 0, applied.stdout + applied.stderr
@@ -68,7 +70,9 @@ def test_the_readme_uninstall_leaves_nothing_senpi_guard_made(tmp_path, npm_inst
     assert everything(tmp_path, cache) != before  # (the check can fail)
     assert everything(pkg, cache) != {k: v for k, v in before.items() if k.startswith(str(pkg))}
 
-    done = subprocess.run(["sh", "-e", "-c", uninstall_block()], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        ["sh", "-e", "-c", uninstall_block()], capture_output=True, text=True, timeout=HANG_S, env=env
+    )
     assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
     assert everything(tmp_path, cache) == before
     assert log.read_text().splitlines() == ["pipx uninstall senpi-guard"]

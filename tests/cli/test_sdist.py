@@ -11,6 +11,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +34,7 @@ def sdist(tmp_path_factory) -> Path:
         check=True,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_S,
     )
     (tarball,) = (out / "dist").glob("senpi_guard-*.tar.gz")
     with tarfile.open(tarball) as archive:
@@ -61,7 +62,7 @@ def test_the_sdists_ci_entry_point_starts(sdist, tmp_path):
         ["bash", str(sdist / ".ci" / "run")],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         env={"PATH": f"{fake}:/usr/bin:/bin"},
     )
     assert done.returncode == 7 and "==> python venv in .venv" in done.stdout, done.stdout + done.stderr

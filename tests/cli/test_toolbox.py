@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,5 +35,7 @@ def test_the_hook_the_lock_and_the_venv_run_one_ruff():
 
 @pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not on PATH")
 def test_uv_lock_is_current_for_pyproject():
-    done = subprocess.run(["uv", "lock", "--check", "--offline"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["uv", "lock", "--check", "--offline"], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S
+    )
     assert done.returncode == 0, done.stderr

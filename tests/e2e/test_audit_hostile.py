@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import rows_of, run_cli, write_user_config
+from conftest import HANG_S, rows_of, run_cli, write_user_config
 
 from senpi_guard.audit import replay, session
 from senpi_guard.demo import sample, sample_session
@@ -40,7 +40,7 @@ def plain_pkg(tmp_path: Path) -> Path:
     return pkg
 
 
-def run_bounded(*args: str | Path, timeout: float = 60) -> tuple[int, str, str, float]:
+def run_bounded(*args: str | Path, timeout: float = HANG_S) -> tuple[int, str, str, float]:
     """senpi-guard in its own process group, killed with everything it started (a looping node
     included) if it outlives `timeout`: a hang fails the test instead of stalling the suite."""
     started = time.monotonic()
@@ -220,7 +220,7 @@ def test_a_fifo_or_a_device_is_named_for_what_it_is(tmp_path, kind, as_json):
     else:
         path = Path("/dev/zero")
         expected = "not a regular file"
-    code, out, err, _ = run_bounded("audit", path, "--sample", *(["--json"] if as_json else []), timeout=30)
+    code, out, err, _ = run_bounded("audit", path, "--sample", *(["--json"] if as_json else []), timeout=HANG_S)
     line = one_line(err)
     assert code == 1 and expected in line and "does not exist" not in line and str(path) in line
     if as_json:

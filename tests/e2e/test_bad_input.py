@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, run_cli, tree_digest, write_user_config
+from conftest import HANG_S, SHAPE_REL, run_cli, tree_digest, write_user_config
 
 from senpi_guard.demo import sample
 from senpi_guard.prove import sandbox
@@ -172,13 +172,13 @@ def test_file_changed_between_read_and_write(npm_install, isolated_dirs):
         text=True,
         env=env,
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_S
     while not any(place.is_dir() and list(place.glob(f"senpi-guard-verify-{proc.pid}-*")) for place in places):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.002)
     changed = target.read_bytes().replace(b"USER:\\n", b"HUMAN:\\n")
     target.write_bytes(changed)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 1, out + err
     assert "changed while senpi-guard was working on it" in out
     assert target.read_bytes() == changed

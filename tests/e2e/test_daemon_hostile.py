@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import add_path, run_cli
+from conftest import HANG_S, add_path, run_cli
 from test_daemon import analyze
 
 from senpi_guard.keep import service
@@ -57,7 +57,7 @@ def start_under_user_manager(config_home: Path, work: Path, dump: Path) -> str:
         ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         check=False,
     )
     if done.returncode == 90:
@@ -103,7 +103,7 @@ def test_odd_path_and_values_reach_the_program_as_meant(tmp_path, monkeypatch, c
     # no user manager here: the one-line error suggests the same command for another supervisor
     assert code == 1 and len(re.split(r"[\r\n]", err.strip())) == 1, err
     suggested = err.strip().partition("your own supervisor instead: ")[2]
-    subprocess.run(["bash", "-c", suggested], check=True, timeout=30)
+    subprocess.run(["bash", "-c", suggested], check=True, timeout=HANG_S)
     ran = json.loads((tmp_path / "dump.json").read_text())
     assert ran["argv"] == meant.argv
     assert {k: ran["env"].get(k) for k in meant.environment} == meant.environment
@@ -233,7 +233,7 @@ def bare_status(argv: list[str], env: dict[str, str]) -> dict:
     PYTHONPATH only makes the checkout's code run rather than the venv's installed copy; discovery
     does not read it."""
     command = ["env", "-i", *(f"{k}={v}" for k, v in env.items()), f"PYTHONPATH={SRC}", *argv[:-2], "status", "--json"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=HANG_S, check=False)
     return json.loads(done.stdout)
 
 

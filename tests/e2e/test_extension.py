@@ -7,7 +7,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from conftest import run_cli, write_user_config
+from conftest import HANG_S, run_cli, write_user_config
 
 from senpi_guard.core.patch import definition
 
@@ -197,7 +197,7 @@ def test_a_fifo_at_the_extension_path_hangs_nothing(npm_install, isolated_dirs):
             [sys.executable, "-m", "senpi_guard", command, "--root", str(pkg)],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=HANG_S,
         )
         assert done.returncode == 1, (command, done.stdout, done.stderr)
         assert "not a regular file" in done.stdout + done.stderr, (command, done.stdout)

@@ -13,7 +13,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, hand_patched, harness_processes, rows_of, run_cli, run_console, tree_digest, wait_for
+from conftest import (
+    HANG_S,
+    SHAPE_REL,
+    hand_patched,
+    harness_processes,
+    rows_of,
+    run_cli,
+    run_console,
+    tree_digest,
+    wait_for,
+)
 
 from senpi_guard.demo import sample, sample_session
 from senpi_guard.prove import sandbox
@@ -322,7 +332,10 @@ def test_a_log_dir_that_is_a_file_is_one_line(npm_install, isolated_dirs):
     state.mkdir(parents=True)
     (state / "log").write_text("a file where the log folder should be")
     result = subprocess.run(
-        [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "cannot open the log" in result.stderr

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, run_cli, tree_digest, wait_for, write_user_config
+from conftest import HANG_S, SHAPE_REL, run_cli, tree_digest, wait_for, write_user_config
 from test_hostile import one_error_line
 
 USER = "senpi-guard-test"
@@ -77,13 +77,12 @@ def test_directory_swap_never_redirects_a_root_write(users_install, npm_install,
                 or any(Path("/tmp").glob(f"senpi-guard-verify-{p.pid}-*"))
                 or (verify_dir.is_dir() and any(verify_dir.iterdir()))
             ),
-            timeout=60,
             what="the replay",
         )
         time.sleep(attempt * 0.01)
         os.rename(provider, aside)
         provider.symlink_to(roots_pkg / PROVIDER)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=HANG_S)
         outcomes.append(proc.returncode)
         provider.unlink()
         os.rename(aside, provider)
@@ -253,7 +252,7 @@ def as_user(user: pwd.struct_passwd, env: dict[str, str], *argv: str) -> subproc
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_S,
     )
 
 

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from conftest import run_cli, wait_for
+from conftest import HANG_S, run_cli, wait_for
 
 from senpi_guard import discover
 from senpi_guard.core.patch import definition
@@ -60,7 +60,7 @@ def _a_watchers_round(pkg, stop: threading.Event | None = None):
 
 
 def _until_it_waits(caplog, alive) -> None:
-    deadline = time.monotonic() + 60  # (a bound on a busy machine; the wait ends on the log line)
+    deadline = time.monotonic() + HANG_S  # (the wait ends on the log line)
     while not any("waiting for the write lock" in r.getMessage() for r in caplog.records):
         assert alive() and time.monotonic() < deadline, "it did not wait for the lock"
         time.sleep(0.02)
@@ -79,8 +79,8 @@ def test_the_watchers_record_waits_for_the_write_lock_and_loses_no_other_write(n
         assert "last_reconcile" not in store.install_record(pkg, patch=PATCH.name)  # (nothing written yet)
         holder.stdin.write("go\n")
         holder.stdin.flush()
-        assert holder.wait(timeout=60) == 0
-        recording.join(timeout=60)
+        assert holder.wait(timeout=HANG_S) == 0
+        recording.join(timeout=HANG_S)
         assert not recording.is_alive()
     finally:
         holder.kill()
@@ -127,7 +127,7 @@ def test_a_watchers_record_waiting_for_the_lock_ends_when_the_watcher_stops(npm_
     pkg = npm_install(3)
     stop = threading.Event()
     store, outcome, schedule = _a_watchers_round(pkg, stop)
-    monkeypatch.setenv("SENPI_GUARD_LOCK_TIMEOUT", "600")
+    monkeypatch.setenv("SENPI_GUARD_LOCK_TIMEOUT", f"{2 * HANG_S:g}")  # (outlasts every wait here)
     caplog.set_level(logging.INFO, logger="senpi-guard")
     holder = _hold_the_lock(pkg)
     try:
@@ -135,7 +135,7 @@ def test_a_watchers_record_waiting_for_the_lock_ends_when_the_watcher_stops(npm_
         recording.start()
         _until_it_waits(caplog, recording.is_alive)
         stop.set()
-        recording.join(timeout=30)
+        recording.join(timeout=HANG_S)
         assert not recording.is_alive(), "the record still waits for the lock after the stop"
     finally:
         holder.kill()
@@ -146,12 +146,12 @@ def test_a_watchers_record_waiting_for_the_lock_ends_when_the_watcher_stops(npm_
 
 def test_a_watcher_waiting_for_the_lock_stops_at_once_on_sigterm(npm_install, watch, monkeypatch):
     pkg = npm_install(3)
-    monkeypatch.setenv("SENPI_GUARD_LOCK_TIMEOUT", "600")
+    monkeypatch.setenv("SENPI_GUARD_LOCK_TIMEOUT", f"{2 * HANG_S:g}")  # (outlasts every wait here)
     holder = _hold_the_lock(pkg)
     try:
         watcher = watch("--root", pkg)
         wait_for(lambda: "waiting for the write lock" in watcher.text(), what="the watcher's round to wait")
-        watcher.stop()  # (SIGTERM; fails when the watcher has not ended within 10 s)
+        watcher.stop()  # (SIGTERM; fails when the watcher waits out the lock's timeout)
     finally:
         holder.kill()
         holder.wait()

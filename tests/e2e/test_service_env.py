@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, patched, run_cli, wait_for
+from conftest import HANG_S, SHAPE_REL, patched, run_cli, wait_for
 
 from senpi_guard.keep import service
 from senpi_guard.prove import nodes
@@ -96,31 +96,35 @@ def nvm_npm_install(prefix: Path, tarball: Path) -> None:
 
 def _exercise(argv: list[str], env: dict[str, str], prefix: Path, tarballs, tmp_path) -> float:
     """Start the service command bare; a real npm update through the nvm prefix must be patched
-    again within 5 s. Returns the latency."""
+    again by its file events: rescans are a day apart here, longer than any wait of the tests (a
+    watcher that missed the events fails on the ceiling). Returns the latency."""
     pkg = prefix / "lib" / "node_modules" / "@code-yeongyu" / "senpi"
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "senpi-guard" / "config.toml"  # (the service's: passed on)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("rescan_interval = 86400\n")
     nvm_npm_install(prefix, tarballs[1])
     assert not patched(pkg / SHAPE_REL[1])
     log = tmp_path / f"service-{len(list(tmp_path.glob('service-*')))}.log"
     proc = run_bare(argv, {**env, "HOME": os.environ["HOME"]}, log)
     try:
-        wait_for(lambda: patched(pkg / SHAPE_REL[1]), timeout=60, what=f"start-up patch; log: {log}")
+        wait_for(lambda: patched(pkg / SHAPE_REL[1]), what=f"start-up patch; log: {log}")
         nvm_npm_install(prefix, tarballs[2])
         exited = time.monotonic()
-        wait_for(lambda: patched(pkg / SHAPE_REL[2]), timeout=20, what="re-patch after the update")
+        wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="re-patch after the update")
         latency = time.monotonic() - exited
         status = run_bare(
             [*argv[:-2], "status", "--json"], {**env, "HOME": os.environ["HOME"]}, tmp_path / "status.json"
         )
-        status.wait(timeout=60)
+        status.wait(timeout=HANG_S)
         (row,) = json.loads((tmp_path / "status.json").read_text())["installs"]
         assert row["state"] == "patched"
         assert row["node"]["path"] == str(prefix / "bin" / "node")
         assert row["node"]["source"] == "the install's own prefix"
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=10)
+        proc.wait(timeout=HANG_S)
     assert "node was not found" not in log.read_text()
-    assert latency < 5.0, f"re-patched {latency:.2f}s after npm exited"
+    print(f"re-patched {latency:.2f}s after npm exited")
     return latency
 
 
@@ -151,5 +155,5 @@ def test_without_the_recorded_environment_node_is_not_found(nvm_machine, tmp_pat
     # the install's own prefix still has node: move it aside to see PATH alone
     (prefix / "bin" / "node").rename(prefix / "bin" / "node.aside")
     proc = run_bare(argv, {**env, "PATH": service.SYSTEMD_PATH}, tmp_path / "bare.log")
-    assert proc.wait(timeout=60) == 1
+    assert proc.wait(timeout=HANG_S) == 1
     assert "node was not found on PATH" in (tmp_path / "bare.log").read_text()

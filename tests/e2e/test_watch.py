@@ -45,7 +45,8 @@ def test_update_to_another_shape_is_repatched(npm_install, tarballs, tmp_path, w
     assert code == 0 and row["version"] == V2 and row["state"] == "patched"
     assert row["last_verify"]["ok"] and row["last_reconcile"]["ok"]
     assert report["watcher"]["pid"] == watcher.proc.pid
-    assert watcher.stop() < 2.0 and watcher.proc.returncode == 0
+    watcher.stop()
+    assert watcher.proc.returncode == 0
 
 
 def test_pnpm_update_swaps_symlink_to_new_dir(env, tarballs, watch, monkeypatch, capsys):
@@ -66,7 +67,7 @@ def test_pnpm_update_swaps_symlink_to_new_dir(env, tarballs, watch, monkeypatch,
     code, out, _ = run_cli(capsys, "status", "--json")
     rows = json.loads(out)["installs"]
     assert code == 0 and [(r["version"], r["state"]) for r in rows] == [("2026.8.5", "patched")]
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 def test_a_watcher_without_root_keeps_an_install_the_state_records(env, npm_install, tarballs, tmp_path, watch, capsys):
@@ -82,7 +83,8 @@ def test_a_watcher_without_root_keeps_an_install_the_state_records(env, npm_inst
     wait_for(lambda: "trigger=startup" in watcher.text(), what="the start-up round over the recorded install")
     npm_update(tarballs[2], prefix)
     wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="the recorded install patched after its update")
-    assert watcher.stop() < 2.0 and watcher.proc.returncode == 0
+    watcher.stop()
+    assert watcher.proc.returncode == 0
 
 
 def test_bun_update_relinks_and_cache_stays_intact(env, tarballs, watch, monkeypatch):
@@ -140,8 +142,9 @@ def test_package_dir_deleted_and_recreated(npm_install, tarballs, tmp_path, watc
     pkg = npm_install(2, prefix=prefix)
     watcher = watch("--root", pkg)
     wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="patched at start-up")
+    mark = watcher.mark()
     shutil.rmtree(pkg)
-    time.sleep(0.5)
+    watcher.next_round(mark)  # (the watcher has seen it gone)
     npm_update(tarballs[1], prefix)
     wait_for(lambda: patched(pkg / SHAPE_REL[1]), what="re-created install patched")
     assert "could not be patched" not in watcher.text()
@@ -175,9 +178,7 @@ def _kill_trial(pkg: Path, log: Path, delay_after_start: float) -> None:
             [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)], stdout=out, stderr=subprocess.STDOUT
         )
         try:
-            wait_for(
-                lambda: "reconcile started" in log.read_text(), timeout=60, what="the watcher's reconcile to start"
-            )
+            wait_for(lambda: "reconcile started" in log.read_text(), what="the watcher's reconcile to start")
             time.sleep(delay_after_start)
         finally:
             proc.kill()
@@ -208,9 +209,9 @@ def test_kill_9_never_leaves_a_broken_target(npm_install, tmp_path):
         proc = subprocess.Popen(
             [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)], stdout=out, stderr=subprocess.STDOUT
         )
-        wait_for(lambda: "reconcile started" in log.read_text(), timeout=60, what="reconcile start")
+        wait_for(lambda: "reconcile started" in log.read_text(), what="reconcile start")
         started = time.monotonic()
-        wait_for(lambda: target.read_bytes() == full, timeout=60, what="the calibration write")
+        wait_for(lambda: target.read_bytes() == full, what="the calibration write")
         span = time.monotonic() - started
         proc.kill()
         proc.wait()
@@ -244,9 +245,9 @@ def test_backoff_attempts_once_logs_once_notifies_once(custom_package, tmp_path,
     pkg = custom_package("export function buildPromptBlocks(c) {\n    return [;\n}", version="2026.9.9")
     watcher = watch("--root", pkg, "--rescan-interval", "1")
     wait_for(lambda: "could not be patched" in watcher.text(), what="the failure")
-    for n in range(4):  # more triggers: events and rescans
+    for n in range(4):  # more triggers: events and rescans, each followed by a round
         (pkg / "dist" / f"touched{n}.txt").write_text("x")
-        time.sleep(0.5)
+        watcher.next_round(watcher.mark())
     assert watcher.text().count("could not be patched") == 1
     assert watcher.text().count("patch=directive-dedupe trigger=") == 1
     assert len(calls.read_text().splitlines()) == 1
@@ -256,7 +257,7 @@ def test_backoff_attempts_once_logs_once_notifies_once(custom_package, tmp_path,
     target = pkg / SHAPE_REL[2]
     target.write_text(sample.prompt_bridge_source(2))
     wait_for(lambda: patched(target), what="patched after the fix")
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 def test_a_fix_that_lands_while_another_install_reconciles_is_tried(custom_package, npm_install, watch):
@@ -291,7 +292,7 @@ def test_rescan_picks_up_a_new_node_version(env, tarballs, watch, monkeypatch):
         lambda: patched(second / "lib/node_modules/@code-yeongyu/senpi" / SHAPE_REL[2]),
         what="the new node version patched by a rescan",
     )
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 def test_watcher_follows_a_config_change_instead_of_undoing_apply(npm_install, watch, capsys, isolated_dirs):
@@ -304,7 +305,7 @@ def test_watcher_follows_a_config_change_instead_of_undoing_apply(npm_install, w
     wanted = target.read_bytes()
     assert b'"my-directive"' in wanted
     wait_for(lambda: "config changed" in watcher.text(), what="the watcher to reload its config")
-    time.sleep(1.5)  # a rescan and any reconcile it would start
+    watcher.next_round(watcher.mark())  # a round after it: one that would undo the apply
     assert target.read_bytes() == wanted
 
 
@@ -322,21 +323,21 @@ def big_tarballs(tmp_path_factory) -> dict[int, Path]:
 
 def test_discovery_mode_keeps_watching_across_many_updates(env, big_tarballs, watch):
     """The daemon's mode (no --root): an update moves the package dir aside mid-way; the watcher
-    must not forget it. Rescans are off here, so only file events can re-patch."""
+    must not forget it. Rescans are off here (their interval outlasts every wait of the tests), so
+    only file events can re-patch."""
     tarballs = big_tarballs
     prefix = env / "npm-global"  # NPM_CONFIG_PREFIX of the `env` fixture
     pkg = sample.npm_install_global(tarballs[1], prefix)
-    watcher = watch("--rescan-interval", "300")
+    watcher = watch("--rescan-interval", "86400")
     wait_for(lambda: patched(pkg / SHAPE_REL[1]), what="patched at start-up")
     for round_number in range(4):
         shape = 2 if round_number % 2 == 0 else 1
         npm_update(tarballs[shape], prefix)
         wait_for(
             lambda s=shape: patched(pkg / SHAPE_REL[s]),
-            timeout=15,
             what=f"update {round_number + 1} patched by events alone",
         )
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 def test_the_watcher_installs_the_extension_layer_and_leaves_an_edited_one(npm_install, watch, capsys, isolated_dirs):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    HANG_S,
     SHAPE_REL,
     add_path,
     harness_processes,
@@ -26,7 +27,7 @@ from conftest import (
     wait_for,
     write_user_config,
 )
-from watching import WatchProcess
+from watching import ROUND_DONE, WatchProcess
 
 from senpi_guard.io.store import Store, log_dir
 
@@ -69,28 +70,42 @@ class Writer:
         self.thread.join(5)
 
 
+def repatched_by_the_next_rescan(target: Path) -> Callable[[str], bool]:
+    """Patched again, at the latest by the first rescan in the log given (from a mark taken after
+    the change): a rescan round that ended with the target still unpatched fails (a watcher starved
+    by the events)."""
+
+    def found(text: str) -> bool:
+        start = text.find("round started (rescan)")
+        over = start >= 0 and ROUND_DONE in text[start:]  # (read before the file: the round wrote first)
+        if patched(target):
+            return True
+        assert not over, f"a rescan round ended with the install still unpatched: {text[-3000:]}"
+        return False
+
+    return found
+
+
 @pytest.mark.parametrize("busy", ["notes.log", "dist/cache/build.tmp"])
 def test_steady_writes_do_not_starve_the_watcher(reverted_by_hand, watch, busy):
     pkg, target, _original, revert_target = reverted_by_hand
-    rescan = 5.0
-    watcher = watch("--root", pkg, "--rescan-interval", str(rescan))
+    watcher = watch("--root", pkg, "--rescan-interval", "5")
     wait_for(lambda: patched(target), what="patched at start-up")
     writer = Writer(pkg / busy)
     try:
-        time.sleep(1.0)
+        wait_for(lambda: writer.count > 10, what="the writer to be busy")
         latencies = []
         for _ in range(2):
             revert_target()
-            reverted = time.monotonic()
-            wait_for(lambda: patched(target), timeout=rescan + 5, what=f"re-patch while {busy} is busy")
+            reverted, mark = time.monotonic(), watcher.mark()
+            watcher.wait(repatched_by_the_next_rescan(target), f"re-patch while {busy} is busy", mark)
             latencies.append(time.monotonic() - reverted)
-            time.sleep(0.5)
-        assert writer.count > 10  # the writer really was busy throughout
+        assert writer.count > 20  # the writer really was busy throughout
     finally:
         writer.close()
     node_check(target)
     print(f"starvation ({busy}): re-patched after {', '.join(f'{x:.2f}' for x in latencies)} s")
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 def test_revert_holds_the_install_until_apply(reverted_by_hand, watch, capsys):
@@ -103,15 +118,16 @@ def test_revert_holds_the_install_until_apply(reverted_by_hand, watch, capsys):
     assert target.read_bytes() == original
     wait_for(lambda: watcher.text().count("after=held") >= 1, what="the watcher to see the hold")
     seen = watcher.text().count("after=held")
-    time.sleep(2.5)  # two more rescans: still held
+    for _ in range(2):  # two more rounds: still held
+        watcher.next_round(watcher.mark())
     assert target.read_bytes() == original
     code, out, _ = run_cli(capsys, "status", "--root", pkg)
     assert code == 1 and "state     held" in out and "senpi-guard apply" in out
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # lifts the hold
     assert patched(target)
-    time.sleep(1.5)
+    watcher.next_round(watcher.mark())
     assert patched(target) and watcher.text().count("after=held") >= seen
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 def test_revert_holds_the_extension_too_until_apply(npm_install, watch, capsys, isolated_dirs):
@@ -133,7 +149,7 @@ def test_revert_holds_the_extension_too_until_apply(npm_install, watch, capsys, 
     assert not ours.exists()  # the watcher never undid the revert
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # lifts both holds
     assert ours.is_file()
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 LOCK_WAIT = "waiting for the write lock"  # (what a senpi-guard that finds the lock taken says)
@@ -194,7 +210,7 @@ def test_revert_wins_over_a_pass_that_decided_to_write_before_it(layer, reverted
     assert code == 1 and "state     held" in out
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # lifts both holds
     assert patched(target) and ours.is_file()
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 def test_a_hand_edit_is_kept_and_reported_not_thrown_away(
@@ -215,15 +231,15 @@ def test_a_hand_edit_is_kept_and_reported_not_thrown_away(
     scratch = target.with_name(".edit")
     scratch.write_bytes(edited)
     os.replace(scratch, target)
-    wait_for(lambda: "could not be patched" in watcher.text(), what="the drift to be reported")
-    time.sleep(1.5)
+    watcher.wait(lambda text: "could not be patched" in text, "the drift to be reported")
+    watcher.next_round(watcher.mark())  # (a round after the report: it leaves the edit too)
     assert target.read_bytes() == edited  # not rebuilt: on_drift = "report"
     copies = list((isolated_dirs / "xdg_data_home").rglob("*.drifted"))
     assert len(copies) == 1 and copies[0].read_bytes() == edited
     assert str(copies[0]) in watcher.text() and str(copies[0]) in calls.read_text()
     code, _out, _ = run_cli(capsys, "apply", "--root", pkg)  # by hand: rebuilt, the copy stays
     assert code == 0 and patched(target) and target.read_bytes() != edited and copies[0].exists()
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 def test_a_second_watcher_is_refused_with_the_first_ones_pid(npm_install, watch):
@@ -231,7 +247,10 @@ def test_a_second_watcher_is_refused_with_the_first_ones_pid(npm_install, watch)
     first = watch("--root", pkg)
     wait_for(lambda: patched(pkg / SHAPE_REL[2]), what="first watcher patched")
     second = subprocess.run(
-        [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
     )
     assert second.returncode == 1
     assert len(second.stderr.strip().splitlines()) == 1
@@ -291,7 +310,7 @@ def test_sighup_reloads_the_config_and_reconciles(npm_install, watch, isolated_d
     assert "run `senpi-guard apply` to make that change" in watcher.text()
     _code, out, _ = run_cli(capsys, "status", "--root", pkg, "--json")
     assert json.loads(out)["watcher"]["pid"] == watcher.proc.pid  # the pid file is still right
-    assert watcher.stop() < 2.0
+    watcher.stop()
 
 
 def test_a_bad_config_is_said_in_the_watchers_log_once_per_sighup_and_at_start(npm_install, watch, isolated_dirs):
@@ -307,12 +326,12 @@ def test_a_bad_config_is_said_in_the_watchers_log_once_per_sighup_and_at_start(n
     watcher.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: "patch=hand-fix-hooks trigger=sighup" in watcher.text(), what="the SIGHUP's round")
     assert watcher.text().count("config not reloaded, keeping the previous one") == 1, watcher.text()
-    assert watcher.stop() < 2.0
+    watcher.stop()
     done = subprocess.run(
         [sys.executable, "-m", "senpi_guard", "watch", "--root", str(pkg)],  # (not --quiet: stderr has its log too)
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     logged = (store.log_dir() / "watch.log").read_text()
     assert done.returncode == 1 and "rescan_interval" in done.stderr, done.stderr
@@ -320,18 +339,18 @@ def test_a_bad_config_is_said_in_the_watchers_log_once_per_sighup_and_at_start(n
     assert "ERROR not started: " in logged and "rescan_interval" in logged.splitlines()[-1], logged[-2000:]
 
 
-SLOW = """\
-export function buildPromptBlocks(context) {
-    const until = Date.now() + 30000;
-    while (Date.now() < until) {
-        // a replay that takes far longer than a stop may wait
-    }
-    return context.messages.map((m) => ({ type: "text", text: JSON.stringify(m) }));
-}
+SLOW = f"""\
+export function buildPromptBlocks(context) {{
+    const until = Date.now() + {2 * HANG_S * 1000:.0f};
+    while (Date.now() < until) {{
+        // a replay that outlasts every wait of the tests: a stop that waited for it would fail
+    }}
+    return context.messages.map((m) => ({{ type: "text", text: JSON.stringify(m) }}));
+}}
 //# sourceMappingURL=prompt-bridge.js.map"""
 
 
-def test_sigterm_during_a_slow_replay_stops_within_2s_and_writes_nothing(custom_package, watch):
+def test_sigterm_during_a_slow_replay_stops_without_waiting_for_it_and_writes_nothing(custom_package, watch):
     pkg = custom_package(SLOW, version="2026.9.1")
     target = pkg / SHAPE_REL[2]
     before = sha(target)
@@ -339,8 +358,7 @@ def test_sigterm_during_a_slow_replay_stops_within_2s_and_writes_nothing(custom_
     wait_for(lambda: "reconcile started" in watcher.text(), what="the reconcile to start")
     pid = watcher.proc.pid
     replays = wait_for(lambda: harness_processes(pid), what="node to be replaying")
-    took = watcher.stop()
-    assert took < 2.0, f"stopped after {took:.2f}s"
+    watcher.stop()  # (fails when the watcher waits for the replay: it outlasts the ceiling)
     assert sha(target) == before
     assert not list(target.parent.glob(".*.senpi-guard"))
-    wait_for(lambda: not any(Path(f"/proc/{r}").exists() for r in replays), timeout=3, what="the replay to be killed")
+    wait_for(lambda: not any(Path(f"/proc/{r}").exists() for r in replays), what="the replay to be killed")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import HANG_S
 from hostile_support import IN_CREATE, Inotify
 from realsenpi import senpi_guard
 
@@ -48,7 +49,7 @@ def test_sigterm_and_a_kill_leave_no_scratch(attacker, open_dir):
     tarball = _tarball(open_dir / "src", open_dir / "pack")
     proc, scratch = _started_check(tarball, tmp)
     proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=HANG_S)
     print(f"SIGTERM: exit {proc.returncode}, scratch left: {scratch.exists()}, stderr: {err.strip()[-120:]!r}")
     assert proc.returncode == 143 and "terminated" in err and "Traceback" not in err, err
     assert not scratch.exists(), f"SIGTERM left {scratch}"

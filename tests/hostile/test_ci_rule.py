@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import HANG_S
+
 HERE = Path(__file__).resolve().parent
 SKIPPER = """\
 import pytest
@@ -46,7 +48,7 @@ def _run(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess[str]:
         text=True,
         cwd=HERE.parents[1],
         env=env,
-        timeout=300,
+        timeout=HANG_S,
         check=False,
     )
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import harness_processes, wait_for
+from conftest import HANG_S, harness_processes, wait_for
 from hostile_support import IN_CREATE, Inotify, shared_log
 from realsenpi import senpi_guard
 
@@ -99,7 +99,7 @@ def _replaying(pkg: Path, env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
                 break
     finally:
         os.close(watcher.fd)
-    wait_for(lambda: harness_processes(proc.pid), timeout=60, what="node replaying the extension")
+    wait_for(lambda: harness_processes(proc.pid), what="node replaying the extension")
     return proc, tmp / names[0]
 
 
@@ -110,7 +110,7 @@ def test_sigterm_removes_a_running_extension_replays_folder_and_a_kill_leaves_it
     proc, folder = _replaying(slow, extension_only)
     assert folder.stat().st_uid == attacker.pw_uid  # (made by the user's own process, not chowned)
     proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=HANG_S)
     print(f"SIGTERM: exit {proc.returncode}, folder left: {folder.exists()}, stderr: {err.strip()[-120:]!r}")
     assert proc.returncode == 143 and "Traceback" not in err, err
     assert not folder.exists(), f"SIGTERM left {folder}"

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="root over another user's home")
@@ -27,7 +28,7 @@ def test_status_as_root_with_a_users_home_leaves_nothing_of_roots_there(attacker
     }
     for _ in range(2):
         done = subprocess.run(
-            [sys.executable, "-m", "senpi_guard", "status"], env=env, capture_output=True, text=True, timeout=120
+            [sys.executable, "-m", "senpi_guard", "status"], env=env, capture_output=True, text=True, timeout=HANG_S
         )
         assert done.returncode == 1 and "no senpi install found" in done.stderr, done.stderr
     roots = [p for p in [home, *home.rglob("*")] if p.lstat().st_uid == 0]

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 from realsenpi import node24_bin
 
 from senpi_guard.core import agentdir
@@ -237,7 +238,7 @@ def run_senpi(scripts: Path, package: Path, brand: str | None, job: list[dict]) 
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
         check=True,
     )
     return json.loads(out.stdout)

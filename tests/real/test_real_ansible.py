@@ -16,6 +16,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 from realsenpi import REPO
 
 pytestmark = pytest.mark.real
@@ -59,7 +60,7 @@ def playbook(tmp_path, isolated_dirs):
         }
         argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local"]
         argv += ["-e", f"ansible_python_interpreter={sys.executable}", *flags, str(book)]
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=HANG_S)
         recap = re.search(r"^localhost\s+:\s+(.*)$", done.stdout, re.MULTILINE)
         assert recap, f"no recap (exit {done.returncode}): {done.stdout[-2000:]} {done.stderr[-2000:]}"
         print(recap.group(0))

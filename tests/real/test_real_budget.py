@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 from realsenpi import SUPPORT, RealSenpi, read_jsonl
 
 from senpi_guard.core.patch import definition
@@ -64,7 +65,7 @@ def session(full_senpi, tmp_path: Path, name: str, **budget: float) -> tuple[Rea
         for plugin in (SUPPORT / "recording_provider.js", SUPPORT / "directive_prepend.js", extension, probe):
             argv += ["-e", str(plugin)]
         done = subprocess.run(
-            [*argv, text], cwd=user.cwd, env=user.env(), capture_output=True, text=True, timeout=120, check=False
+            [*argv, text], cwd=user.cwd, env=user.env(), capture_output=True, text=True, timeout=HANG_S, check=False
         )
         lines = [x for x in done.stderr.splitlines() if x.startswith("senpi-guard:")]
         told.append(lines[0] if lines else "")

@@ -121,12 +121,10 @@ def test_the_watcher_recomposes_after_an_update(dist_only, real_builds, tmp_path
     target = pkg / BRIDGE
     wait_for(
         lambda: carried(target.read_bytes()) == ("directive-dedupe", *names),
-        timeout=120,
         what="2026.8.9's prompt-bridge.js composed",
     )
     wait_for(
         lambda: all(f"patch={n}" in watcher.text() for n in names) and "version=2026.8.9" in watcher.text(),
-        timeout=120,
         what="the reconciles logged",
     )
     verified = run("verify", "--root", pkg, env={})

@@ -12,7 +12,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import tree_digest
+from conftest import HANG_S, tree_digest
 from realsenpi import DIST_ONLY, SHAPES, machine_node_bin, node24_bin, senpi_guard
 
 pytestmark = pytest.mark.real
@@ -75,7 +75,7 @@ def serialise(pkg, shape: int, node: str) -> list[str]:
         text=True,
         capture_output=True,
         check=True,
-        timeout=60,
+        timeout=HANG_S,
     ).stdout
     return ["".join(json.loads(line)["texts"]) for line in out.splitlines()]
 

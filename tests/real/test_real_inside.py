@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import kb, write_user_config
+from conftest import HANG_S, kb, write_user_config
 from realsenpi import SUPPORT, RealSenpi, read_jsonl, senpi_guard
 
 from senpi_guard.core.patch import definition
@@ -71,7 +71,7 @@ class Rpc:
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stdout], daemon=True).start()
 
-    def _until(self, done, timeout: float = 120) -> None:
+    def _until(self, done, timeout: float = HANG_S) -> None:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             try:
@@ -111,7 +111,7 @@ class Rpc:
 
     def close(self) -> str:
         self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+        self.proc.wait(timeout=HANG_S)
         return self.proc.stderr.read()
 
     def ui(self, method: str) -> list[dict]:
@@ -288,7 +288,7 @@ def test_block_at_stops_the_call_before_the_provider_receives_it(full_senpi, ren
     for plugin in (SUPPORT / "recording_provider.js", extension, probe):
         argv += ["-e", str(plugin)]
     stopped = subprocess.run(
-        [*argv, big(1)], cwd=user.cwd, env=user.env(), capture_output=True, text=True, timeout=120, check=False
+        [*argv, big(1)], cwd=user.cwd, env=user.env(), capture_output=True, text=True, timeout=HANG_S, check=False
     )
     assert len(user.recorded_calls()) == 1  # the provider received nothing for the stopped call
     (line,) = [x for x in stopped.stderr.splitlines() if x.startswith("senpi-guard:")]

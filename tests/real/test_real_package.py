@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 from realsenpi import RealSenpi, senpi_guard
 
 from senpi_guard.core.patch import definition
@@ -44,7 +45,7 @@ def senpi(who: RealSenpi, *args: str) -> str:
     """`senpi install|list|remove …` as that user runs it."""
     who.home.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        [str(who.install.senpi), *args], env=who.env(), capture_output=True, text=True, timeout=120, check=False
+        [str(who.install.senpi), *args], env=who.env(), capture_output=True, text=True, timeout=HANG_S, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout

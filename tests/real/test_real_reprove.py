@@ -42,8 +42,8 @@ class Guarded:
         assert applied.returncode == 0, applied.stdout + applied.stderr
         self.extension = tmp_path / "agent" / "extensions" / "senpi-guard-directive-dedupe.js"
         assert self.extension.is_file()
-        self.watcher = watch("--root", self.package_dir, "--rescan-interval", "600")
-        wait_for(lambda: "re-proven" in self.watcher.text(), timeout=60, what="the start-up re-proof")
+        self.watcher = watch("--root", self.package_dir, "--rescan-interval", "86400")
+        wait_for(lambda: "re-proven" in self.watcher.text(), what="the start-up re-proof")
         assert REUSED in self.watcher.text()  # (what apply proved: the same bytes, no node run)
         self.swaps = self.made = 0
 
@@ -77,7 +77,7 @@ def stamp(line: str) -> float:
     return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
-def after(first: int, dist_text: str, then: str, timeout: float = 60) -> tuple[str, str, list[str]]:
+def after(first: int, dist_text: str, then: str) -> tuple[str, str, list[str]]:
     """The dist layer's line after log line `first`, and the extension layer's line `then` after it."""
 
     def found():
@@ -86,7 +86,7 @@ def after(first: int, dist_text: str, then: str, timeout: float = 60) -> tuple[s
         later = None if dist is None else next((line for line in lines[dist + 1 :] if then in line), None)
         return (lines[dist], later, lines) if later else None
 
-    return wait_for(found, timeout=timeout, what=f"{then!r} after the dist layer's {dist_text!r}")
+    return wait_for(found, what=f"{then!r} after the dist layer's {dist_text!r}")
 
 
 def proofs(isolated_dirs: Path) -> bytes:
@@ -112,10 +112,10 @@ def test_a_harmless_loader_change_is_proven_afresh_after_the_dist_layer_within_5
     assert "ok=True" in dist and "after=patched" in dist, dist
     assert REUSED not in reproof and "a fresh proof" in reproof, reproof
     assert "re-proven through senpi's loader as it is now:" in reproof and "senpi's own extension runner" in reproof
-    # the change, not the rescan (600 s here), sets it off; the 5 s goal itself is the bench's
-    # (bench/update_latency_real.py: 2.23 s), a wall-clock bound a busy machine stretches (7.1 s
-    # measured beside a busy loop on each core)
-    assert stamp(reproof) - stamp(dist) <= 60.0, (dist, reproof)
+    # the change, not the rescan (a day here: past every wait of the tests), sets it off; the 5 s goal
+    # itself is the bench's (bench/update_latency_real.py: 2.23 s), a wall-clock bound a busy machine
+    # stretches (7.1 s measured beside a busy loop on each core)
+    assert stamp(reproof) >= stamp(dist), (dist, reproof)
     assert proofs(isolated_dirs) != known  # (the fresh proof, remembered by the bytes it loaded)
     assert guarded.extension.is_file()
     assert not [line for line in lines if " ERROR " in line], lines

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import SHAPE_REL, sha
+from conftest import HANG_S, SHAPE_REL, sha
 from realsenpi import SHAPES
 
 from senpi_guard.core.patch import definition
@@ -27,7 +27,7 @@ def console(*args, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "senpi_guard", *map(str, args)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_S,
         env=env,
         check=False,
     )

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from conftest import HANG_S
+
 SIGNAL_IN_THE_FORK_HOOK = """
 import os, signal
 from senpi_guard import cli
@@ -65,7 +67,7 @@ sys.exit(cli.main([]))
 
 def _run(script: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True, timeout=HANG_S
     )
 
 

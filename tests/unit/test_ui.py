@@ -7,6 +7,7 @@ import json
 import subprocess
 
 import pytest
+from conftest import HANG_S
 
 from senpi_guard import ui
 from senpi_guard.core.patch import definition
@@ -47,6 +48,6 @@ def test_the_extension_says_them_exactly_as_python_does(tmp_path):
         f"console.log(JSON.stringify({json.dumps(numbers)}.map(__senpiGuardSI)));"
     )
     out = subprocess.run(
-        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60, check=True
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=HANG_S, check=True
     )
     assert json.loads(out.stdout) == [ui.size(n) for n in numbers]

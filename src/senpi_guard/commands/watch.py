@@ -44,7 +44,8 @@ def run(args) -> int:
         if problem:
             raise UsageError(problem.replace(f"'{key}'", f"--{key.replace('_', '-')}"))
     locks.lock_timeout()  # (a bad SENPI_GUARD_LOCK_TIMEOUT: one line now, not a failure every round)
-    logfile = notify.setup_logging(verbose=args.verbosity >= 0)  # -q/--quiet: the log file only
+    # -q/--quiet: the log file only; -v: each round's start and end too
+    logfile = notify.setup_logging(verbose=args.verbosity >= 0, rounds=args.verbosity > 0)
     try:
         patches, config = common.load()
     except FatalError as exc:  # (in the log too: a service's watcher is read there; stderr: cli's line)

@@ -24,9 +24,9 @@ def _escaped(record: logging.LogRecord) -> bool:
     return True
 
 
-def setup_logging(verbose: bool = True) -> Path:
+def setup_logging(verbose: bool = True, rounds: bool = False) -> Path:
     """watch.log (and stderr): the watcher's own lines and senpi-guard's others (its parent
-    logger's: the write lock's wait), in one place."""
+    logger's: the write lock's wait), in one place; `rounds` (-v): each round's start and end too."""
     folder = store.log_dir()
     logfile = folder / "watch.log"
     try:
@@ -35,7 +35,7 @@ def setup_logging(verbose: bool = True) -> Path:
     except OSError as exc:
         raise os_error(exc, "open the log", logfile, "fix that folder (or set XDG_STATE_HOME), then retry") from exc
     parent = logging.getLogger("senpi-guard")  # (made now if not yet: log's parent from here on)
-    parent.setLevel(logging.INFO)
+    parent.setLevel(logging.DEBUG if rounds else logging.INFO)
     for logger in (log, parent):
         logger.handlers.clear()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))

@@ -283,7 +283,9 @@ class Watcher:
 
     def _round(self, trigger: str) -> None:
         """One reconcile of everything, then the re-proofs it found due handed over; a failure is
-        logged and the watcher goes on (exiting would be a crash loop under the service's Restart=)."""
+        logged and the watcher goes on (exiting would be a crash loop under the service's Restart=).
+        Under -v its start and end are logged too: a round that started after a change has seen it."""
+        log.debug("round started (%s)", trigger.split(" ", 1)[0])
         try:
             self.reconcile_all(trigger)
         except FatalError as exc:  # (a stop that came while the round waited for the lock: no failure)
@@ -296,6 +298,7 @@ class Watcher:
                 store_mod.crash_log(exc),
             )
         self.reprover.hand_over()
+        log.debug("round done (%s)", trigger.split(" ", 1)[0])
 
     def _next_trigger(self, next_rescan: float) -> str:
         # in slices: Python runs a signal's handler in the main thread, and only once that thread runs

@@ -7,6 +7,7 @@ import re
 from importlib import resources
 
 import pytest
+from conftest import HANG_S
 
 from senpi_guard.errors import FatalError
 from unit.core.test_schema import load_edited
@@ -38,7 +39,7 @@ def test_an_audit_node_that_ends_early_is_named_by_its_error_line_past_its_stack
     assert node is not None
     deep = "const f = (n) => { if (n === 0) throw new Error('the real reason'); f(n - 1); }; f(30);"
     script = f"process.stdin.once('data', () => {{ {deep} }});"
-    server = NodeServer([node, "-e", script], {}, timeout=30, where="here")
+    server = NodeServer([node, "-e", script], {}, timeout=HANG_S, where="here")
     try:
         with pytest.raises(FatalError) as ended:
             server.reply()  # (the job line reaches node, which throws from deep in a stack)

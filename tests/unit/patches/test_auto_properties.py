@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -124,7 +125,7 @@ def node(tmp_path_factory):
     yield run
     for proc in procs.values():
         proc.stdin.close()
-        proc.wait(timeout=10)
+        proc.wait(timeout=HANG_S)
 
 
 names = st.sampled_from(["note", "ultrawork-mode", "omo-senpi-ulw-execute", "b", "x.y:z", "Tool_1", "N" * 40, "N" * 41])
@@ -303,7 +304,7 @@ def test_hostile_texts_stay_linear():
         console.log(JSON.stringify([nested, Date.now() - t, found.length]));
     """
     )
-    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True, timeout=HANG_S)
     nested_ms, markers_ms, found = json.loads(out.stdout)
     assert nested_ms < 15_000 and markers_ms < 3_000
     assert found == 1  # (only the one right after "[" is a marker of a valid name)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+from conftest import HANG_S
+
 from senpi_guard.core.patch import definition
 from senpi_guard.core.patch.apply import FileHeader, Header, read_file_header
 from senpi_guard.io.config import Config
@@ -22,7 +24,7 @@ def _js_read(tmp_path, texts: list[str]) -> list[list[dict]]:
         f"console.log(JSON.stringify({json.dumps(texts)}.map(__senpiGuardDistPatches)));"
     )
     out = subprocess.run(
-        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60, check=True
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=HANG_S, check=True
     )
     return json.loads(out.stdout)
 

@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +44,7 @@ def history(tmp_path_factory):
 
     yield run
     proc.stdin.close()
-    proc.wait(timeout=10)
+    proc.wait(timeout=HANG_S)
 
 
 parts = st.lists(

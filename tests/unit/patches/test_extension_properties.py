@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +33,7 @@ def node_handler(tmp_path_factory):
 
     yield run
     proc.stdin.close()
-    proc.wait(timeout=10)
+    proc.wait(timeout=HANG_S)
 
 
 def oracle(messages: list[dict]) -> list[dict]:

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kb
+from conftest import HANG_S, kb
 
 from senpi_guard.core.patch import definition
 from senpi_guard.errors import FatalError
@@ -67,7 +67,12 @@ def extension(tmp_path_factory):
 def play(path: Path, steps: list[dict], **ctx) -> list[dict]:
     request = json.dumps({"scenario": {"ctx": ctx, "steps": steps}})
     result = subprocess.run(
-        ["node", str(RUNNER), str(path)], input=request + "\n", capture_output=True, text=True, timeout=60, check=True
+        ["node", str(RUNNER), str(path)],
+        input=request + "\n",
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        check=True,
     )
     return json.loads(result.stdout)["steps"]
 

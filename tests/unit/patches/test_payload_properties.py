@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +39,7 @@ def node_dedupe(tmp_path_factory):
 
     yield run
     proc.stdin.close()
-    proc.wait(timeout=10)
+    proc.wait(timeout=HANG_S)
 
 
 def marker(tag: str) -> str:
