@@ -68,6 +68,8 @@ def test_a_sparse_js_in_a_users_dist_is_refused_not_read_whole(npm_install, atta
     named = [line for line in out.splitlines() if str(sparse) in line]
     assert code == 1 and named and "6,442,450,944 bytes" in named[0] and "dist_file_max_bytes" in named[0], out
     assert patched(roots / SHAPE_REL[2]) and not patched(users / SHAPE_REL[2]), out
+    # (the agent dir both share still gets the extension, proven through root's install's runner)
+    assert (Path(os.environ["SENPI_CODING_AGENT_DIR"]) / "extensions" / "senpi-guard-directive-dedupe.js").is_file()
 
 
 def test_the_config_sets_both_caps(npm_install, isolated_dirs, tmp_path):

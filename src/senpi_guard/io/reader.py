@@ -162,7 +162,7 @@ def _open(path: str | Path, kind: Kind) -> int:
     """An fd of the regular file at `path` (O_NONBLOCK, no one else's link followed on the way)."""
     try:
         with answers.kinds_only():  # (the folders on the way: for their kind, owner and mode alone)
-            fd = _walk(Path(path))
+            fd = _walk(os.fspath(path))
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # (a socket, or a device with nothing behind it)
             raise _not_a_file(path, kind, "a socket or a device") from exc
@@ -180,32 +180,39 @@ def _open(path: str | Path, kind: Kind) -> int:
     return fd
 
 
-def _walk(path: Path) -> int:
-    pending = list(reversed(Path(os.path.join(os.getcwd(), path)).parts[1:]))
+def _names(path: str) -> list[str]:
+    """A path's names, the last first (popped in order), with `.` and empty ones left out."""
+    return [name for name in reversed(path.split("/")) if name and name != "."]
+
+
+def _walk(path: str) -> int:
+    """Each name opened below the last (strings: Path objects cost more than the opens, over the
+    thousands of files of a dist/)."""
+    pending = _names(path if path.startswith("/") else os.path.join(os.getcwd(), path))
     fd = os.open("/", FLAGS | os.O_DIRECTORY)
-    walked = Path("/")
+    walked: list[str] = []  # (the names opened, for a refusal's words)
     hops = 0
     try:
         while pending:
             name = pending.pop()
-            last = not pending
+            flags = FLAGS | os.O_NOFOLLOW | (os.O_DIRECTORY if pending else os.O_NONBLOCK)
             try:
-                flags = FLAGS | os.O_NOFOLLOW | (os.O_NONBLOCK if last else os.O_DIRECTORY)
                 child = os.open(name, flags, dir_fd=fd)
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
                     raise
-                target = _link_target(fd, name, walked / name, path, exc)
+                target = _link_target(fd, name, Path("/", *walked, name), Path(path), exc)
                 hops += 1
                 if hops > HOPS:
-                    raise OSError(errno.ELOOP, "too many levels of symbolic links", str(path)) from None
-                pending.extend(reversed(Path(target).parts[1:] if target.startswith("/") else Path(target).parts))
+                    raise OSError(errno.ELOOP, "too many levels of symbolic links", path) from None
+                pending.extend(_names(target))
                 if target.startswith("/"):
                     os.close(fd)
-                    fd, walked = os.open("/", FLAGS | os.O_DIRECTORY), Path("/")
+                    fd, walked = os.open("/", FLAGS | os.O_DIRECTORY), []
                 continue
             os.close(fd)
-            fd, walked = child, walked / name
+            fd = child
+            walked.append(name)
         return fd
     except BaseException:
         os.close(fd)
@@ -215,21 +222,22 @@ def _walk(path: Path) -> int:
 def _link_target(dir_fd: int, name: str, where: Path, path: Path, exc: OSError) -> str:
     """What the link `name` in `dir_fd` points to, when its owner is ours or root's; else refused.
     (ENOTDIR/ELOOP from a name that is no link is that OSError.)"""
-    if not O_PATH:  # (the owner, then the text: a swap in between is not seen)
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        if not stat.S_ISLNK(st.st_mode):
-            raise exc
-        _trusted(st, where, path)
-        return os.readlink(name, dir_fd=dir_fd)
-    link = os.open(name, O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-    try:
-        st = os.fstat(link)
-        if not stat.S_ISLNK(st.st_mode):
-            raise exc
-        _trusted(st, where, path)
-        return os.readlink("", dir_fd=link)
-    finally:
-        os.close(link)
+    seen = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)  # (what io/answers keeps of it: its identity)
+    if not stat.S_ISLNK(seen.st_mode):
+        raise exc
+    with answers.aside():  # (its owner and text are what that identity says)
+        if not O_PATH:  # (the owner, then the text: a swap in between is not seen)
+            _trusted(seen, where, path)
+            return os.readlink(name, dir_fd=dir_fd)
+        link = os.open(name, O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:
+            st = os.fstat(link)
+            if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISLNK(st.st_mode):
+                raise OSError(errno.EAGAIN, "replaced while senpi-guard read it", str(where))
+            _trusted(st, where, path)
+            return os.readlink("", dir_fd=link)
+        finally:
+            os.close(link)
 
 
 def _trusted(st: os.stat_result, where: Path, path: Path) -> None:

@@ -60,12 +60,19 @@ def _defines_runner(path: Path) -> bool:
 def senpi_host(installs: list[Install], allow_foreign_root: bool = False) -> tuple[Install | None, dict | None]:
     """The installed senpi's own extension loader and runner, found by what its files export; None
     when there is none (or root would have to run another user's code)."""
+    refused: FatalError | None = None
     for install in installs:
         if install.unsupported:
             continue
-        host = _remembered_host(install.package_dir) or _find_host(install.package_dir)
+        try:
+            host = _remembered_host(install.package_dir) or _find_host(install.package_dir)
+        except FatalError as exc:  # (a dist/ file refused, a sparse giant say: the next install's host)
+            refused = refused or exc
+            continue
         if host is not None:
             return install, host
+    if refused is not None:
+        raise refused
     return None, None
 
 
