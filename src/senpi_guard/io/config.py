@@ -16,6 +16,7 @@ from typing import Any
 import platformdirs
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 
 LAYERS = ("dist", "extension")
 DRIFT_MODES = ("report", "rebuild")
@@ -116,7 +117,7 @@ def load(path: Path | None = None) -> Config:
             raise FatalError(
                 f"config {path} is not a regular file; point SENPI_GUARD_CONFIG at a TOML file, or unset it"
             )
-        raw = path.read_bytes()
+        raw = reader.read(path, reader.CONFIG)  # (a FIFO swapped in since the stat is refused, not waited on)
     except FileNotFoundError:
         if named:
             raise FatalError(

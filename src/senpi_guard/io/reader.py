@@ -71,6 +71,7 @@ DIST = Kind("file of senpi's dist/", 64 * MiB, "dist_file_max_bytes", "reinstall
 SESSION = Kind("session file", None, line_cap=128 * MiB, line_setting="session_line_max_bytes")
 PROGRAM = Kind("program", 4096 * MiB)  # (a `senpi` on PATH, node: read for their first bytes)
 SERVICE = Kind("service file", 4 * MiB)
+CONFIG = Kind("senpi-guard config file", 4 * MiB)
 TARBALL = Kind("release tarball", None)  # (unpacked by io/unpack, whose own caps bound it)
 STATE = Kind("senpi-guard state file", 512 * MiB, fix="remove it (senpi-guard writes it again), then retry")
 
@@ -145,6 +146,14 @@ def line(handle: BinaryIO, path: str | Path, kind: Kind, number: int = 1) -> byt
     return next(lines(handle, path, kind, number), b"")
 
 
+def check_size(path: str | Path, kind: Kind, size: int) -> None:
+    """Refuse a file of `size` bytes past its kind's cap (for readers of io/ that open files their
+    own way: io/write's, by a package's folder descriptors)."""
+    cap = cap_of(kind)
+    if cap is not None and size > cap:
+        raise _too_big(path, kind, size)
+
+
 def own_data(path: str | Path | Traversable) -> bytes:
     """A file of senpi-guard's own: its package's data (patches, the harness, samples) or a patch
     folder a developer names in $SENPI_GUARD_EXTRA_PATCHES. Never a file a user's senpi wrote."""
@@ -171,9 +180,7 @@ def _open(path: str | Path, kind: Kind) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _not_a_file(path, kind, _kind_of(st.st_mode))
-        cap = cap_of(kind)
-        if cap is not None and st.st_size > cap:
-            raise _too_big(path, kind, st.st_size)
+        check_size(path, kind, st.st_size)
     except BaseException:
         os.close(fd)
         raise
