@@ -98,7 +98,7 @@ def line_cap_of(kind: Kind) -> int:
 
 
 def read(path: str | Path, kind: Kind) -> bytes:
-    """The whole file, at most its kind's cap."""
+    """The whole file, at most its kind's cap (a kind without one, a session, is read by lines)."""
     with opened(path, kind) as handle:
         return _bounded(handle, path, kind)
 
@@ -259,8 +259,10 @@ def _trusted(st: os.stat_result, where: Path, path: Path) -> None:
 
 def _bounded(handle: BinaryIO, path: str | Path, kind: Kind) -> bytes:
     cap = cap_of(kind)
-    data = handle.read() if cap is None else handle.read(cap + 1)
-    if cap is not None and len(data) > cap:  # (it grew past the cap since its size was seen)
+    if cap is None:
+        raise TypeError(f"a {kind.what} is read by lines or chunks (reader.opened), never whole")
+    data = handle.read(cap + 1)
+    if len(data) > cap:  # (it grew past the cap since its size was seen)
         raise _too_big(path, kind, None)
     return data
 
