@@ -3,6 +3,7 @@ the `senpi` on PATH."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from senpi_guard import probes
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 from senpi_guard.io.visible import visible
 from senpi_guard.probes import QUIET_PROBES, ProbeCache  # noqa: F401 (commands reach them here)
 
@@ -44,8 +46,10 @@ class Discovery:
 
 
 def read_manifest(package_dir: Path) -> dict | None:
+    """package.json's object (None: absent, unreadable, not JSON); one senpi-guard does not read
+    (a FIFO, a device, another user's link, past its cap) is refused: reader.Refused."""
     try:
-        data = json.loads((package_dir / "package.json").read_text("utf-8"))
+        data = json.loads(reader.read(package_dir / "package.json", reader.MANIFEST))
     except (OSError, ValueError, RecursionError):  # RecursionError: absurdly deep JSON
         return None
     return data if isinstance(data, dict) else None
@@ -66,12 +70,17 @@ def guess_manager(path: Path) -> str:
 
 
 def describe(package_dir: Path, manager: str | None = None) -> Install | None:
-    manifest = read_manifest(package_dir)
+    """The install at `package_dir` (None: no senpi there); one whose package.json senpi-guard
+    refuses to read is one it cannot use, and says why."""
+    manager = manager or guess_manager(Path(os.path.realpath(package_dir)))
+    try:
+        manifest = read_manifest(package_dir)
+    except reader.Refused as exc:
+        return Install(package_dir, "unknown", manager, str(exc))
     if manifest is None or manifest.get("name") != PACKAGE_NAME:
         return None
     # (escaped here, once: the version is only ever shown or compared, and is said in many messages)
-    version = visible(manifest.get("version", "unknown"))
-    manager = manager or guess_manager(Path(os.path.realpath(package_dir)))
+    version = visible(str(manifest.get("version", "unknown")))
     if not (package_dir / "dist").is_dir():
         return Install(package_dir, version, manager, "the package has no dist/ folder")
     return Install(package_dir, version, manager)
@@ -165,9 +174,8 @@ def from_path_command(exe: Path) -> tuple[Path | None, Install | None]:
     if package is not None:
         return package, None
     try:
-        with real.open("rb") as handle:
-            head = handle.read(1 << 16)
-    except OSError:
+        head = reader.head(real, reader.PROGRAM, 1 << 16)
+    except (OSError, reader.Refused):  # (a FIFO or a device on PATH: no senpi)
         return None, None
     if head.startswith(b"#!"):
         return _package_of_script(real, head.decode("utf-8", "replace")), None
@@ -191,15 +199,16 @@ def _package_of_script(script: Path, text: str) -> Path | None:
     for name in named:
         candidate = Path(name) if name.startswith("/") else script.parent / name.lstrip("/")
         package = _package_of_cli(Path(os.path.realpath(candidate)))
-        if package is not None and read_manifest(package) is not None:
-            return package
+        with contextlib.suppress(reader.Refused):  # (a package.json not read: not that shim's package)
+            if package is not None and read_manifest(package) is not None:
+                return package
     return None
 
 
 def _mentions_senpi(path: Path) -> bool:
     needle = PACKAGE_NAME.encode()
     tail = b""
-    with path.open("rb") as handle:
+    with reader.opened(path, reader.PROGRAM) as handle:
         while chunk := handle.read(1 << 20):
             if needle in tail + chunk:
                 return True

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import made
+from senpi_guard.io import made, reader
 
 
 def home() -> Path:
@@ -54,8 +54,8 @@ class ProbeCache:
     @classmethod
     def load(cls, path: Path, max_age: float) -> ProbeCache:
         try:
-            data = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(reader.read(path, reader.STATE))
+        except (OSError, ValueError, reader.Refused):
             data = {}
         return cls(path, max_age, data if isinstance(data, dict) else {})
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.audit.money import Rates, count
+from senpi_guard.io import reader
 
 # senpi registers these providers with the anthropic provider's model list (and its costs):
 # claude-sdk-oauth/index.js maps getModels("anthropic").
@@ -27,7 +28,6 @@ def is_subscription(provider: str | None) -> bool:
 PI_AI = (("@earendil-works", "pi-ai"), ("@code-yeongyu", "senpi-ai"))
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
 RATE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
-LARGEST = 64 << 20  # a data file larger than this is not senpi's
 
 
 def registry_dir(package_dir: Path | None) -> Path | None:
@@ -44,10 +44,8 @@ def registry_dir(package_dir: Path | None) -> Path | None:
 
 def _read_json(path: Path) -> Any:
     try:
-        if path.stat().st_size > LARGEST:
-            return None
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
+        return json.loads(reader.read(path, reader.JSON))
+    except (OSError, ValueError, RecursionError, reader.Refused):  # (past its cap: not senpi's)
         return None
 
 

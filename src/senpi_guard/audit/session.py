@@ -53,6 +53,7 @@ from senpi_guard.audit.session_messages import (
     usage_of as usage_of,
 )
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 
 SPLIT_TURN = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 CONTEXT_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
@@ -110,13 +111,14 @@ class SessionIndex:
 
 def index(path: Path) -> SessionIndex:
     with open_session(path) as handle:
-        first = handle.readline()
+        rows = reader.lines(handle, path, reader.SESSION)  # (each under session_line_max_bytes)
+        first = next(rows, b"")
         found = SessionIndex(path, header_of(path, first))
         if found.header.get("parentSession"):
             found.forked_at = _time(found.header.get("timestamp"))
         model = None
         offset = len(first)
-        for line, raw in enumerate(iter(handle.readline, b""), start=2):
+        for line, raw in enumerate(rows, start=2):
             at, offset = offset, offset + len(raw)
             if not raw.strip():
                 continue

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 
 
 def session_files(agent_dirs: list[Path]) -> list[Path]:
@@ -60,20 +60,14 @@ def not_a_file(path: Path, mode: int) -> str | None:
 
 
 def open_session(path: Path) -> BinaryIO:
-    """The session file, for reading; a FIFO or a device is refused (O_NONBLOCK: opening a FIFO
-    with no writer must not wait for one)."""
+    """The session file, for reading (io/reader: a FIFO or a device is refused, never waited on;
+    read it by `reader.lines`, each line under the session line cap)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return reader.opened(path, reader.SESSION)
     except OSError as exc:
         raise FatalError(f"cannot open session {path}: {exc.strerror}; check its permissions") from exc
-    problem = not_a_file(path, os.fstat(fd).st_mode)
-    if problem is not None:
-        os.close(fd)
-        raise FatalError(problem)
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
 
 
 def read_header(path: Path) -> dict[str, Any]:
     with open_session(path) as handle:
-        return header_of(path, handle.readline(1 << 20))
+        return header_of(path, reader.line(handle, path, reader.SESSION))

@@ -13,7 +13,7 @@ from senpi_guard.core.patch import definition
 from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
-from senpi_guard.io import store
+from senpi_guard.io import reader, store
 from senpi_guard.layers import pipeline
 
 
@@ -76,6 +76,7 @@ def load() -> tuple[list[definition.Patch], config_mod.Config]:
     patches = definition.load_all()
     config = config_mod.load()
     definition.check_config(patches, config)
+    reader.use(config)  # (the caps of what is read that the config may raise)
     return patches, config
 
 

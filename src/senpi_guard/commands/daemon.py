@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import made, store
+from senpi_guard.io import made, reader, store
 from senpi_guard.io.write import os_error, write_private
 from senpi_guard.keep import service
 from senpi_guard.prove import nodes
@@ -107,7 +107,7 @@ def _unit_place(unit: Path, action: str) -> bool:
 
 def _read_unit(unit: Path) -> str:
     try:
-        return unit.read_text("utf-8")
+        return reader.read(unit, reader.SERVICE).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FatalError(
             f"{unit} is not UTF-8 text, so it is not a unit senpi-guard wrote: run "
@@ -232,7 +232,7 @@ def _macos(action: str, as_json: bool = False) -> int:
         return done.finish()
     listed = service.run(["launchctl", "list", service.LABEL]).returncode == 0
     try:
-        data = plistlib.loads(plist.read_bytes()) if plist.exists() else {}
+        data = plistlib.loads(reader.read(plist, reader.SERVICE)) if plist.exists() else {}
     except (plistlib.InvalidFileException, ValueError, OSError) as exc:
         raise FatalError(
             f"{plist} is not a readable property list ({exc}); move it aside, then run "

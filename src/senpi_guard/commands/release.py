@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from senpi_guard import discover, ui
 from senpi_guard.errors import FatalError
-from senpi_guard.io import runas, unpack
+from senpi_guard.io import reader, runas, unpack
 from senpi_guard.prove import sandbox
 
 GIT_SCHEMES = ("git+", "git:", "github:", "gitlab:", "bitbucket:", "gist:")
@@ -145,11 +145,8 @@ def _fetch(spec: str, work: Path, caps: unpack.Caps) -> Path:
             f"npm could not fetch {spec!r}: {why}; check the spec (e.g. "
             "@code-yeongyu/senpi@2026.8.22-2), or pass a .tgz or a package folder"
         )
-    fd = os.open(tarballs[0], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        return _from_tarball(fd, owner, work, caps, spec)
-    finally:
-        os.close(fd)
+    with reader.opened(tarballs[0], reader.TARBALL) as tarball:
+        return _from_tarball(tarball.fileno(), owner, work, caps, spec)
 
 
 def _roots_own(fd: int, st: os.stat_result, path: Path) -> Path:

@@ -15,6 +15,7 @@ from tree_sitter import Node
 
 from senpi_guard.core import jssyntax as js
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 
 CONFIG_JS = "dist/config.js"
 
@@ -108,7 +109,7 @@ class _Source:
     def __init__(self, path: Path) -> None:
         self.path, self.brand_spec = path, None
         try:
-            self.tree = js.parse(path.read_bytes())
+            self.tree = js.parse(reader.read(path, reader.DIST))
         except OSError as e:
             raise FatalError(f"{path}: cannot read it ({e.strerror}): is this a senpi install?") from e
         except js.JsSyntaxError as e:
@@ -252,7 +253,7 @@ def no_constants(name: str) -> None:
 def package_json(path: Path) -> tuple[str | None, str | None]:
     """piConfig's name and configDir as config.js takes them (a missing file counts as {})."""
     try:
-        data = json.loads(path.read_bytes().decode("utf-8", "replace"), parse_constant=no_constants)
+        data = json.loads(reader.read(path, reader.MANIFEST).decode("utf-8", "replace"), parse_constant=no_constants)
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError) as e:

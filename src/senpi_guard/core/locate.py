@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from senpi_guard.core import jssyntax
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 
 JS_SUFFIXES = (".js", ".mjs", ".cjs")
 
@@ -46,7 +47,7 @@ def listing_key(package_dir: Path, dist: Path, files: list[str]) -> str | None:
     resized, another. An edit that keeps every size is not seen: as with the stamp of an install's
     record (package.json's and dist/'s identity and times), which an edit deep in dist/ keeps."""
     try:
-        digest = hashlib.sha256((package_dir / "package.json").read_bytes())
+        digest = hashlib.sha256(reader.read(package_dir / "package.json", reader.MANIFEST))
         prefix = len(str(dist)) + 1
         for name in files:
             digest.update(f"{name[prefix:]}\0{os.stat(name).st_size}\n".encode("utf-8", "surrogateescape"))
@@ -99,8 +100,7 @@ def find_exported_functions(
 
 def _read(name: str | Path) -> bytes:
     try:
-        with open(name, "rb") as handle:
-            return handle.read()
+        return reader.read(name, reader.DIST)
     except OSError as exc:
         raise FatalError(f"cannot read {name}: {exc.strerror}; make dist/ readable") from exc
 

@@ -17,6 +17,7 @@ from typing import Any
 import platformdirs
 
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 
 LAYERS = ("dist", "extension")
 DRIFT_MODES = ("report", "rebuild")
@@ -26,6 +27,8 @@ RANGES = {
     "rescan_interval": (1, 86400),
     "quiet_period": (0.05, 60),
     "settle_timeout": (0.5, 3600),
+    "dist_file_max_bytes": (1e6, 1e11),  # io/reader: the most read of one file of senpi's dist/
+    "session_line_max_bytes": (1e6, 1e11),  # ... and of one line of a session file
     "check_max_bytes": (1e6, 1e13),  # what `check` may unpack of a release
     "check_max_entries": (1, 1e8),
 }
@@ -56,6 +59,8 @@ class Config:
     rescan_interval: float = 60.0
     quiet_period: float = 0.5
     settle_timeout: float = 30.0
+    dist_file_max_bytes: float = 64 * 2**20  # a larger file in senpi's dist/ is refused (64 MiB) ...
+    session_line_max_bytes: float = 128 * 2**20  # ... and a longer line of a session (128 MiB)
     check_max_bytes: float = 1e9  # `check` refuses a release that unpacks to more (1 GB) ...
     check_max_entries: float = 100_000  # ... or to more entries
     on_drift: str = "report"  # the watcher: "report" a hand-edited patched file, or "rebuild" it
@@ -114,7 +119,7 @@ def load(path: Path | None = None) -> Config:
             raise FatalError(
                 f"config {path} is not a regular file; point SENPI_GUARD_CONFIG at a TOML file, or unset it"
             )
-        raw = path.read_bytes()
+        raw = reader.read(path, reader.CONFIG)  # (a FIFO swapped in since the stat is refused, not waited on)
     except FileNotFoundError:
         if named:
             raise FatalError(

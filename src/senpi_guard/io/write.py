@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import folders, made
+from senpi_guard.io import folders, made, reader
 
 TEMP_SUFFIX = ".senpi-guard"
 
@@ -113,6 +113,7 @@ def read(path: Path, package_dir: Path) -> Snapshot:
                         f"{path} is unreadable (mode {stat.S_IMODE(st.st_mode):04o}); "
                         "make it readable (chmod a+r) and retry"
                     )
+                reader.check_size(path, reader.DIST, st.st_size)  # (a sparse giant is never read whole)
                 data = handle.read()
     except (NotADirectoryError, FileNotFoundError) as exc:
         raise _refuse_link(path, root, exc) from exc
@@ -375,4 +376,5 @@ def read_in(folder: Path, name: str) -> bytes | None:
                 f"{folder / name} is not a regular file (a FIFO or a device?); senpi-guard "
                 "never reads or replaces it: move it away, then retry"
             )
+        reader.check_size(folder / name, reader.EXTENSION, os.fstat(handle.fileno()).st_size)
         return handle.read()

@@ -18,6 +18,7 @@ from senpi_guard import discover
 from senpi_guard.core import locate
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 from senpi_guard.io.store import Store
 from senpi_guard.keep.notify import log, notify
 from senpi_guard.layers import pipeline
@@ -31,8 +32,8 @@ RETRY_S = (5.0, 600.0)
 
 def _sha(path: Path) -> str:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return reader.sha256(path, reader.DIST)
+    except (OSError, reader.Refused):
         return "missing"
 
 

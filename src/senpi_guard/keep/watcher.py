@@ -26,6 +26,7 @@ from senpi_guard import discover
 from senpi_guard.core.patch.definition import Patch, check_config
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
+from senpi_guard.io import reader
 from senpi_guard.io import store as store_mod
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
@@ -171,8 +172,11 @@ class Watcher:
             staging = tuple(sorted(e for e in os.listdir(package_dir.parent) if e.startswith(STAGING_PREFIXES)))
         except OSError:
             staging = ()
-        manifest = discover.read_manifest(package_dir)
-        version = manifest.get("version") if manifest else None
+        try:
+            manifest = discover.read_manifest(package_dir)
+            version = manifest.get("version") if manifest else None
+        except FatalError as exc:  # (one senpi-guard will not read, a FIFO say: no update under way)
+            version = str(exc)
         present = package_dir.exists()
         real = Path(os.path.realpath(package_dir))
         files = [f for patch in self.patches for f in self.schedule.known.get((real, patch.name), Known()).files]
@@ -235,6 +239,7 @@ class Watcher:
                 "; ".join(f"{p.name}: {p.settings(fresh)}" for p in self.patches),
             )
             self.config = fresh
+            reader.use(fresh)
             self.schedule.known.clear()
 
     def reconcile_all(self, trigger: str) -> None:

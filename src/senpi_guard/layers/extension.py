@@ -21,7 +21,7 @@ from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
-from senpi_guard.io import write
+from senpi_guard.io import reader, write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.io.write import os_error, write_private
@@ -105,7 +105,7 @@ def _keep_aside(path: Path, store: Store) -> str:
     """Move an edited extension out of the extensions folder (where senpi would still load it): a
     copy in the data folder, then the file taken away (both only if it is still what was read)."""
     try:
-        data = path.read_bytes()
+        data = reader.read(path, reader.EXTENSION)
     except OSError as exc:
         raise os_error(exc, "read", path, "move it away by hand, then retry") from exc
     # (named by its bytes too: two agent dirs' edits kept in one second are two files)

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import locks
+from senpi_guard.io import locks, reader
 from senpi_guard.io.write import write_private
 from senpi_guard.prove import replays
 from senpi_guard.prove.verify import VerifyReport
@@ -29,9 +29,8 @@ def _unchanged(imported: dict[str, str]) -> bool:
     """Every file still holds the bytes it held (thousands of files: plain strings, not Paths)."""
     for path, wanted in imported.items():
         try:
-            with open(path, "rb") as handle:
-                digest = hashlib.sha256(handle.read()).hexdigest()
-        except (OSError, TypeError, ValueError):
+            digest = reader.sha256(path, reader.DIST)
+        except (OSError, TypeError, ValueError, reader.Refused):
             return False
         if digest != wanted:
             return False
@@ -71,7 +70,7 @@ class ContentProofs:
 
     def _imports(self) -> dict:
         try:
-            data = json.loads(self.lists.read_text("utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(reader.read(self.lists, reader.STATE))
+        except (OSError, ValueError, reader.Refused):
             return {}
         return data if isinstance(data, dict) else {}

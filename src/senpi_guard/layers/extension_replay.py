@@ -15,7 +15,7 @@ from senpi_guard.core import jssyntax, locate
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
-from senpi_guard.io import memo
+from senpi_guard.io import memo, reader
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import extension_proofs as proofs
@@ -35,8 +35,8 @@ def _defines_runner(path: Path) -> bool:
     """The file that defines and exports `class ExtensionRunner` (by syntax tree; a re-export, as
     senpi's index.js files hold, does not count)."""
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = reader.read(path, reader.DIST)
+    except (OSError, reader.Refused):
         return False
     if RUNNER_CLASS not in data:
         return False
@@ -60,12 +60,19 @@ def _defines_runner(path: Path) -> bool:
 def senpi_host(installs: list[Install], allow_foreign_root: bool = False) -> tuple[Install | None, dict | None]:
     """The installed senpi's own extension loader and runner, found by what its files export; None
     when there is none (or root would have to run another user's code)."""
+    refused: FatalError | None = None
     for install in installs:
         if install.unsupported:
             continue
-        host = _remembered_host(install.package_dir) or _find_host(install.package_dir)
+        try:
+            host = _remembered_host(install.package_dir) or _find_host(install.package_dir)
+        except FatalError as exc:  # (a dist/ file refused, a sparse giant say: the next install's host)
+            refused = refused or exc
+            continue
         if host is not None:
             return install, host
+    if refused is not None:
+        raise refused
     return None, None
 
 
@@ -126,8 +133,8 @@ def _replay_parts(patch: Patch, rendered: str, install: Install | None, host: di
 
     def sha(path: Path) -> str:
         try:
-            return hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
+            return reader.sha256(path, reader.DIST)
+        except (OSError, reader.Refused):
             return f"unreadable {time.time()}"  # never matches: the replay runs
 
     fixtures = sorted(p for p in patch.extension.fixtures.rglob("*") if p.is_file())
@@ -193,8 +200,8 @@ def _run_replay(
     looked: bool = False,
 ) -> VerifyReport:
     files = {
-        **{script.name: script.read_bytes() for script in patch.scripts()},  # (the checks import the span scan)
-        "extension-checks.mjs": Path(patch.extension.checks).read_bytes(),
+        **{script.name: reader.own_data(script) for script in patch.scripts()},  # (the checks import the span scan)
+        "extension-checks.mjs": reader.own_data(patch.extension.checks),
         patch.extension.file_name: rendered.encode("utf-8"),
     }
     with place.folder("-ext", HARNESS, files) as folder:

@@ -22,6 +22,7 @@ from typing import Any
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.io.write import write_private
@@ -127,7 +128,7 @@ def _take_out(job: Reproof, store: Store, failure: str, report) -> LayerOutcome:
 def _load(store: Store) -> list[dict[str, Any]]:
     path = store.state_dir / TAKEN_OUT
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = json.loads(reader.read(path, reader.STATE))
     except FileNotFoundError:
         return []
     except (OSError, ValueError) as exc:

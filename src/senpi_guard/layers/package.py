@@ -20,7 +20,7 @@ from senpi_guard import INSTALL_ADVICE, __version__
 from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
-from senpi_guard.io import newfolder
+from senpi_guard.io import newfolder, reader
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import os_error
 from senpi_guard.layers.package_filter import CHECK, enabled_by_overrides, loads_check
@@ -83,10 +83,11 @@ def files(patch: Patch, config: Config) -> dict[str, bytes]:
 
 
 def _ours(folder: Path) -> dict[str, Any] | None:
-    """Our key in a folder's package.json (None when it is not a package senpi-guard exported)."""
+    """Our key in a folder's package.json (None when it is not a package senpi-guard exported; a
+    package.json senpi-guard will not read, a FIFO say, is refused: reader.Refused)."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text("utf-8"))
-    except (OSError, ValueError):
+        manifest = json.loads(reader.read(folder / MANIFEST, reader.MANIFEST))
+    except (OSError, ValueError, RecursionError):
         return None
     mark = manifest.get(KEY) if isinstance(manifest, dict) else None
     return mark if isinstance(mark, dict) and isinstance(mark.get("patch"), str) else None
@@ -135,7 +136,7 @@ def edited_files(folder: Path, rendered: dict[str, bytes]) -> list[str]:
     found = []
     for name, data in rendered.items():
         try:
-            there = (folder / name).read_bytes()
+            there = reader.read(folder / name, reader.EXTENSION)
         except FileNotFoundError:
             continue
         except OSError:
@@ -179,7 +180,7 @@ def export(patch: Patch, config: Config, dest: Path) -> tuple[Path, bool]:
 
 def _same(path: Path, data: bytes) -> bool:
     try:
-        return path.read_bytes() == data
+        return reader.read(path, reader.EXTENSION) == data
     except OSError:
         return False
 
@@ -192,14 +193,15 @@ def _settings(agent_dir: Path, key: str = "packages") -> tuple[Path, list[Any]] 
     for name in SETTINGS:
         path = agent_dir / name
         try:
-            text = path.read_text("utf-8")
+            raw = reader.read(path, reader.SETTINGS)  # (a FIFO, another user's link: refused in one line)
         except FileNotFoundError:
             continue
         except OSError:
             return None
         try:
+            text = raw.decode("utf-8")
             data = json.loads(_without_comments(text) if name.endswith("c") else text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None  # (senpi itself would not read it either)
         found = data.get(key) if isinstance(data, dict) else None
         return path, found if isinstance(found, list) else []
@@ -301,8 +303,7 @@ def difference(patch: Patch, config: Config, mark: dict[str, Any], missing: list
 def _file_mark(path: Path, patch: Patch) -> dict[str, Any] | None:
     """A single file installed as a package: ours when its header is the extension's."""
     try:
-        with path.open("rb") as handle:
-            first = handle.readline(4096)
+        first = reader.head(path, reader.EXTENSION, 4096).partition(b"\n")[0]
     except OSError:
         return None
     header = header_of(first + b"\n")

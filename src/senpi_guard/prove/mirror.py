@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from senpi_guard.io import reader
 from senpi_guard.prove.sandbox import Sandbox, script_bytes
 
 ORIGINAL_SUFFIX = ".senpi-guard-original.js"
@@ -54,7 +55,7 @@ def mirror(
     """`modules` are verify.ModulePair (their real_path lies lexically under package_dir); yields
     the Mirror with every module placed, and `extras` (name -> bytes) written beside the harness,
     in a folder of `sandbox` (as root for someone else, that owner makes and fills it)."""
-    files = {**script_bytes(checks), "checks.mjs": checks.read_bytes(), **(extras or {})}
+    files = {**script_bytes(checks), "checks.mjs": reader.own_data(checks), **(extras or {})}
     real_package = Path(os.path.realpath(package_dir))
     # lexical paths: a folder swapped for a link since the read must not move the mirror elsewhere
     rels = {module.real_path: Path(module.real_path).relative_to(package_dir) for module in modules}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import memo, runas
+from senpi_guard.io import memo, reader, runas
 from senpi_guard.prove import owners
 
 MIN_NODE = 18
@@ -47,10 +47,9 @@ def _memo_key(node: str) -> str | None:
     if os.path.basename(real) != "node":
         return None
     try:
-        with open(real, "rb") as handle:
-            if handle.read(4) != b"\x7fELF":
-                return None
-    except OSError:
+        if reader.head(real, reader.PROGRAM, 4) != b"\x7fELF":
+            return None
+    except (OSError, reader.Refused):
         return None
     return memo.file_key(real)
 

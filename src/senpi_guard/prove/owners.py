@@ -29,7 +29,7 @@ from pathlib import Path
 
 from senpi_guard import ui
 from senpi_guard.errors import FatalError
-from senpi_guard.io import memo, runas
+from senpi_guard.io import memo, reader, runas
 
 EXAMPLES = 2  # files named per owner in a refusal
 VERDICT = "root-verdict"  # (memo kind)
@@ -89,9 +89,8 @@ def _exposed_above(path: str, judgement: Judgement, seen: dict[str, bool]) -> bo
 
 def _dependencies(package_dir: str) -> list[str]:
     try:
-        with open(os.path.join(package_dir, "package.json"), encoding="utf-8") as handle:
-            doc = json.load(handle)
-    except (OSError, ValueError):
+        doc = json.loads(reader.read(os.path.join(package_dir, "package.json"), reader.MANIFEST))
+    except (OSError, ValueError, RecursionError):
         return []
     names: list[str] = []
     for key in DEPENDENCY_KEYS:

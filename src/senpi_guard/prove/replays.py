@@ -18,7 +18,7 @@ from pathlib import Path
 
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.errors import FatalError
-from senpi_guard.io import locks
+from senpi_guard.io import locks, reader
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import write_private
 from senpi_guard.prove import nodes, sandbox
@@ -37,9 +37,9 @@ def _patch_digest(patch: Patch) -> list[str]:
     harness = sandbox.harness_bytes("harness.mjs")
     fixtures = sorted(p for p in (patch.root / "fixtures").rglob("*") if p.is_file())
     return [
-        *(_sha(path.name.encode() + path.read_bytes()) for path in patch.scripts()),
+        *(_sha(path.name.encode() + reader.own_data(path)) for path in patch.scripts()),
         _sha(harness),
-        _sha(b"".join(p.name.encode() + p.read_bytes() for p in fixtures)),
+        _sha(b"".join(p.name.encode() + reader.own_data(p) for p in fixtures)),
     ]
 
 
@@ -50,8 +50,8 @@ def _neighbours(module: ModulePair, replayed: set[Path]) -> list[tuple[str, str]
     folder = Path(module.real_path).parent
     try:
         paths = sorted(p for p in folder.iterdir() if p.name.endswith(SCRIPTS) and p.is_file())
-        return [(p.name, _sha(p.read_bytes())) for p in paths if p not in replayed]
-    except OSError:
+        return [(p.name, reader.sha256(p, reader.DIST)) for p in paths if p not in replayed]
+    except (OSError, reader.Refused):
         return [("unreadable", str(time.time()))]  # never matches: the replay runs
 
 
@@ -100,8 +100,8 @@ class ReplayMemo:
 
     def _stored(self) -> dict[str, dict]:
         try:
-            data = json.loads(self.path.read_text("utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(reader.read(self.path, reader.STATE))
+        except (OSError, ValueError, reader.Refused):
             return {}
         return data if isinstance(data, dict) else {}
 

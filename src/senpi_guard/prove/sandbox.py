@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import runas
+from senpi_guard.io import reader, runas
 from senpi_guard.io.unpack import STOP_SIGNALS, as_user
 from senpi_guard.io.write import private_dirs
 from senpi_guard.prove import owners
@@ -114,18 +114,18 @@ def make_private(folder: Path) -> None:
 
 def harness_files(name: str) -> dict[str, bytes]:
     """A harness of prove/js with the protocol module it imports, by name."""
-    return {file: JS.joinpath(file).read_bytes() for file in (name, PROTOCOL)}
+    return {file: reader.own_data(JS.joinpath(file)) for file in (name, PROTOCOL)}
 
 
 def harness_bytes(name: str) -> bytes:
     """What a harness's replay depends on: its own bytes and the protocol's (for replay keys)."""
-    return JS.joinpath(name).read_bytes() + JS.joinpath(PROTOCOL).read_bytes()
+    return reader.own_data(JS.joinpath(name)) + reader.own_data(JS.joinpath(PROTOCOL))
 
 
 def script_bytes(checks: Path) -> dict[str, bytes]:
     """The checks and the scripts beside them they may import, by name (read by the caller, who can)."""
-    found = {script.name: script.read_bytes() for script in checks.parent.glob("*.mjs")}
-    found[checks.name] = checks.read_bytes()
+    found = {script.name: reader.own_data(script) for script in checks.parent.glob("*.mjs")}
+    found[checks.name] = reader.own_data(checks)
     return found
 
 

@@ -23,6 +23,7 @@ from senpi_guard import ui
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.core.patch.fixtures import FIXTURES_CODE
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import write_private
 from senpi_guard.prove import nodes
@@ -311,13 +312,13 @@ def fixtures_json(patch: Patch, folder: Path, cache_dir: Path | None = None) -> 
     sources = sorted(folder.glob("*.json"))
     digest = hashlib.sha256(patch.fixtures_format.encode() + b"\0")
     for code in FIXTURES_CODE:
-        digest.update(code.read_bytes())
+        digest.update(reader.own_data(code))
     for path in sources:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(path.name.encode() + b"\0" + reader.own_data(path) + b"\0")
     cached = cache_dir / f"fixtures-{digest.hexdigest()[:24]}.json" if cache_dir else None
     if cached is not None:
-        with contextlib.suppress(OSError):
-            return cached.read_text("utf-8")
+        with contextlib.suppress(OSError, UnicodeDecodeError, reader.Refused):
+            return reader.read(cached, reader.STATE).decode("utf-8")
     text = json.dumps(patch.load_fixtures(folder))
     if cached is not None:
         with contextlib.suppress(FatalError):  # not keeping it only costs the next run the expansion

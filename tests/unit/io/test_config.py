@@ -35,6 +35,8 @@ ENGINE = {
     "settle_timeout": ("10", 10.0),
     "check_max_bytes": ("2_000_000", 2e6),
     "check_max_entries": ("500", 500.0),
+    "dist_file_max_bytes": ("200_000_000", 2e8),
+    "session_line_max_bytes": ("1e9", 1e9),
     "on_drift": ('"rebuild"', "rebuild"),
     "layers": ('["extension"]', ("extension",)),
 }
@@ -84,6 +86,9 @@ def test_table_only_settings_and_sub_tables(tmp_path):
         ('tags = ["x", "x"]', "twice"),
         ('upstream_dedupe = "maybe"', "replace"),
         ("rescan_interval = 0", "rescan_interval"),
+        ("session_line_max_bytes = 10", "'session_line_max_bytes' must be a number from"),
+        ('dist_file_max_bytes = "64M"', "'dist_file_max_bytes' must be a number from"),
+        ("dist_file_max_bytes = nan", "'dist_file_max_bytes' must be a number from"),
         ("quiet_period = true", "quiet_period"),
         ("colour = 1", "unknown key"),
         ("tags = [", "not valid TOML"),

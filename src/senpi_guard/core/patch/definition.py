@@ -19,6 +19,7 @@ from senpi_guard.core.patch.fixtures import check_formats, load_fixtures
 from senpi_guard.core.patch.settings import Setting
 from senpi_guard.core.patch.targets import Target, parse_edits, parse_target
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 from senpi_guard.io.config import Config
 
 CONFIG_SLOT = "/*senpi-guard:config*/"
@@ -265,7 +266,7 @@ def _extension(root: Path, layer: dict[str, Any] | None) -> ExtensionLayer | Non
         return None
     risks = tuple((r["target"], r["text"]) for r in layer.get("risks", []))
     sources = [layer["source"]] if isinstance(layer["source"], str) else layer["source"]
-    source = "".join((root / name).read_text("utf-8") for name in sources)  # (joined in the order given)
+    source = "".join(reader.own_text(root / name) for name in sources)  # (joined in the order given)
     return ExtensionLayer(
         source,
         layer["file_name"],
@@ -317,7 +318,7 @@ def _parse(data: dict[str, Any], root: Path) -> Patch:
     names.check(data, root)
     files = data.get("payload") or []
     # (the payload may be split into several files, joined in the order given)
-    payload = "".join((root / name).read_text("utf-8") for name in ([files] if isinstance(files, str) else files))
+    payload = "".join(reader.own_text(root / name) for name in ([files] if isinstance(files, str) else files))
     versions = data.get("versions", {})
     shapes = tuple(
         KnownShape(s["range"], s["folder"], s["returns"], tuple(s.get("present", ())))
@@ -361,7 +362,7 @@ def _patch_folder(name: str) -> Path:
 def load(name: str, root: Path | None = None) -> Patch:
     root = root or _patch_folder(name)
     try:
-        patch = _parse(tomllib.loads((root / "patch.toml").read_text("utf-8")), root)
+        patch = _parse(tomllib.loads(reader.own_text(root / "patch.toml")), root)
     except (OSError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as exc:
         raise FatalError(f"patch definition {root} is broken ({exc}); reinstall senpi-guard") from exc
     if patch.configures_payload and not patch.has_slot:

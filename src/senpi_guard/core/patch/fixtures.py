@@ -9,13 +9,14 @@ from typing import Any
 
 from senpi_guard.core.patch.fixture_formats import CODE, FORMATS
 from senpi_guard.errors import FatalError
+from senpi_guard.io import reader
 
 FIXTURES_CODE = (Path(__file__), *CODE)  # (what expands the fixtures: a cache of them is keyed by it too)
 
 
 def load_fixtures(folder: Path, fmt: str) -> list[dict[str, Any]]:
     expand = FORMATS[fmt].expand
-    return [expand(json.loads(p.read_text("utf-8")), p.stem) for p in sorted(folder.glob("*.json"))]
+    return [expand(json.loads(reader.own_text(p)), p.stem) for p in sorted(folder.glob("*.json"))]
 
 
 def fixture_names(folder: Path) -> list[str]:
@@ -23,7 +24,7 @@ def fixture_names(folder: Path) -> list[str]:
     names = []
     for path in sorted(folder.glob("*.json")):
         try:
-            raw = json.loads(path.read_text("utf-8"))
+            raw = json.loads(reader.own_text(path))
         except (OSError, UnicodeDecodeError, ValueError):
             continue
         names.append(raw.get("name", path.stem) if isinstance(raw, dict) else path.stem)
@@ -35,7 +36,7 @@ def folder_problem(folder: Path, fmt: str) -> str | None:
     format being ...); None when all are."""
     for path in sorted(folder.glob("*.json")):
         try:
-            problem = FORMATS[fmt].problem(json.loads(path.read_text("utf-8")))
+            problem = FORMATS[fmt].problem(json.loads(reader.own_text(path)))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             problem = f"it cannot be read as JSON ({str(exc).splitlines()[0]})"
         if problem:
