@@ -125,7 +125,7 @@ class DistSchedule:
             outcome.millis,
             f" wrote={','.join(outcome.changed)}" if outcome.changed else "",
         )
-        if outcome.ok and outcome.detail.startswith("left as it is"):
+        if outcome.ok and outcome.reason is pipeline.Reason.RESHAPE_LEFT:
             log.warning("install=%s %s", inst.package_dir, outcome.detail)
         result = {
             "time": time.time(),

@@ -21,7 +21,15 @@ from senpi_guard.io.store import Store
 from senpi_guard.layers import dist_apply, dist_files, dist_revert, where
 from senpi_guard.layers import house as house_mod
 from senpi_guard.layers.dist_apply import also, reshape_cost, reused, unexpected
-from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, overall_detail, overall_state, reinstall
+from senpi_guard.layers.findings import (
+    Inspection,
+    Outcome,
+    Reason,
+    TargetFile,
+    overall_detail,
+    overall_state,
+    reinstall,
+)
 from senpi_guard.prove import nodes, verify
 from senpi_guard.prove.replays import ReplayMemo, replay_key
 from senpi_guard.prove.sandbox import Sandbox
@@ -305,7 +313,10 @@ class Reconciler:
                 result = self._report_drift(insp, start, dry_run)
             elif keep_reshapes and (cost := reshape_cost(insp)):
                 result = replace(
-                    start, ok=True, detail=f"left as it is: {cost}; run `senpi-guard apply` to make that change"
+                    start,
+                    ok=True,
+                    detail=f"left as it is: {cost}; run `senpi-guard apply` to make that change",
+                    reason=Reason.RESHAPE_LEFT,
                 )
             elif self.patch.deferred(self.config, insp.present):
                 result = self._defer(insp, start, dry_run, keep_reshapes)

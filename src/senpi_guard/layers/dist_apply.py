@@ -14,7 +14,7 @@ from senpi_guard.io import store as store_mod
 from senpi_guard.io import write
 from senpi_guard.layers import dist_files
 from senpi_guard.layers import house as house_mod
-from senpi_guard.layers.findings import Inspection, Outcome
+from senpi_guard.layers.findings import Inspection, Outcome, Reason
 from senpi_guard.prove import verify
 
 if TYPE_CHECKING:
@@ -150,6 +150,7 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
             start,
             ok=True,
             detail=f"left as it is: {rule} {cost}; run `senpi-guard apply` to make that change",
+            reason=Reason.RESHAPE_LEFT,
         )
     plans = [(tf, rec._without_me(insp.install, tf)) for tf in ours]
     if not dry_run:  # (other patches left on a file are proven on what remains)

@@ -28,6 +28,7 @@ from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import extension, extension_plan, extension_reprove
 from senpi_guard.layers.extension import LayerOutcome
+from senpi_guard.layers.findings import Reason
 
 
 def _always(_patch: Patch, _install: Install) -> bool:
@@ -64,7 +65,9 @@ class _Round:
     seen: set[tuple[str, str, str]] = field(default_factory=set)  # the standing problems of this round
     partial: bool = False  # an agent dir was not looked at (being re-proven, an error): nothing is forgotten
 
-    def standing(self, key: tuple[str, str], path: Path, state: str, detail: str, installs=()) -> None:
+    def standing(
+        self, key: tuple[str, str], path: Path, state: str, detail: str, installs=(), reason: Reason = Reason.NONE
+    ) -> None:
         """A standing problem: reported the first time it is seen, then left alone quietly while it
         lasts."""
         noted = (self.patch.name, *key)
@@ -72,7 +75,8 @@ class _Round:
         if noted in self.keeping.noted:
             return
         self.keeping.noted.add(noted)
-        self.results.append(LayerOutcome(path, state, state, False, detail, installs=list(installs), standing=True))
+        found = LayerOutcome(path, state, state, False, detail, installs=list(installs), standing=True, reason=reason)
+        self.results.append(found)
 
     def forget_gone(self) -> None:
         """After a whole round: this patch's standing problems not seen in it are gone."""
@@ -137,7 +141,8 @@ def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
                 f"left as it is: {reshape.cost('extension', status.reshapes)}; "
                 "run `senpi-guard apply` to make that change"
             )
-            now.standing(("reshapes", f"{status.path} {status.reshapes}"), status.path, "stale", detail)
+            key = ("reshapes", f"{status.path} {status.reshapes}")
+            now.standing(key, status.path, "stale", detail, reason=Reason.RESHAPE_LEFT)
             return
         wanted = (now.patch.patch_id(now.config), where)
         if status.state == "installed" and wanted not in now.keeping.failed:

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from senpi_guard.core.patch.classify import State
 from senpi_guard.discover import Install
 from senpi_guard.layers import package
+from senpi_guard.layers.findings import Reason
 from senpi_guard.prove.verify import VerifyReport
 
 
@@ -44,6 +45,7 @@ class LayerOutcome:
     standing: bool = False  # (the watcher) a problem left alone, reported once
     would_write: bool = False  # (a dry run) apply would write the file (or take one out)
     took_out: bool = False  # senpi-guard's own file beside a package was taken out
+    reason: Reason = Reason.NONE
 
     layer: ClassVar[str] = "extension"
 

@@ -4,6 +4,7 @@ did (an Outcome): plain data, shared by the reconciler and the commands that pri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar
 
@@ -47,6 +48,14 @@ class Inspection:
         return {f.target.role for f in self.files}
 
 
+class Reason(StrEnum):
+    """Why a layer's result is what it is, where a reader acts on it (never on the detail's words)."""
+
+    NONE = ""
+    # (the watcher) a change that would reshape what sent messages look like, left for `apply`
+    RESHAPE_LEFT = "reshape-left"
+
+
 @dataclass
 class Outcome:
     install: Install
@@ -67,6 +76,7 @@ class Outcome:
     backups: list[str] = field(default_factory=list)  # backups written or restored from
     shape: str = ""  # the compiled shape's version range the targets were found in
     passing: bool = False  # failed for a cause that passes (a full disk): to be tried again later
+    reason: Reason = Reason.NONE
 
     layer: ClassVar[str] = "dist"
 

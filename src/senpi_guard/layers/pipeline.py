@@ -33,7 +33,7 @@ from senpi_guard.layers import extension_removal as removal
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.extension_keep import Keeping
-from senpi_guard.layers.findings import Inspection, Outcome
+from senpi_guard.layers.findings import Inspection, Outcome, Reason
 from senpi_guard.layers.house import House
 from senpi_guard.layers.package import export as export_package  # noqa: F401 (commands reach it here)
 from senpi_guard.layers.verdicts import APPLY, Result, as_owner, concerns, next_step, refusal_step  # noqa: F401 (as export_package)
@@ -57,6 +57,7 @@ __all__ = [
     "Outcome",
     "Pipeline",
     "Placement",
+    "Reason",
     "Reproof",
     "Result",
     "Run",
