@@ -12,7 +12,7 @@ from senpi_guard.audit import resend
 from senpi_guard.commands import common, metrics
 from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
-from senpi_guard.errors import FatalError
+from senpi_guard.errors import FatalError, fix_of
 from senpi_guard.io.store import cache_dir
 from senpi_guard.layers import pipeline
 from senpi_guard.prove import nodes, owners
@@ -218,9 +218,10 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
                 "patches": subs,
             }
         )
-        rows[-1]["replay_problem"] = _replay_problem(install, rows[-1]["node"])
+        refused = _replay_problem(install, rows[-1]["node"])
+        rows[-1]["replay_problem"] = None if refused is None else str(refused)
         rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs) and not rows[-1]["replay_problem"]
-        rows[-1]["next"] = pipeline.refusal_step(rows[-1]["replay_problem"]) or next(
+        rows[-1]["next"] = pipeline.fix_step(fix_of(refused) if refused else "") or next(
             (sub["next"] for sub in subs if not sub["as_wanted"]), None
         )
         rows[-1]["amiss"] = [what for sub in subs for what in sub["amiss"]]
@@ -254,11 +255,11 @@ def _dict(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _replay_problem(install, node: dict[str, str]) -> str | None:
-    """As root: why a replay of this install would be refused (whose code it is), else None."""
+def _replay_problem(install, node: dict[str, str]) -> FatalError | None:
+    """As root: the refusal a replay of this install would meet (whose code it is), else None."""
     if os.geteuid() != 0 or install.unsupported or "path" not in node:
         return None
-    return owners.refusal(install.package_dir, node["path"])
+    return owners.refused(install.package_dir, node["path"])
 
 
 def _node(install) -> dict[str, str]:

@@ -14,22 +14,14 @@ from senpi_guard.core.patch import apply, reshape, reverse
 from senpi_guard.core.patch.classify import State, classify
 from senpi_guard.core.patch.definition import Patch, Target
 from senpi_guard.discover import Install
-from senpi_guard.errors import FatalError
+from senpi_guard.errors import FatalError, fix_of
 from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import dist_apply, dist_files, dist_revert, where
 from senpi_guard.layers import house as house_mod
-from senpi_guard.layers.dist_apply import also, reshape_cost, reused, unexpected
-from senpi_guard.layers.findings import (
-    Inspection,
-    Outcome,
-    Reason,
-    TargetFile,
-    overall_detail,
-    overall_state,
-    reinstall,
-)
+from senpi_guard.layers.dist_apply import also, left_for_apply, reshape_cost, reused, unexpected
+from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, overall_detail, overall_state, reinstall
 from senpi_guard.prove import nodes, verify
 from senpi_guard.prove.replays import ReplayMemo, replay_key
 from senpi_guard.prove.sandbox import Sandbox
@@ -312,18 +304,15 @@ class Reconciler:
             elif insp.state == State.DRIFTED and on_drift != "rebuild":
                 result = self._report_drift(insp, start, dry_run)
             elif keep_reshapes and (cost := reshape_cost(insp)):
-                result = replace(
-                    start,
-                    ok=True,
-                    detail=f"left as it is: {cost}; run `senpi-guard apply` to make that change",
-                    reason=Reason.RESHAPE_LEFT,
-                )
+                result = left_for_apply(start, cost)
             elif self.patch.deferred(self.config, insp.present):
                 result = self._defer(insp, start, dry_run, keep_reshapes)
             else:
                 result = self._patch(insp, start, dry_run)
         except FatalError as exc:
-            result = replace(start, ok=False, after=start.before, detail=str(exc), passing=write.passes(exc))
+            result = replace(
+                start, ok=False, after=start.before, detail=str(exc), passing=write.passes(exc), fix=fix_of(exc)
+            )
         except OSError as exc:  # the disk or a folder failed us: one line, and the next install goes on
             result = replace(
                 start,
@@ -375,7 +364,7 @@ class Reconciler:
         try:
             report = self.replay(install, self.module_pairs(insp))
         except (FatalError, OSError) as exc:
-            return replace(start, detail=str(exc))
+            return replace(start, detail=str(exc), fix=fix_of(exc))
         except Exception as exc:  # a bug: this install's error, the others go on
             return replace(start, detail=unexpected(exc))
         installed = insp.state == State.PATCHED

@@ -146,12 +146,7 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
         )
     ours = [tf for tf in insp.files if tf.classified.header and tf.classified.header.entry(rec.patch.name)]
     if ours and keep_reshapes:
-        return replace(
-            start,
-            ok=True,
-            detail=f"left as it is: {rule} {cost}; run `senpi-guard apply` to make that change",
-            reason=Reason.RESHAPE_LEFT,
-        )
+        return left_for_apply(start, f"{rule} {cost}")
     plans = [(tf, rec._without_me(insp.install, tf)) for tf in ours]
     if not dry_run:  # (other patches left on a file are proven on what remains)
         house_mod.prove_others(rec, insp.install, ((tf.path, data) for tf, data in plans))
@@ -173,6 +168,12 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
     )
     final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
     return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)
+
+
+def left_for_apply(start: Outcome, what: str) -> Outcome:
+    """(The watcher) a change that would reshape what sent messages look like, left for `apply`."""
+    detail = f"left as it is: {what}; run `senpi-guard apply` to make that change"
+    return replace(start, ok=True, detail=detail, reason=Reason.RESHAPE_LEFT)
 
 
 def reshape_cost(insp: Inspection) -> str:

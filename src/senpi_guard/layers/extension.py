@@ -20,7 +20,7 @@ from senpi_guard.core.patch import reshape
 from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
-from senpi_guard.errors import FatalError
+from senpi_guard.errors import FatalError, fix_of
 from senpi_guard.io import reader, write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
@@ -148,7 +148,7 @@ def verify(
         )
     except FatalError as exc:  # (the state is what inspection found; the replay's refusal is the detail)
         state = status.state if status is not None else "error"
-        return LayerOutcome(target_path(patch, agent_dir), state, state, False, str(exc))
+        return LayerOutcome(target_path(patch, agent_dir), state, state, False, str(exc), fix=fix_of(exc))
     what = "not installed" if status.state == "absent" else "not as apply writes it"
     what = "the installed extension" if status.state == "installed" else f"{what}; the extension apply would write"
     what = f"{status.detail}; the extension" if status.off else what
@@ -229,7 +229,7 @@ def install(
     try:
         report = replay(patch, config, rendered, installs, store, allow_foreign_root, cancel=cancel)
     except FatalError as exc:
-        return LayerOutcome(path, status.state, status.state, False, str(exc))
+        return LayerOutcome(path, status.state, status.state, False, str(exc), fix=fix_of(exc))
     if not report.ok:
         return _not_proven(path, status, report)
     cost = f"; {reshape.cost('extension', status.reshapes)}" if status.reshapes else ""

@@ -46,6 +46,7 @@ class LayerOutcome:
     would_write: bool = False  # (a dry run) apply would write the file (or take one out)
     took_out: bool = False  # senpi-guard's own file beside a package was taken out
     reason: Reason = Reason.NONE
+    fix: str = ""  # the command that removes what refused it (a replay's `chmod go-w …`): errors.fix_of
 
     layer: ClassVar[str] = "extension"
 

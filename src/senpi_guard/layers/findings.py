@@ -77,6 +77,7 @@ class Outcome:
     shape: str = ""  # the compiled shape's version range the targets were found in
     passing: bool = False  # failed for a cause that passes (a full disk): to be tried again later
     reason: Reason = Reason.NONE
+    fix: str = ""  # the command that removes what refused it (a replay's `chmod go-w …`): errors.fix_of
 
     layer: ClassVar[str] = "dist"
 

@@ -36,7 +36,7 @@ from senpi_guard.layers.extension_keep import Keeping
 from senpi_guard.layers.findings import Inspection, Outcome, Reason
 from senpi_guard.layers.house import House
 from senpi_guard.layers.package import export as export_package  # noqa: F401 (commands reach it here)
-from senpi_guard.layers.verdicts import APPLY, Result, as_owner, concerns, next_step, refusal_step  # noqa: F401 (as export_package)
+from senpi_guard.layers.verdicts import APPLY, Result, as_owner, concerns, fix_step, next_step  # noqa: F401 (as export_package)
 from senpi_guard.prove import owners
 from senpi_guard.prove import verify as verify_mod
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,21 +16,18 @@ from senpi_guard.layers.findings import Outcome
 
 Result = Outcome | LayerOutcome
 
-REFUSAL_FIX = re.compile(r"\((chmod go-w [^)]+)\)")
 
-
-def refusal_step(message: str | None) -> str | None:
-    """The fix a replay refusal names (`chmod go-w …`), as the next step: apply alone would only
-    be refused the same way."""
-    found = REFUSAL_FIX.search(message or "")
-    return f"{found[1]}, then senpi-guard apply" if found else None
+def fix_step(fix: str) -> str | None:
+    """A refusal's fix (a replay's `chmod go-w …`: errors.fix_of), as the next step: apply alone
+    would only be refused the same way."""
+    return f"{fix}, then senpi-guard apply" if fix else None
 
 
 def next_step(result: Result) -> str | None:
     """What to run when a layer is not as wanted (status and verify say the same), else None."""
     if result.ok:
         return None
-    if fix := refusal_step(getattr(result, "detail", None)):
+    if fix := fix_step(result.fix):
         return fix
     if result.layer == "dist":
         step = ui.NEXT_STEPS.get(result.after) if result.after not in SETTLED else None

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard import ui
-from senpi_guard.errors import FatalError
+from senpi_guard.errors import FatalError, NeedsFix, fix_of
 from senpi_guard.io import memo, reader, runas
 
 EXAMPLES = 2  # files named per owner in a refusal
@@ -198,9 +198,9 @@ def decide(package_dir: Path | None, node: str | None) -> tuple[runas.Account | 
     try:
         decided = _decide(package_dir, node)
     except FatalError as exc:
-        memo.remember(VERDICT, key, {"refusal": str(exc)})
+        memo.remember(VERDICT, key, {"refusal": str(exc), "fix": fix_of(exc)})
         raise
-    memo.remember(VERDICT, key, {"refusal": None})
+    memo.remember(VERDICT, key, {"refusal": None, "fix": ""})
     return decided
 
 
@@ -219,10 +219,12 @@ def _decide(package_dir: Path | None, node: str | None) -> tuple[runas.Account |
     if found.unreadable is None:
         return runas.nobody(), None
     if found.anyones is not None:
-        raise FatalError(
+        fix = f"chmod go-w {found.anyones}"
+        raise NeedsFix(
             f"{found.anyones} can be changed by users other than root, and the replay of {where} would "
             f"run it as root ({runas.NOBODY} cannot read {found.unreadable}); make it root's alone "
-            f"(chmod go-w {found.anyones}), or let others read the package (chmod -R o+rX), then retry"
+            f"({fix}), or let others read the package (chmod -R o+rX), then retry",
+            fix,
         )
     note = f"{runas.NOBODY} cannot read {found.unreadable}: the replay of {where} runs as root (only root can write it)"
     return None, note
@@ -250,21 +252,28 @@ def _verdict_key(package_dir: Path | None, node: str | None) -> str | None:
     return "\n".join(parts)
 
 
-def refusal(package_dir: Path | None, node: str | None) -> str | None:
-    """For `status` as root: why a replay of this install would be refused (None: it would run),
-    from the last verdict while nothing `_verdict_key` covers changed, else judged now."""
+def refused(package_dir: Path | None, node: str | None) -> FatalError | None:
+    """For `status` as root: the refusal a replay of this install would meet (None: it would run),
+    with its fix (errors.fix_of), from the last verdict while nothing `_verdict_key` covers
+    changed, else judged now."""
     known = memo.recall(VERDICT, _verdict_key(package_dir, node))
     if (
         isinstance(known, dict)
-        and "refusal" in known
-        and (known["refusal"] is None or isinstance(known["refusal"], str))
+        and (known.get("refusal") is None or isinstance(known["refusal"], str))
+        and isinstance(known.get("fix"), str)
     ):
-        return known.get("refusal")
+        return None if known["refusal"] is None else NeedsFix(known["refusal"], known["fix"])
     try:
         decide(package_dir, node)
     except FatalError as exc:
-        return str(exc)
+        return exc
     return None
+
+
+def refusal(package_dir: Path | None, node: str | None) -> str | None:
+    """Why a replay of this install would be refused, in words (None: it would run): `refused`'s."""
+    found = refused(package_dir, node)
+    return None if found is None else str(found)
 
 
 def run_as(package_dir: Path | None, node: str | None, allow_foreign_root: bool) -> runas.Account | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from senpi_guard.errors import NeedsFix, fix_of
 from senpi_guard.io import memo
 from senpi_guard.prove import nodes, owners
 
@@ -96,11 +97,11 @@ def test_status_trusts_the_last_root_verdict_until_the_package_folders_change():
         senpi, _dep = refused_layout(Path(folder))
         said = owners.refusal(senpi, None)
         assert said and "chmod go-w" in said
-        forge(owners.VERDICT, {"refusal": "remembered"})
+        forge(owners.VERDICT, {"refusal": "remembered", "fix": ""})
         assert owners.refusal(senpi, None) == "remembered"
         (senpi / "package.json").chmod(0o600)  # a chmod of what the verdict stands on: judged again
         assert "chmod go-w" in owners.refusal(senpi, None)
-        forge(owners.VERDICT, {"refusal": "remembered"})
+        forge(owners.VERDICT, {"refusal": "remembered", "fix": ""})
         (senpi / "dist" / "cli.js").chmod(0o644)  # (deep inside: status alone would not see it)
         owner, note = owners.decide(senpi, None)  # apply and verify judge afresh: root's alone now
         assert owner is None and "cannot read" in note
@@ -112,8 +113,21 @@ def test_a_new_install_in_place_is_judged_again():
     with tempfile.TemporaryDirectory() as folder:
         senpi, _dep = refused_layout(Path(folder))
         owners.refusal(senpi, None)
-        forge(owners.VERDICT, {"refusal": None})
+        forge(owners.VERDICT, {"refusal": None, "fix": ""})
         moved = senpi.with_name("senpi-old")
         senpi.rename(moved)  # npm renames the new package in: a new inode where the old one was
         shutil.copytree(moved, senpi, symlinks=True, copy_function=shutil.copy2)
         assert "chmod go-w" in (owners.refusal(senpi, None) or "")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the verdict is root's")
+def test_a_remembered_refusal_gives_back_the_fix_recorded_never_one_read_out_of_its_words():
+    with tempfile.TemporaryDirectory() as folder:
+        senpi, _dep = refused_layout(Path(folder))
+        first = owners.refused(senpi, None)
+        assert isinstance(first, NeedsFix) and first.fix.startswith("chmod go-w ")
+        forge(owners.VERDICT, {"refusal": "remembered (chmod go-w /in/the/words)", "fix": "chmod go-w /recorded"})
+        again = owners.refused(senpi, None)
+        assert str(again) == "remembered (chmod go-w /in/the/words)" and fix_of(again) == "chmod go-w /recorded"
+        forge(owners.VERDICT, {"refusal": "remembered"})  # (an older record, without its fix: judged again)
+        assert fix_of(owners.refused(senpi, None)) == first.fix

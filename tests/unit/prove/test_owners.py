@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from senpi_guard.errors import NeedsFix
 from senpi_guard.prove import owners
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another uid needs root")
@@ -76,3 +77,18 @@ def _nobody_reads(folder: Path) -> None:
     assert owners.judge(senpi, None).unreadable is None
     (dep / "index.js").chmod(0o600)
     assert owners.judge(senpi, None).unreadable == dep.resolve() / "index.js"
+
+
+@as_root
+def test_a_refusal_over_code_anyone_may_change_carries_its_fix_as_data():
+    """Root's install nobody can read a file of, with a file others may write: refused, the fix
+    (`chmod go-w` of that file) a field of the refusal, the same as its message names."""
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder).chmod(0o755)
+        senpi, dep = pnpm_layout(Path(folder))
+        (dep / "index.js").chmod(0o600)
+        (senpi / "dist" / "cli.js").chmod(0o664)
+        with pytest.raises(NeedsFix) as refused:
+            owners.decide(senpi, None)
+        assert refused.value.fix == f"chmod go-w {owners.judge(senpi, None).anyones}"
+        assert f"({refused.value.fix})" in str(refused.value)
