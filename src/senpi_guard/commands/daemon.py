@@ -145,7 +145,23 @@ def _install_linux(unit: Path, done: _Done) -> int:
     return done.finish()
 
 
-def _uninstall_linux(unit: Path, done: _Done) -> int:
+def remove() -> list[Path]:
+    """Stop, disable and remove the user service (`daemon uninstall`, and `uninstall`'s): the
+    service file removed, or none when none was installed."""
+    if sys.platform == "darwin":
+        return _remove_macos(service.launchd_plist_path())
+    if sys.platform.startswith("linux"):
+        return _remove_linux(service.systemd_unit_path())
+    raise _manual(f"no user service manager is supported on {sys.platform}")
+
+
+def _uninstall(unit: Path, done: _Done) -> int:
+    removed = remove()
+    done.say(f"removed {unit}" if removed else f"{unit} was not installed", unit=str(unit), removed=bool(removed))
+    return done.finish()
+
+
+def _remove_linux(unit: Path) -> list[Path]:
     existed = _unit_place(unit, "uninstall")
     why = service.systemd_available()
     if not why:
@@ -158,8 +174,7 @@ def _uninstall_linux(unit: Path, done: _Done) -> int:
         ) from exc
     if not why:
         service.run(["systemctl", "--user", "daemon-reload"])
-    done.say(f"removed {unit}" if existed else f"{unit} was not installed", unit=str(unit), removed=existed)
-    return done.finish()
+    return [unit] if existed else []
 
 
 def _linux(action: str, as_json: bool = False) -> int:
@@ -167,7 +182,7 @@ def _linux(action: str, as_json: bool = False) -> int:
     if action == "status":
         return _status_linux(unit, as_json)
     done = _Done(action, as_json)
-    return _install_linux(unit, done) if action == "install" else _uninstall_linux(unit, done)
+    return _install_linux(unit, done) if action == "install" else _uninstall(unit, done)
 
 
 def _status_linux(unit: Path, as_json: bool) -> int:
@@ -208,6 +223,16 @@ def _status_linux(unit: Path, as_json: bool) -> int:
     return 0 if ok else 1
 
 
+def _remove_macos(plist: Path) -> list[Path]:
+    if shutil.which("launchctl") is None:
+        raise _manual("launchctl is not available")
+    if not plist.exists():
+        return []
+    service.run(["launchctl", "unload", "-w", str(plist)])
+    plist.unlink()
+    return [plist]
+
+
 def _macos(action: str, as_json: bool = False) -> int:
     plist = service.launchd_plist_path()
     if shutil.which("launchctl") is None:
@@ -224,12 +249,7 @@ def _macos(action: str, as_json: bool = False) -> int:
         done.say(f"loaded {plist}", unit=str(plist), written=True, loaded=True)
         return done.finish()
     if action == "uninstall":
-        existed = plist.exists()
-        if existed:
-            service.run(["launchctl", "unload", "-w", str(plist)])
-            plist.unlink()
-        done.say(f"removed {plist}", unit=str(plist), removed=existed)
-        return done.finish()
+        return _uninstall(plist, done)
     listed = service.run(["launchctl", "list", service.LABEL]).returncode == 0
     try:
         data = plistlib.loads(reader.read(plist, reader.SERVICE)) if plist.exists() else {}

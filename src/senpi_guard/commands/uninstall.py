@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import io
 import json
 import os
 import pwd
@@ -18,6 +17,8 @@ import shutil
 import stat
 import sys
 import time
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,31 @@ DESCRIPTION = (
     "outside the service."
 )
 WATCHER_STOP_WAIT = 15.0  # seconds for the service's watcher to exit once the service is stopped
+
+
+class Why(StrEnum):
+    """Why a folder senpi-guard made was left."""
+
+    NOT_EMPTY = "not-empty"  # something else keeps files there (as it should: -q says nothing of it)
+    HANDS_OFF = "hands-off"  # the folder above has no write bits
+    FAILED = "failed"  # the system refused (`detail` says how)
+
+
+@dataclass(frozen=True)
+class Left:
+    """A folder senpi-guard made that uninstall left, and why (what is printed is made from it)."""
+
+    folder: Path
+    why: Why
+    detail: str = ""
+
+    def __str__(self) -> str:
+        above = self.folder.parent
+        reason = {
+            Why.NOT_EMPTY: "not empty: something else keeps files there",
+            Why.HANDS_OFF: f"{above} has no write bits: chmod u+w {above}, then remove it",
+        }.get(self.why, self.detail)
+        return f"{self.folder} ({reason})"
 
 
 def configure(parser) -> None:
@@ -133,11 +159,9 @@ def _plan(store: Store, unit: Path | None, purge: bool) -> dict[str, Any]:
     }
 
 
-def _remove_service(unit: Path, store: Store) -> list[str]:
-    """`daemon uninstall`, its lines kept for the report; then waits for its watcher to exit."""
-    said = io.StringIO()
-    with contextlib.redirect_stdout(said):
-        daemon_cmd.run(argparse.Namespace(action="uninstall", json=False))
+def _remove_service(store: Store) -> list[str]:
+    """`daemon uninstall` (what it removed, for the report); then waits for its watcher to exit."""
+    removed = daemon_cmd.remove()
     deadline = time.monotonic() + WATCHER_STOP_WAIT
     while (watcher := store.running_watcher()) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -147,14 +171,15 @@ def _remove_service(unit: Path, store: Store) -> list[str]:
             f"is reverted and senpi-guard's folders are kept: stop it (kill {watcher['pid']}), then "
             "run `senpi-guard uninstall` again"
         )
-    return [line.removeprefix("removed ") for line in said.getvalue().splitlines() if line.startswith("removed ")]
+    return [str(path) for path in removed]
 
 
-def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[str]]:
+def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[Left]]:
     """senpi-guard's own folders whole; each folder it made only when empty. (removed, left) The
     folders it made that hold none of its own go first: the list of them lives in its state folder,
     and a run stopped after that folder is gone would not know them again."""
-    removed, left = [], []
+    removed: list[str] = []
+    left: list[Left] = []
     goes_first = [*plan["own"], *filter(None, [plan["config_removed"]])]
     above = [f for f in plan["made"] if any(o.is_relative_to(f) for o in goes_first)]
     _remove_empty([f for f in plan["made"] if f not in above], removed, left)
@@ -197,7 +222,7 @@ def _json_report(acted, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
     would = [plan["service"], *map(str, plan["own"])] + (
         [str(plan["config_removed"])] if plan["config_removed"] else []
     )
-    doc |= {"removed": removed, "left": left}
+    doc |= {"removed": removed, "left": [str(item) for item in left]}
     # (whether anything was, or would be, changed: what configuration management reports)
     doc["changed"] = bool(acted) or (
         any(Path(w).exists() for w in would if w) or any(p.is_dir() for p in plan["made"]) if dry_run else bool(removed)
@@ -243,7 +268,7 @@ def _remove_all_but(folder: Path, keep: set[Path]) -> None:
                     os.rmdir(name, dir_fd=top_fd)
 
 
-def _remove_empty(folders: list[Path], removed: list[str], left: list[str]) -> None:
+def _remove_empty(folders: list[Path], removed: list[str], left: list[Left]) -> None:
     """Each folder, when it is empty, removed relative to its parent opened as io/folders opens one
     (as root no other user's link is followed on the way, and the folder itself is never a link
     followed): a user who swaps ~/.senpi for a link meanwhile steers no removal to where it points."""
@@ -253,27 +278,25 @@ def _remove_empty(folders: list[Path], removed: list[str], left: list[str]) -> N
                 if parent is not None:
                     _remove_if_empty(parent, folder, removed, left)
         except FatalError as exc:
-            left.append(f"{folder} ({exc})")
+            left.append(Left(folder, Why.FAILED, str(exc)))
         except OSError as exc:
-            left.append(f"{folder} ({exc.strerror})")
+            left.append(Left(folder, Why.FAILED, str(exc.strerror)))
 
 
-def _remove_if_empty(parent: int, folder: Path, removed: list[str], left: list[str]) -> None:
+def _remove_if_empty(parent: int, folder: Path, removed: list[str], left: list[Left]) -> None:
     try:
         if not stat.S_ISDIR(os.stat(folder.name, dir_fd=parent, follow_symlinks=False).st_mode):
             return
     except FileNotFoundError:
         return
     if write.hands_off(os.fstat(parent).st_mode):  # (its owner's "hands off", respected even as root)
-        left.append(f"{folder} ({folder.parent} has no write bits: chmod u+w {folder.parent}, then remove it)")
+        left.append(Left(folder, Why.HANDS_OFF))
         return
     try:
         os.rmdir(folder.name, dir_fd=parent)
     except OSError as exc:
-        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-            left.append(f"{folder} ({exc.strerror})")
-        else:
-            left.append(f"{folder} (not empty: something else keeps files there)")
+        full = exc.errno in (errno.ENOTEMPTY, errno.EEXIST)
+        left.append(Left(folder, Why.NOT_EMPTY) if full else Left(folder, Why.FAILED, str(exc.strerror)))
         return
     removed.append(str(folder))
 
@@ -302,7 +325,7 @@ def run(args) -> int:
                 f"revert failed, so nothing else was removed (your backups are kept): {'; '.join(failed)}; "
                 "fix that, then run `senpi-guard uninstall` again"
             )
-        said = _remove_service(unit, store) if plan["service"] else []
+        said = _remove_service(store) if plan["service"] else []
         plan = _plan(store, unit, args.purge)  # (again: the revert's holds may have made the data folder)
     removed, left = _remove_folders(plan)
     removed = [path for path in removed if path in existed]
@@ -338,9 +361,9 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
         print(json.dumps(doc | {"kept": kept + edits, "packages_left": packages}, indent=2))
         return
     if ui.quiet() and not dry_run:  # (-q: only what failed: a folder left for a reason other than its files)
-        for line in left:
-            if "(not empty:" not in line:
-                print(f"left      {line}")
+        for item in left:
+            if item.why is not Why.NOT_EMPTY:
+                print(f"left      {item}")
         return
     for row in acted:
         what = row["where"] if row["layer"] == "dist" else f"extension {row['where']}"
@@ -359,8 +382,8 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
                 print(f"would remove  {folder}  (if empty then)")
     for line in removed:
         print(f"removed   {line}")
-    for line in left:
-        print(f"left      {line}")
+    for item in left:
+        print(f"left      {item}")
     for path in kept:
         print(f"kept      {path}  (your config; --purge removes it)")
     for path in edits:
