@@ -116,13 +116,22 @@ function __senpiGuardChange(message, output) {
 // One small custom session entry per call (customType below; senpi never puts a custom entry into
 // the context): which layers sent it (this extension's patch version and a print of its dedupe
 // settings; the dist layer when the provider is senpi's Claude one) and the text bytes of the
-// messages before and after the rewrite. It is appended from the `context` handler, before the
-// reply exists: it becomes the leaf's child (senpi 2026.8.22-2 stores the prompt's user message
-// after it, a tool call's result before it) and sits before the restart-binding marker senpi
-// appends at message_end. (An entry appended on the reply, at message_end or turn_end, lands
-// between that marker and the assistant message or after it, where senpi's binding check admits
-// only a few entry types of its own: every restart would then re-send the whole history.) The
-// setting record_calls = "off" turns it off.
+// messages before and after the rewrite. Its data is taken in the `context` handler; where it is
+// appended matters to senpi, which reads the session's entries:
+// - A call of a run (senpi not idle) is recorded when the reply's message starts. senpi stores the
+//   messages a call was made with on its own event queue, after the `context` handler ran (the
+//   prompt's user message comes after it there), and stores them before that message_start
+//   reaches an extension. An entry appended from the handler landed before the prompt: the first
+//   entry of a session, that made senpi's compaction find nothing to compact (prepareCompaction:
+//   entries that send nothing just before the cut are kept with it, so the first prompt could not
+//   be cut off), and a first prompt overflowing the window was never compacted (senpi 2026.8.22-2).
+// - It still comes before the restart-binding marker senpi appends at the reply's message_end. (An
+//   entry appended at message_end or turn_end lands between that marker and the assistant message
+//   or after it, where senpi's binding check admits only a few entry types of its own: every
+//   restart would then re-send the whole history.)
+// - A call outside a run, or a summary request, is recorded at once; one held with no reply
+//   started (an aborted call) at the turn's or the run's end, or before a compaction.
+// The setting record_calls = "off" turns it off.
 const __senpiGuardEntryType = "senpi-guard.sent";
 
 // FNV-1a (32 bits) of the settings that decide what the dedupe sends; the audit asks this very file.
@@ -195,11 +204,26 @@ function __senpiGuardRecord(pi, ctx, run) {
     catch {
         // (unknown)
     }
-    const compacting = ctx !== null && typeof ctx === "object" && typeof ctx.isCompacting === "function" && ctx.isCompacting() === true;
-    pi.appendEntry(__senpiGuardEntryType, {
+    const asks = (name) => ctx !== null && typeof ctx === "object" && typeof ctx[name] === "function" && ctx[name]();
+    const compacting = asks("isCompacting") === true;
+    const data = {
         v: 1, patch: __senpiGuardPatch.version, settings: __senpiGuardSettingsPrint(), dist,
         messages: run.n, in: run.bytesIn, out: run.bytesOut, ...(compacting ? { compacting } : {}),
-    });
+    };
+    if (!compacting && asks("isIdle") === false) {
+        __senpiGuardHeld.push(data);
+        return;
+    }
+    pi.appendEntry(__senpiGuardEntryType, data);
+}
+
+// The records of a run's calls whose reply has not started yet, oldest first.
+const __senpiGuardHeld = [];
+
+function __senpiGuardAppendHeld(pi) {
+    while (__senpiGuardHeld.length > 0) {
+        pi.appendEntry(__senpiGuardEntryType, __senpiGuardHeld.shift());
+    }
 }
 
 export default function senpiGuardDirectiveDedupe(pi) {
@@ -218,6 +242,23 @@ export default function senpiGuardDirectiveDedupe(pi) {
         pi.on(event, () => {
             __senpiGuardForget();
         });
+    }
+    // (a held record is appended once senpi has stored the call's messages: see __senpiGuardRecord)
+    const appendHeld = () => {
+        try {
+            __senpiGuardAppendHeld(pi);
+        }
+        catch {
+            __senpiGuardHeld.length = 0; // (the audit infers those calls' configuration instead)
+        }
+    };
+    pi.on("message_start", (event) => {
+        if (event && event.message && event.message.role === "assistant") {
+            appendHeld();
+        }
+    });
+    for (const event of ["turn_end", "agent_end", "session_before_compact", "session_shutdown"]) {
+        pi.on(event, appendHeld);
     }
     pi.on("context", (event, ctx) => {
         let messages;
