@@ -204,7 +204,7 @@ function __senpiGuardRecord(pi, ctx, run) {
     catch {
         // (unknown)
     }
-    const asks = (name) => ctx !== null && typeof ctx === "object" && typeof ctx[name] === "function" && ctx[name]();
+    const asks = (name) => (ctx !== null && typeof ctx === "object" && typeof ctx[name] === "function" ? ctx[name]() : undefined);
     const compacting = asks("isCompacting") === true;
     const data = {
         v: 1, patch: __senpiGuardPatch.version, settings: __senpiGuardSettingsPrint(), dist,
