@@ -116,21 +116,21 @@ function __senpiGuardChange(message, output) {
 // One small custom session entry per call (customType below; senpi never puts a custom entry into
 // the context): which layers sent it (this extension's patch version and a print of its dedupe
 // settings; the dist layer when the provider is senpi's Claude one) and the text bytes of the
-// messages before and after the rewrite. Its data is taken in the `context` handler; where it is
-// appended matters to senpi, which reads the session's entries:
-// - A call of a run (senpi not idle) is recorded when the reply's message starts. senpi stores the
-//   messages a call was made with on its own event queue, after the `context` handler ran (the
-//   prompt's user message comes after it there), and stores them before that message_start
-//   reaches an extension. An entry appended from the handler landed before the prompt: the first
-//   entry of a session, that made senpi's compaction find nothing to compact (prepareCompaction:
-//   entries that send nothing just before the cut are kept with it, so the first prompt could not
-//   be cut off), and a first prompt overflowing the window was never compacted (senpi 2026.8.22-2).
+// messages before and after the rewrite. Its data is taken in the `context` handler. The entry is
+// not inert: senpi reads the session's entries, so where it is appended matters.
+// - A call of a run (ctx.isIdle() false) is appended when the reply's message_start reaches this
+//   extension. senpi stores the messages a call is made with from its own event queue, which may
+//   run after the `context` handler, and hands the reply's message_start on only after them.
+//   Appended from the handler, the entry came before the prompt's user message: as a session's
+//   first entry it made senpi 2026.8.22-2's compaction find nothing to compact (prepareCompaction
+//   keeps the entries that send nothing just before its cut with it), and a first prompt over the
+//   context window was never compacted; every later prompt went out with it.
 // - It still comes before the restart-binding marker senpi appends at the reply's message_end. (An
 //   entry appended at message_end or turn_end lands between that marker and the assistant message
 //   or after it, where senpi's binding check admits only a few entry types of its own: every
 //   restart would then re-send the whole history.)
-// - A call outside a run, or a summary request, is recorded at once; one held with no reply
-//   started (an aborted call) at the turn's or the run's end, or before a compaction.
+// - A call outside a run and a summary request are recorded at once; a held one whose reply never
+//   started (an aborted call) at turn_end, agent_end, session_before_compact or session_shutdown.
 // The setting record_calls = "off" turns it off.
 const __senpiGuardEntryType = "senpi-guard.sent";
 
@@ -191,6 +191,9 @@ function __senpiGuardDistLayer() {
 
 const __senpiGuardClaude = new Set(["claude-sdk-oauth", "claude-agent-sdk"]);
 
+// The records of a run's calls whose reply has not started yet, oldest first.
+const __senpiGuardHeld = [];
+
 // `run`: what the call's rewrite kept (extension-reuse.js): its message count and text bytes.
 function __senpiGuardRecord(pi, ctx, run) {
     if (run === null || __senpiGuardConfig().record_calls === "off" || typeof pi.appendEntry !== "function") {
@@ -212,13 +215,13 @@ function __senpiGuardRecord(pi, ctx, run) {
     };
     if (!compacting && asks("isIdle") === false) {
         __senpiGuardHeld.push(data);
+        if (__senpiGuardHeld.length > 16) { // (a host that never says a reply started: never unbounded)
+            pi.appendEntry(__senpiGuardEntryType, __senpiGuardHeld.shift());
+        }
         return;
     }
     pi.appendEntry(__senpiGuardEntryType, data);
 }
-
-// The records of a run's calls whose reply has not started yet, oldest first.
-const __senpiGuardHeld = [];
 
 function __senpiGuardAppendHeld(pi) {
     while (__senpiGuardHeld.length > 0) {

@@ -274,3 +274,5 @@ def test_a_call_of_a_run_is_recorded_when_its_reply_starts(extension):
     assert [step["records"] for step in steps] == [[], [], sent, sent, sent, [], sent]
     off = play(extension(record_calls="off"), [running, {"events": {"message_start": {"message": REPLY}}}])
     assert [step["records"] for step in off] == [[], []]
+    # a host that never says a reply started holds no more than 16
+    assert [step["records"] for step in play(extension(), [running] * 18)] == [[]] * 16 + [sent, sent]
