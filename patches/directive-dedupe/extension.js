@@ -116,13 +116,22 @@ function __senpiGuardChange(message, output) {
 // One small custom session entry per call (customType below; senpi never puts a custom entry into
 // the context): which layers sent it (this extension's patch version and a print of its dedupe
 // settings; the dist layer when the provider is senpi's Claude one) and the text bytes of the
-// messages before and after the rewrite. It is appended from the `context` handler, before the
-// reply exists: it becomes the leaf's child (senpi 2026.8.22-2 stores the prompt's user message
-// after it, a tool call's result before it) and sits before the restart-binding marker senpi
-// appends at message_end. (An entry appended on the reply, at message_end or turn_end, lands
-// between that marker and the assistant message or after it, where senpi's binding check admits
-// only a few entry types of its own: every restart would then re-send the whole history.) The
-// setting record_calls = "off" turns it off.
+// messages before and after the rewrite. Its data is taken in the `context` handler. The entry is
+// not inert: senpi reads the session's entries, so where it is appended matters.
+// - A call of a run (ctx.isIdle() false) is appended when the reply's message_start reaches this
+//   extension. senpi stores the messages a call is made with from its own event queue, which may
+//   run after the `context` handler, and hands the reply's message_start on only after them.
+//   Appended from the handler, the entry came before the prompt's user message: as a session's
+//   first entry it made senpi 2026.8.22-2's compaction find nothing to compact (prepareCompaction
+//   keeps the entries that send nothing just before its cut with it), and a first prompt over the
+//   context window was never compacted; every later prompt went out with it.
+// - It still comes before the restart-binding marker senpi appends at the reply's message_end. (An
+//   entry appended at message_end or turn_end lands between that marker and the assistant message
+//   or after it, where senpi's binding check admits only a few entry types of its own: every
+//   restart would then re-send the whole history.)
+// - A call outside a run and a summary request are recorded at once; a held one whose reply never
+//   started (an aborted call) at turn_end, agent_end, session_before_compact or session_shutdown.
+// The setting record_calls = "off" turns it off.
 const __senpiGuardEntryType = "senpi-guard.sent";
 
 // FNV-1a (32 bits) of the settings that decide what the dedupe sends; the audit asks this very file.
@@ -183,6 +192,9 @@ function __senpiGuardDistLayer() {
 
 const __senpiGuardClaude = new Set(["claude-sdk-oauth", "claude-agent-sdk"]);
 
+// The records of a run's calls whose reply has not started yet, oldest first.
+const __senpiGuardHeld = [];
+
 // `run`: what the call's rewrite kept (extension-reuse.js): its message count and text bytes.
 function __senpiGuardRecord(pi, ctx, run) {
     if (run === null || __senpiGuardConfig().record_calls === "off" || typeof pi.appendEntry !== "function") {
@@ -196,11 +208,26 @@ function __senpiGuardRecord(pi, ctx, run) {
     catch {
         // (unknown)
     }
-    const compacting = ctx !== null && typeof ctx === "object" && typeof ctx.isCompacting === "function" && ctx.isCompacting() === true;
-    pi.appendEntry(__senpiGuardEntryType, {
+    const asks = (name) => (ctx !== null && typeof ctx === "object" && typeof ctx[name] === "function" ? ctx[name]() : undefined);
+    const compacting = asks("isCompacting") === true;
+    const data = {
         v: 1, patch: __senpiGuardPatch.version, settings: __senpiGuardSettingsPrint(), dist,
         messages: run.n, in: run.bytesIn, out: run.bytesOut, ...(compacting ? { compacting } : {}),
-    });
+    };
+    if (!compacting && asks("isIdle") === false) {
+        __senpiGuardHeld.push(data);
+        if (__senpiGuardHeld.length > 16) { // (a host that never says a reply started: never unbounded)
+            pi.appendEntry(__senpiGuardEntryType, __senpiGuardHeld.shift());
+        }
+        return;
+    }
+    pi.appendEntry(__senpiGuardEntryType, data);
+}
+
+function __senpiGuardAppendHeld(pi) {
+    while (__senpiGuardHeld.length > 0) {
+        pi.appendEntry(__senpiGuardEntryType, __senpiGuardHeld.shift());
+    }
 }
 
 export default function senpiGuardDirectiveDedupe(pi) {
@@ -219,6 +246,23 @@ export default function senpiGuardDirectiveDedupe(pi) {
         pi.on(event, () => {
             __senpiGuardForget();
         });
+    }
+    // (a held record is appended once senpi has stored the call's messages: see __senpiGuardRecord)
+    const appendHeld = () => {
+        try {
+            __senpiGuardAppendHeld(pi);
+        }
+        catch {
+            __senpiGuardHeld.length = 0; // (the audit infers those calls' configuration instead)
+        }
+    };
+    pi.on("message_start", (event) => {
+        if (event && event.message && event.message.role === "assistant") {
+            appendHeld();
+        }
+    });
+    for (const event of ["turn_end", "agent_end", "session_before_compact", "session_shutdown"]) {
+        pi.on(event, appendHeld);
     }
     pi.on("context", (event, ctx) => {
         let messages;

@@ -2,7 +2,8 @@
 // extension file. One JSON request per stdin line: {"cases": [messages, …]} -> {"outputs":
 // [{"whole": messages, "prefixes": [messages, …]}, …]} (inputs are deep-frozen: mutation throws).
 // Or {"scenario": {"ctx": {...}, "steps": [...]}} -> {"steps": [...]}: one session through a fake
-// senpi (its UI calls, aborts and stderr recorded), for the status, /senpi-guard and budget code.
+// senpi (its UI calls, aborts and stderr recorded, and the entries each step appended), for the
+// status, /senpi-guard and budget code and where a call's record goes.
 // Or {"history": [{"events": [name, …], "messages": [...]}, …]} -> {"calls": [{"incremental",
 // "full", "record"}, …]}: each step's session events, then one `context` call on its messages (a
 // fresh frozen copy, as senpi hands in), beside the stateless full rewrite and the call's record.
@@ -70,6 +71,7 @@ function fakeContext(spec, log) {
         getContextUsage: () => (spec.usageTokens === undefined ? undefined
             : { tokens: spec.usageTokens, contextWindow: spec.window, percent: null }),
         isCompacting: () => spec.compacting === true,
+        isIdle: () => spec.idle !== false,
         abort: () => log.push(["abort"]),
     };
     if (!spec.throws) {
@@ -106,7 +108,7 @@ async function scenario({ ctx: spec, steps }) {
             process.stderr.write = stderrWrite;
             process.stdout.write = stdoutWrite;
         }
-        out.push({ result, log });
+        out.push({ result, log, records: records.splice(0).map((r) => r.customType) });
     }
     return out;
 }

@@ -56,8 +56,9 @@ def test_the_entry_changes_no_lane_and_a_restart_still_resumes(full_senpi, isola
                 moved.write_text(
                     text.replace(handler, "").replace(
                         '    pi.on("context", (event, ctx) => {',
-                        '    pi.on("message_end", (event, ctx) => { if (event.message.role === "assistant") '
-                        "__senpiGuardRecord(pi, ctx, { n: 0, bytesIn: 0, bytesOut: 0 }); });\n"
+                        '    pi.on("message_end", (event) => { if (event.message.role === "assistant") '
+                        "pi.appendEntry(__senpiGuardEntryType, { v: 1, patch: __senpiGuardPatch.version, "
+                        'settings: "", dist: null, messages: 0, in: 0, out: 0 }); });\n'
                         '    pi.on("context", (event, ctx) => {',
                         1,
                     ),

@@ -33,13 +33,12 @@ CLAUDE_PROVIDERS = {"claude-sdk-oauth", "claude-agent-sdk"}
 def sent_entry_of(
     found: session.SessionIndex, handle: BinaryIO, turn: session.Turn, claimed: set[str] | None = None
 ) -> dict[str, Any] | None:
-    """What senpi-guard's extension recorded about this call: its entry is appended from the
-    `context` handler, before senpi stores the messages of the call (measured on 2026.8.22-2: the
-    entry comes before the prompt's user message, a tool call's entry after its tool result), so it
-    is the nearest of that type walking back from the call's entry to the previous call (an
-    assistant message or a compaction); a summary request's is the one marked `compacting`, a
-    turn's one that is not. A malformed one is skipped (and counted). None when there is none; the
-    entry's id goes into `claimed`."""
+    """What senpi-guard's extension recorded about this call: its entry is appended after the
+    call's messages and before its reply (by the extension since issue 46; earlier ones, from the
+    `context` handler, came before the prompt's user message), so it is the nearest of that type
+    walking back from the call's entry to the previous call (an assistant message or a compaction);
+    a summary request's is the one marked `compacting`, a turn's one that is not. A malformed one is
+    skipped (and counted). None when there is none; the entry's id goes into `claimed`."""
     if turn.kind == "branch_summary":  # (senpi runs no context handler for it: the extension never sees it)
         return None
     summary = turn.kind != "turn"

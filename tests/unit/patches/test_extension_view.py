@@ -253,3 +253,31 @@ def test_a_reused_message_of_another_size_is_measured_again_and_odd_events_pass(
     """
     out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == [0, 1, 0, 1, ["ok", "ok", "ok"]]
+
+
+def test_a_call_of_a_run_is_recorded_when_its_reply_starts(extension):
+    """senpi stores a call's messages on its event queue after the `context` handler ran, before it
+    hands the reply's message_start to extensions: a run's call is recorded then (appended from the
+    handler it came before the prompt, the session's first entry, and senpi's compaction found
+    nothing to compact: tests/real/test_real_record_compaction.py). Outside a run, or for a summary
+    request, at once; a held one with no reply at the run's end."""
+    (context,) = turns(1)
+    sent = ["senpi-guard.sent"]
+    running = {"context": context, "ctx": {"idle": False}}
+    steps = play(
+        extension(),
+        [
+            running,
+            {"events": {"message_start": {"message": user("a steer")}}},
+            {"events": {"message_start": {"message": REPLY}}},
+            {"context": context},  # (idle: a call outside a run)
+            {**running, "ctx": {"idle": False, "compacting": True}},
+            running,
+            {"events": {"agent_end": {"messages": []}}},
+        ],
+    )
+    assert [step["records"] for step in steps] == [[], [], sent, sent, sent, [], sent]
+    off = play(extension(record_calls="off"), [running, {"events": {"message_start": {"message": REPLY}}}])
+    assert [step["records"] for step in off] == [[], []]
+    # a host that never says a reply started holds no more than 16
+    assert [step["records"] for step in play(extension(), [running] * 18)] == [[]] * 16 + [sent, sent]
