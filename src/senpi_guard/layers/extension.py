@@ -209,22 +209,8 @@ def install(
     except FatalError as exc:  # (an unreadable extensions folder: one line, the installs still done)
         return LayerOutcome(target_path(patch, agent_dir), "error", "error", False, str(exc))
     path = status.path
-    if status.state == "package":
-        return beside_package(patch, config, store, agent_dir, status, "; nothing installed beside it", dry_run=dry_run)
-    if status.state == "foreign":
-        return LayerOutcome(
-            path,
-            "foreign",
-            "foreign",
-            False,
-            f"{path} is there and {status.detail}; senpi-guard never changes it: rename it, then run apply again",
-        )
-    if status.state == "installed":
-        if not dry_run:
-            remember_written(store, agent_dir)
-        if status.off:
-            return LayerOutcome(path, "installed", "installed", False, status.detail, step=SWITCH_ON)
-        return LayerOutcome(path, "installed", "installed", True, "already installed")
+    if (settled := _settled(patch, config, store, agent_dir, status, dry_run)) is not None:
+        return settled
     rendered = patch.render_extension(config)
     try:
         report = replay(patch, config, rendered, installs, store, allow_foreign_root, cancel=cancel)
@@ -262,6 +248,31 @@ def install(
         kept,
         step=SWITCH_ON if off else "",
     )
+
+
+def _settled(
+    patch: Patch, config: Config, store: Store, agent_dir: Path, status: LayerStatus, dry_run: bool
+) -> LayerOutcome | None:
+    """What install says without a replay: a package's extension there, a file not ours, or ours
+    already installed; None when the extension is to be rendered, proven and written."""
+    path = status.path
+    if status.state == "package":
+        return beside_package(patch, config, store, agent_dir, status, "; nothing installed beside it", dry_run=dry_run)
+    if status.state == "foreign":
+        return LayerOutcome(
+            path,
+            "foreign",
+            "foreign",
+            False,
+            f"{path} is there and {status.detail}; senpi-guard never changes it: rename it, then run apply again",
+        )
+    if status.state != "installed":
+        return None
+    if not dry_run:
+        remember_written(store, agent_dir)
+    if status.off:
+        return LayerOutcome(path, "installed", "installed", False, status.detail, step=SWITCH_ON)
+    return LayerOutcome(path, "installed", "installed", True, "already installed")
 
 
 def remove(patch: Patch, config: Config, store: Store, agent_dir: Path) -> LayerOutcome:
