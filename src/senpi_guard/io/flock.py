@@ -36,7 +36,7 @@ def folder_lock(folder: Path, wait_s: float) -> Iterator[bool]:
         return
     recently = key in _given_up and time.monotonic() - _given_up[key] < GIVE_UP_S
     fd = -1 if recently else _open(folder)
-    if fd >= 0 and not _flock_within(fd, wait_s):
+    if fd >= 0 and not flock_within(fd, wait_s):
         os.close(fd)
         fd = -1
         _given_up[key] = time.monotonic()
@@ -63,7 +63,9 @@ def _open(folder: Path) -> int:
         return -1
 
 
-def _flock_within(fd: int, seconds: float) -> bool:
+def flock_within(fd: int, seconds: float, refused: bool = False) -> bool:
+    """An exclusive flock on `fd`, tried without blocking until `seconds` have passed (False:
+    another holds it); `refused` is the answer where the file system refuses flock (NFS on a folder)."""
     deadline = time.monotonic() + seconds
     while True:
         try:
@@ -73,8 +75,8 @@ def _flock_within(fd: int, seconds: float) -> bool:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(POLL_S)
-        except OSError:  # (refused: NFS)
-            return False
+        except OSError:
+            return refused
 
 
 def held_elsewhere(path: Path) -> bool:

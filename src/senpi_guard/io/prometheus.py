@@ -8,23 +8,20 @@ families and keeps the other's, under an exclusive lock on DIR, so a fleet may r
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import math
 import os
 import stat
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import folders, locks, write
+from senpi_guard.io import flock, folders, locks, write
 from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error
 
 FILE_NAME = "senpi_guard.prom"
 FILE_MODE = 0o644  # node_exporter usually runs as its own user: it must read the file
-POLL_S = 0.02  # (how often a held lock is tried again)
 MAX_BYTES = 4 * 1024 * 1024  # the file as read back: status' and audit's families are a few kB
 
 
@@ -116,29 +113,13 @@ def _locked(folder: Path) -> Iterator[int]:
             check_folder(folder)
             raise FatalError(f"{where} is gone; create it, or pass another")
         timeout = locks.lock_timeout()
-        if not _lock(fd, timeout):
+        if not flock.flock_within(fd, timeout, refused=True):  # (NFS refuses flock: left unlocked, as the memos are)
             raise FatalError(
                 f"{where} is locked by another process for over {timeout:g}s (another senpi-guard writing "
                 "it, or a process of the folder's owner); nothing was written: stop that process or pass "
                 "another folder"
             )
         yield fd
-
-
-def _lock(fd: int, seconds: float) -> bool:
-    """An exclusive flock, tried without blocking until `seconds` have passed (False: another holds
-    it). A file system that refuses flock on a folder (NFS) leaves it unlocked, as the memos do."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(POLL_S)
-        except OSError:
-            return True
 
 
 def _old_text(folder_fd: int) -> str:
