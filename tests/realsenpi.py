@@ -243,6 +243,15 @@ def _full_senpi_begun_early(request, tmp_path_factory):
     thread.join()
 
 
+@pytest.fixture
+def full_guarded(full_senpi, isolated_dirs, monkeypatch):
+    """The full install checked by its own node 24, reverted when the test is done."""
+    monkeypatch.setenv("SENPI_GUARD_NODE", str(full_senpi.node_bin / "node"))
+    yield
+    result = senpi_guard("revert", "--root", full_senpi.package_dir, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.fixture(scope="session")
 def full_senpi(real_builds, node24, tmp_path_factory) -> FullInstall:
     """The full published 2026.8.22-2 package, installed once per run with npm on node 24 (npm

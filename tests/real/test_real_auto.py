@@ -46,15 +46,7 @@ def run(full_senpi, tmp_path: Path, isolated_dirs: Path, name: str, settings: st
     return user
 
 
-@pytest.fixture
-def guarded(full_senpi, isolated_dirs, monkeypatch):
-    monkeypatch.setenv("SENPI_GUARD_NODE", str(full_senpi.node_bin / "node"))
-    yield
-    result = senpi_guard("revert", "--root", full_senpi.package_dir, "--json")
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_auto_sends_large_unlisted_blocks_once_and_leaves_reminders(full_senpi, guarded, tmp_path, isolated_dirs):
+def test_auto_sends_large_unlisted_blocks_once_and_leaves_reminders(full_senpi, full_guarded, tmp_path, isolated_dirs):
     texts = plugin_texts()
     listed = run(full_senpi, tmp_path, isolated_dirs, "listed", "")
     auto = run(full_senpi, tmp_path, isolated_dirs, "auto", 'tags = "auto"\n')

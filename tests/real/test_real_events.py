@@ -55,14 +55,6 @@ def resent(full_senpi, session: Path) -> str:
     return "".join(json.loads(out.stdout)["texts"])
 
 
-@pytest.fixture
-def guarded(full_senpi, isolated_dirs, monkeypatch):
-    monkeypatch.setenv("SENPI_GUARD_NODE", str(full_senpi.node_bin / "node"))
-    yield
-    result = senpi_guard("revert", "--root", full_senpi.package_dir, "--json")
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 # settings, then how many copies of the notice the last call sends in full
 CASES = {
     "default": ("", 2),
@@ -72,7 +64,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_repeated_loop_guard_notice_is_sent_as_itself(full_senpi, guarded, tmp_path, isolated_dirs, case):
+def test_a_repeated_loop_guard_notice_is_sent_as_itself(full_senpi, full_guarded, tmp_path, isolated_dirs, case):
     settings, copies = CASES[case]
     write_user_config(isolated_dirs, f'layers = ["dist", "extension"]\n[patches.directive-dedupe]\n{settings}')
     applied = senpi_guard("apply", "--root", full_senpi.package_dir, "--json")
