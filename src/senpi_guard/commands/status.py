@@ -23,7 +23,8 @@ EXAMPLE = (
     "  senpi-guard status --textfile /var/lib/node_exporter/textfile_collector"
 )
 EXITS = (
-    "0 every install is patched (or left to upstream by config), or --exit-zero; 1 anything else "
+    "0 every install is as asked: patched, left to upstream by config, or held by `senpi-guard revert` "
+    "(its next step, apply, lifts the hold), or --exit-zero; 1 anything else "
     "(with --exit-zero: only an error, such as no senpi found)"
 )
 DESCRIPTION = (
@@ -96,11 +97,12 @@ def _extension_row(agent_dirs, patch, config, insp, place: pipeline.Placement) -
         found = agent_dirs.status_at(place.here.path)
         here = {"agent_dir": str(place.here.path), "how": place.here.how, "state": found.state}
     out = agent_dirs.taken_out(place.user.path) if layer.state == "absent" else None  # (by the watcher)
+    held = layer.state == "absent" and agent_dirs.store.hold(place.user.path) is not None  # (by a revert)
     return {
         "path": str(layer.path),
         "agent_dir": str(place.user.path),
         "how": place.user.how,
-        "state": layer.state,
+        "state": State.HELD if held else layer.state,
         "detail": str(out.get("problem")) if out else layer.detail,
         "taken_out": out,
         "wanted": "extension" in config.layers,
@@ -110,10 +112,12 @@ def _extension_row(agent_dirs, patch, config, insp, place: pipeline.Placement) -
 
 
 def _judged(results: list, install, config) -> tuple[bool, str | None, list[str]]:
-    """Whether every layer the config wants is in place for this install, what to run when not, and
-    the extension states that are not: the pipeline's own judgment (layers/pipeline), which verify
-    prints too, from inspection alone."""
+    """Whether every layer the config wants is in place for this install, what to run when not (or to
+    lift a hold), and the extension states that are not: the pipeline's own judgment
+    (layers/pipeline), which verify prints too, from inspection alone. The step is the first layer's,
+    a layer apply cannot change (error, unsupported) after the others: apply still does theirs."""
     mine = [r for r in results if pipeline.concerns(r, install)]
+    mine.sort(key=lambda r: r.after in (State.ERROR, State.UNSUPPORTED))
     steps = [step for r in mine if (step := pipeline.next_step(r))]
     amiss = [f"extension {r.after}" for r in mine if not r.ok and r.layer == "extension"]
     return all(r.ok for r in mine), steps[0] if steps else None, amiss
@@ -221,7 +225,7 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
         rows[-1]["replay_problem"] = _replay_problem(install, rows[-1]["node"])
         rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs) and not rows[-1]["replay_problem"]
         rows[-1]["next"] = pipeline.refusal_step(rows[-1]["replay_problem"]) or next(
-            (sub["next"] for sub in subs if not sub["as_wanted"]), None
+            (sub["next"] for sub in sorted(subs, key=lambda sub: sub["as_wanted"]) if sub["next"]), None
         )
         rows[-1]["amiss"] = [what for sub in subs for what in sub["amiss"]]
     return rows, store

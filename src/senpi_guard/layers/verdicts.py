@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from senpi_guard import ui
-from senpi_guard.core.patch.classify import SETTLED
+from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.discover import Install
 from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.findings import Outcome
@@ -28,8 +28,9 @@ def refusal_step(message: str | None) -> str | None:
 
 
 def next_step(result: Result) -> str | None:
-    """What to run when a layer is not as wanted (status and verify say the same), else None."""
-    if result.ok:
+    """What to run when a layer is not as wanted, or is held by a revert (as asked: `apply` lifts the
+    hold), else None; status and verify say the same."""
+    if result.ok and result.after != State.HELD:
         return None
     if fix := refusal_step(getattr(result, "detail", None)):
         return fix
