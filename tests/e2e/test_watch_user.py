@@ -123,11 +123,16 @@ def test_revert_holds_the_install_until_apply(reverted_by_hand, watch, capsys):
     assert target.read_bytes() == original
     code, out, _ = run_cli(capsys, "status", "--root", pkg)
     assert code == 0 and "state     held" in out and "senpi-guard apply" in out  # (as asked: exit 0)
+    lines = [line for line in out.splitlines() if line.startswith("  watcher   last reconcile")]
+    assert lines and not any(" ago, by " in line for line in lines)  # (the running watcher's own: current)
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0  # lifts the hold
     assert patched(target)
     watcher.next_round(watcher.mark())
     assert patched(target) and watcher.text().count("after=held") >= seen
     watcher.stop()
+    out = run_cli(capsys, "status", "--root", pkg)[1]  # a stopped watcher's last reconcile says when it was
+    lines = [line for line in out.splitlines() if line.startswith("  watcher   last reconcile")]
+    assert lines and all(" ago, by a watcher not running now): " in line for line in lines), out
 
 
 def test_revert_holds_the_extension_too_until_apply(npm_install, watch, capsys, isolated_dirs):

@@ -276,7 +276,7 @@ def _node(install) -> dict[str, str]:
     return {"path": found.path, "version": found.version, "source": found.source}
 
 
-def _print_row(row: dict[str, Any]) -> None:
+def _print_row(row: dict[str, Any], running: dict[str, Any] | None = None) -> None:
     print(f"senpi {row['version']} ({row['manager']})  {ui.visible(row['package_dir'])}")
     amiss = "".join(f"; {ui.paint(what, 'bad')}" for what in dict.fromkeys(row["amiss"]))
     print(f"  state     {ui.state_text(row['state'])}{amiss}")
@@ -290,12 +290,27 @@ def _print_row(row: dict[str, Any]) -> None:
     if row["replay_problem"]:
         print(f"  replay    {ui.paint('error:', 'bad')} {row['replay_problem']}")
     for sub in row["patches"]:
-        _print_patch(sub, len(row["patches"]) > 1)
+        _print_patch(sub, len(row["patches"]) > 1, running)
     if row["next"]:
         print(f"  next      {row['next']}")
 
 
-def _print_patch(sub: dict[str, Any], several: bool) -> None:
+def _stale(stamp: Any, running: dict[str, Any] | None) -> str:
+    """Said of a watcher's last reconcile that no running watcher did (the watcher stopped, or it
+    came before the one running now started): how long ago, so it does not read as current."""
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+        return ""
+    since = running.get("since") if running else None
+    if running and (isinstance(since, bool) or not isinstance(since, int | float) or stamp >= since):
+        return ""
+    ago = max(0, time.time() - stamp)
+    units = (("days", 86400), ("h", 3600), ("min", 60))
+    unit, size = next(((unit, size) for unit, size in units if ago >= size), ("s", 1))
+    by = "a watcher not running now" if running is None else "an earlier watcher, before this one started"
+    return f" ({int(ago // size)} {unit} ago, by {by})"
+
+
+def _print_patch(sub: dict[str, Any], several: bool, running: dict[str, Any] | None = None) -> None:
     if several:
         print(f"  patch     {sub['patch']}: {ui.state_text(sub['state'])}")
     if sub["target"]:
@@ -321,8 +336,8 @@ def _print_patch(sub: dict[str, Any], several: bool) -> None:
     if last:
         outcome = "ok" if last.get("ok") else ui.paint("FAILED", "bad")
         print(
-            f"  watcher   last reconcile {_when(last.get('time'))}: {last.get('before')} -> "
-            f"{last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})"
+            f"  watcher   last reconcile {_when(last.get('time'))}{_stale(last.get('time'), running)}: "
+            f"{last.get('before')} -> {last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})"
         )
     if sub["extension"]:
         _print_extension(sub["extension"])
@@ -367,5 +382,5 @@ def run(args) -> int:
             )
         for row in rows:
             if not (ui.quiet() and row["as_wanted"]):
-                _print_row(row)
+                _print_row(row, running)
     return 0 if args.exit_zero or (rows and all(r["as_wanted"] for r in rows)) else 1
