@@ -88,7 +88,7 @@ def test_stale_modified_and_revert_keeps_an_edited_one(npm_install, capsys, isol
     assert not installed.exists()
     (kept,) = layer["kept"]
     assert kept.endswith(NAME) and "// my own note" in Path(kept).read_text()
-    assert status_row(capsys, pkg)["layers"]["extension"] == "absent"
+    assert status_row(capsys, pkg)["layers"]["extension"] == "held"  # (taken out by the revert, held until apply)
 
 
 def test_a_file_that_is_not_ours_is_never_touched(npm_install, capsys, isolated_dirs):

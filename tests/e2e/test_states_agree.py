@@ -138,20 +138,7 @@ def named_by_dry_run(world: World) -> set[str]:
     return named
 
 
-# Two disagreements the plan-then-execute renovation removes (one model of what will change); strict,
-# so the day they agree these marks must go: a held install makes status and verify exit 1 though it
-# is as the user asked; with the dist layer in error, apply installs the extension while status's
-# next step names only the dist layer's error.
-KNOWN = {
-    "held": "status and verify exit 1 on a held install",
-    "error": "status's next step does not say that apply installs the extension",
-}
-
-
-@pytest.mark.parametrize(
-    "state",
-    [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=KNOWN[s])) if s in KNOWN else s for s in STATES],
-)
+@pytest.mark.parametrize("state", list(STATES))
 def test_status_dry_run_apply_and_verify_tell_one_story(state, tmp_path, isolated_dirs):
     world = World(tmp_path / "senpi", isolated_dirs)
     sample.write_sample_package(world.pkg, 3, fillers=3)

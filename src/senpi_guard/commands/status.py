@@ -23,7 +23,8 @@ EXAMPLE = (
     "  senpi-guard status --textfile /var/lib/node_exporter/textfile_collector"
 )
 EXITS = (
-    "0 every install is patched (or left to upstream by config), or --exit-zero; 1 anything else "
+    "0 every install is as asked: patched, left to upstream by config, or held by `senpi-guard revert` "
+    "(its next step, apply, lifts the hold), or --exit-zero; 1 anything else "
     "(with --exit-zero: only an error, such as no senpi found)"
 )
 DESCRIPTION = (
@@ -96,11 +97,12 @@ def _extension_row(agent_dirs, patch, config, insp, place: pipeline.Placement) -
         found = agent_dirs.status_at(place.here.path)
         here = {"agent_dir": str(place.here.path), "how": place.here.how, "state": found.state}
     out = agent_dirs.taken_out(place.user.path) if layer.state == "absent" else None  # (by the watcher)
+    held = layer.state == "absent" and agent_dirs.store.hold(place.user.path) is not None  # (by a revert)
     return {
         "path": str(layer.path),
         "agent_dir": str(place.user.path),
         "how": place.user.how,
-        "state": layer.state,
+        "state": State.HELD if held else layer.state,
         "detail": str(out.get("problem")) if out else layer.detail,
         "taken_out": out,
         "wanted": "extension" in config.layers,
@@ -110,10 +112,12 @@ def _extension_row(agent_dirs, patch, config, insp, place: pipeline.Placement) -
 
 
 def _judged(results: list, install, config) -> tuple[bool, str | None, list[str]]:
-    """Whether every layer the config wants is in place for this install, what to run when not, and
-    the extension states that are not: the pipeline's own judgment (layers/pipeline), which verify
-    prints too, from inspection alone."""
+    """Whether every layer the config wants is in place for this install, what to run when not (or to
+    lift a hold), and the extension states that are not: the pipeline's own judgment
+    (layers/pipeline), which verify prints too, from inspection alone. The step is the first layer's,
+    a layer apply cannot change (error, unsupported) after the others: apply still does theirs."""
     mine = [r for r in results if pipeline.concerns(r, install)]
+    mine.sort(key=lambda r: r.after in (State.ERROR, State.UNSUPPORTED))
     steps = [step for r in mine if (step := pipeline.next_step(r))]
     amiss = [f"extension {r.after}" for r in mine if not r.ok and r.layer == "extension"]
     return all(r.ok for r in mine), steps[0] if steps else None, amiss
@@ -222,7 +226,7 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
         rows[-1]["replay_problem"] = None if refused is None else str(refused)
         rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs) and not rows[-1]["replay_problem"]
         rows[-1]["next"] = pipeline.fix_step(fix_of(refused) if refused else "") or next(
-            (sub["next"] for sub in subs if not sub["as_wanted"]), None
+            (sub["next"] for sub in sorted(subs, key=lambda sub: sub["as_wanted"]) if sub["next"]), None
         )
         rows[-1]["amiss"] = [what for sub in subs for what in sub["amiss"]]
     return rows, store
@@ -273,7 +277,7 @@ def _node(install) -> dict[str, str]:
     return {"path": found.path, "version": found.version, "source": found.source}
 
 
-def _print_row(row: dict[str, Any]) -> None:
+def _print_row(row: dict[str, Any], running: dict[str, Any] | None = None) -> None:
     print(f"senpi {row['version']} ({row['manager']})  {ui.visible(row['package_dir'])}")
     amiss = "".join(f"; {ui.paint(what, 'bad')}" for what in dict.fromkeys(row["amiss"]))
     print(f"  state     {ui.state_text(row['state'])}{amiss}")
@@ -287,12 +291,27 @@ def _print_row(row: dict[str, Any]) -> None:
     if row["replay_problem"]:
         print(f"  replay    {ui.paint('error:', 'bad')} {row['replay_problem']}")
     for sub in row["patches"]:
-        _print_patch(sub, len(row["patches"]) > 1)
+        _print_patch(sub, len(row["patches"]) > 1, running)
     if row["next"]:
         print(f"  next      {row['next']}")
 
 
-def _print_patch(sub: dict[str, Any], several: bool) -> None:
+def _stale(stamp: Any, running: dict[str, Any] | None) -> str:
+    """Said of a watcher's last reconcile that no running watcher did (the watcher stopped, or it
+    came before the one running now started): how long ago, so it does not read as current."""
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+        return ""
+    since = running.get("since") if running else None
+    if running and (isinstance(since, bool) or not isinstance(since, int | float) or stamp >= since):
+        return ""
+    ago = max(0, time.time() - stamp)
+    units = (("days", 86400), ("h", 3600), ("min", 60))
+    unit, size = next(((unit, size) for unit, size in units if ago >= size), ("s", 1))
+    by = "a watcher not running now" if running is None else "an earlier watcher, before this one started"
+    return f" ({int(ago // size)} {unit} ago, by {by})"
+
+
+def _print_patch(sub: dict[str, Any], several: bool, running: dict[str, Any] | None = None) -> None:
     if several:
         print(f"  patch     {sub['patch']}: {ui.state_text(sub['state'])}")
     if sub["target"]:
@@ -318,8 +337,8 @@ def _print_patch(sub: dict[str, Any], several: bool) -> None:
     if last:
         outcome = "ok" if last.get("ok") else ui.paint("FAILED", "bad")
         print(
-            f"  watcher   last reconcile {_when(last.get('time'))}: {last.get('before')} -> "
-            f"{last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})"
+            f"  watcher   last reconcile {_when(last.get('time'))}{_stale(last.get('time'), running)}: "
+            f"{last.get('before')} -> {last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})"
         )
     if sub["extension"]:
         _print_extension(sub["extension"])
@@ -364,5 +383,5 @@ def run(args) -> int:
             )
         for row in rows:
             if not (ui.quiet() and row["as_wanted"]):
-                _print_row(row)
+                _print_row(row, running)
     return 0 if args.exit_zero or (rows and all(r["as_wanted"] for r in rows)) else 1

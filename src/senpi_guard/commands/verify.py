@@ -10,7 +10,10 @@ from senpi_guard.layers import pipeline
 
 SUMMARY = "replay the fixtures through each install's code and the extension with node; change nothing"
 EXAMPLE = "senpi-guard verify --json"
-EXITS = "0 every install is patched, the extension is installed, and every check passes; 1 anything else"
+EXITS = (
+    "0 every install is patched and the extension installed (or held by `senpi-guard revert`, what apply "
+    "would write passing), and every check passes; 1 anything else"
+)
 
 
 def configure(parser) -> None:

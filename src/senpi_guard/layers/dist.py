@@ -380,7 +380,7 @@ class Reconciler:
             detail = f"{what} FAILED its replay: " + "; ".join(str(f) for f in report.failures[:3])
         return replace(
             start,
-            ok=report.ok and installed,
+            ok=report.ok and (installed or insp.state == State.HELD),  # (held: as asked, apply still proven)
             report=report,
             detail=detail + unrecorded,
             millis=int((time.monotonic() - began) * 1000),

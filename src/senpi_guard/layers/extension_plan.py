@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard.core import agentdir
+from senpi_guard.core.patch.classify import State
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
@@ -31,6 +32,7 @@ class AgentTarget:
     installs: list[Install] = field(default_factory=list)
     unsafe: str = ""  # why the extension must not be there with this config ("" when it may)
     deferred: bool = False  # ... because the config leaves these installs to upstream's dedupe
+    held: bool = False  # a revert took the extension out and held the agent dir (until `apply`)
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,7 @@ def targets(
     for target in found.values():
         target.unsafe = unsafe_reason(patch, config, target.installs, present_of)
         target.deferred = bool(target.unsafe) and "dist" in config.layers
+        target.held = store.hold(target.agent_dir) is not None
     return list(found.values()), errors
 
 
@@ -287,16 +290,25 @@ STEPS = {
     "stale": "run `senpi-guard apply` (renders the extension anew)",
     "modified": "run `senpi-guard apply` (keeps your edited copy in the data folder, installs it anew)",
     "foreign": "rename the file that is not senpi-guard's, then run `senpi-guard apply`",
+    "held": "run `senpi-guard apply` to install it again (this lifts the hold)",
 }
 
 
 def judged(outcome: extension.LayerOutcome, target: AgentTarget) -> extension.LayerOutcome:
     """The one judgment of an agent dir's extension, for status and verify alike: as wanted when it
-    is installed (and, for verify, its replay passed), or kept out where the config says it must
-    be; and what to run when it is not."""
+    is installed (and, for verify, its replay passed), kept out where the config says it must be,
+    or taken out by a revert that holds the agent dir (as asked; for verify, what apply would write
+    still passes its replay); and what to run when it is not, or to lift the hold."""
     outcome.installs = list(target.installs)
     state = outcome.after
-    if target.unsafe:
+    if target.held and state == "absent" and not target.unsafe:
+        outcome.before = outcome.after = State.HELD
+        outcome.ok = outcome.report is None or outcome.report.ok
+        outcome.detail = "held by `senpi-guard revert`: left out until `senpi-guard apply`" + (
+            f"; {outcome.detail}" if outcome.detail else ""
+        )
+        outcome.step = STEPS["held"]
+    elif target.unsafe:
         outcome.ok = target.deferred and state not in OURS
         outcome.detail = target.unsafe
         out = target.deferred and not outcome.ok

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from senpi_guard import ui
-from senpi_guard.core.patch.classify import SETTLED, State
+from senpi_guard.core.patch.classify import AS_ASKED, State
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
@@ -127,7 +127,7 @@ class DistLayer:
         for install in installs:
             insp = self.inspection(install)
             self.present[install.package_dir] = insp.present
-            results.append(replace(Outcome.of(insp), ok=insp.state in SETTLED))
+            results.append(replace(Outcome.of(insp), ok=insp.state in AS_ASKED))
         return results
 
     def apply(self, installs: list[Install], run: Run) -> list[Result]:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from senpi_guard import ui
-from senpi_guard.core.patch.classify import SETTLED
+from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.discover import Install
 from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.findings import Outcome
@@ -24,8 +24,9 @@ def fix_step(fix: str) -> str | None:
 
 
 def next_step(result: Result) -> str | None:
-    """What to run when a layer is not as wanted (status and verify say the same), else None."""
-    if result.ok:
+    """What to run when a layer is not as wanted, or is held by a revert (as asked: `apply` lifts the
+    hold), else None; status and verify say the same."""
+    if result.ok and result.after != State.HELD:
         return None
     if fix := fix_step(result.fix):
         return fix

@@ -32,6 +32,9 @@ class State(StrEnum):
 
 # States that count as success for `status`: the layer is as the user wants it.
 SETTLED = frozenset({State.PATCHED, State.UPSTREAM, State.CLEAN, State.INSTALLED, State.PACKAGE})
+# ... and the states in which it is as the user asked (status and verify exit 0): settled, or held
+# by a revert (the user asked for the original; `apply` lifts the hold, and is still the next step).
+AS_ASKED = SETTLED | {State.HELD}
 
 
 class Classified(NamedTuple):
