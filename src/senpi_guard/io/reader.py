@@ -42,12 +42,21 @@ MiB = 1 << 20
 HOPS = 40  # links followed on one path at most (the kernel's own limit)
 CHUNK = 1 << 20
 FLAGS = os.O_RDONLY | os.O_CLOEXEC
+READ = FLAGS | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)  # (a terminal opened never becomes ours)
 O_PATH = getattr(os, "O_PATH", 0)  # (Linux: a link itself held open, its owner and text of one inode)
 MOVE_IT = "move it away (or replace it with a regular file), then retry"
 
 
 class Refused(FatalError):
     """A file senpi-guard will not read: not a regular file, behind another user's link, too big."""
+
+
+class NotRegular(OSError):
+    """`open_regular` found no regular file under the name (`mode`: what it found); never opened."""
+
+    def __init__(self, name: str, mode: int) -> None:
+        super().__init__(errno.EINVAL, f"{_kind_of(mode)}, not a regular file", name)
+        self.mode = mode
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,7 @@ def line_cap_of(kind: Kind) -> int:
 def read(path: str | Path, kind: Kind) -> bytes:
     """The whole file, at most its kind's cap (a kind without one, a session, is read by lines)."""
     with opened(path, kind) as handle:
-        return _bounded(handle, path, kind)
+        return bounded(handle, path, kind)
 
 
 def head(path: str | Path, kind: Kind, size: int) -> bytes:
@@ -171,6 +180,8 @@ def _open(path: str | Path, kind: Kind) -> int:
     try:
         fd = _walk(os.fspath(path))
     except OSError as exc:
+        if isinstance(exc, NotRegular):
+            raise _not_a_file(path, kind, _kind_of(exc.mode)) from None
         if exc.errno == errno.ENXIO:  # (a socket, or a device with nothing behind it)
             raise _not_a_file(path, kind, "a socket or a device") from exc
         raise
@@ -200,9 +211,11 @@ def _walk(path: str) -> int:
     try:
         while pending:
             name = pending.pop()
-            flags = FLAGS | os.O_NOFOLLOW | (os.O_DIRECTORY if pending else os.O_NONBLOCK)
             try:
-                child = os.open(name, flags, dir_fd=fd)
+                if pending:
+                    child = os.open(name, FLAGS | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
+                else:
+                    child = open_regular(name, fd)
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
                     raise
@@ -222,6 +235,38 @@ def _walk(path: str) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_regular(name: str, dir_fd: int) -> int:
+    """An fd for reading of the regular file `name` in the folder `dir_fd`, not following a link there
+    (OSError ELOOP). Anything else (a device, a FIFO, a folder) is NotRegular, and never opened for
+    reading: on Linux the name is held with O_PATH and looked at first, and only that same inode is
+    opened, through /proc/self/fd (or by name again, refused unless it is the inode looked at)."""
+    if not O_PATH:  # (macOS: no way to look before opening; O_NONBLOCK and O_NOCTTY at least)
+        fd = os.open(name, READ | os.O_NOFOLLOW, dir_fd=dir_fd)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise NotRegular(name, mode)
+        return fd
+    held = os.open(name, O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        st = os.fstat(held)
+        if stat.S_ISLNK(st.st_mode):
+            raise OSError(errno.ELOOP, "a symbolic link", name)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(name, st.st_mode)
+        try:
+            return os.open(f"/proc/self/fd/{held}", READ)
+        except FileNotFoundError:  # (no /proc mounted)
+            fd = os.open(name, READ | os.O_NOFOLLOW, dir_fd=dir_fd)
+        again = os.fstat(fd)
+        if (again.st_dev, again.st_ino) != (st.st_dev, st.st_ino):
+            os.close(fd)
+            raise NotRegular(name, again.st_mode if not stat.S_ISREG(again.st_mode) else 0)
+        return fd
+    finally:
+        os.close(held)
 
 
 def _link_target(dir_fd: int, name: str, where: Path, path: Path, exc: OSError) -> str:
@@ -254,7 +299,7 @@ def _trusted(st: os.stat_result, where: Path, path: Path) -> None:
         )
 
 
-def _bounded(handle: BinaryIO, path: str | Path, kind: Kind) -> bytes:
+def bounded(handle: BinaryIO, path: str | Path, kind: Kind) -> bytes:
     cap = cap_of(kind)
     if cap is None:
         raise TypeError(f"a {kind.what} is read by lines or chunks (reader.opened), never whole")

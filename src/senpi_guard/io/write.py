@@ -103,18 +103,18 @@ def read(path: Path, package_dir: Path) -> Snapshot:
     try:
         with _folder(root, parts[:-1]) as dir_fd:
             dir_st = os.fstat(dir_fd)
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+            fd = reader.open_regular(parts[-1], dir_fd)  # (a device or a FIFO: never opened)
             with os.fdopen(fd, "rb") as handle:
                 st = os.fstat(handle.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    raise FatalError(f"{path} is not a regular file; reinstall senpi")
                 if not st.st_mode & 0o444:  # root could read it; its owner says hands off
                     raise FatalError(
                         f"{path} is unreadable (mode {stat.S_IMODE(st.st_mode):04o}); "
                         "make it readable (chmod a+r) and retry"
                     )
                 reader.check_size(path, reader.DIST, st.st_size)  # (a sparse giant is never read whole)
-                data = handle.read()
+                data = reader.bounded(handle, path, reader.DIST)
+    except reader.NotRegular as exc:
+        raise FatalError(f"{path} is not a regular file; reinstall senpi") from exc
     except (NotADirectoryError, FileNotFoundError) as exc:
         raise _refuse_link(path, root, exc) from exc
     except PermissionError as exc:
@@ -234,6 +234,7 @@ def _replace_in(snapshot: Snapshot, data: bytes, dir_fd: int) -> None:
         0o600,
         prepare,
         snapshot.sha256,
+        len(snapshot.data),
         f"{snapshot.path} changed while senpi-guard was working on it (a senpi update in progress?); "
         "nothing was written: run the command again",
     )
@@ -241,10 +242,13 @@ def _replace_in(snapshot: Snapshot, data: bytes, dir_fd: int) -> None:
         os.fsync(dir_fd)
 
 
-def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_sha: str | None, changed: str) -> None:
+def _swap_in(
+    dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_sha: str | None, size: int, changed: str
+) -> None:
     """The one atomic write: a temp file beside `name` (made ready by `prepare(fd)`), its bytes synced,
     then renamed over `name` relative to the folder opened, unless `name` is no longer `expected_sha`
-    ("missing": nothing there; None: whatever is there). The temp file never outlives a failure."""
+    of `size` bytes ("missing": nothing there; None: whatever is there). The temp file never outlives
+    a failure."""
     tmp = f".{name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=dir_fd)
     try:
@@ -253,7 +257,7 @@ def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_s
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if expected_sha is not None and _current_sha(name, dir_fd) != expected_sha:
+        if expected_sha is not None and _current_sha(name, dir_fd, size) != expected_sha:
             raise FatalError(changed)
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
@@ -267,16 +271,24 @@ def _swap_in(dir_fd: int, name: str, data: bytes, mode: int, prepare, expected_s
 def replace_in(dir_fd: int, name: str, data: bytes, mode: int) -> None:
     """Write `name` in the opened folder atomically over whatever is there (a link or a FIFO put in its
     place is replaced, never followed or opened), its mode set through its own descriptor."""
-    _swap_in(dir_fd, name, data, 0o600, lambda fd: os.fchmod(fd, mode), None, "")
+    _swap_in(dir_fd, name, data, 0o600, lambda fd: os.fchmod(fd, mode), None, 0, "")
 
 
-def _current_sha(name: str, dir_fd: int) -> str:
+def _current_sha(name: str, dir_fd: int, size: int) -> str:
+    """The sha256 of `name` as it is now, if it is still a regular file of the `size` bytes read
+    earlier; "changed" when it is anything else (a FIFO, a device, a file of another size: never
+    waited on, never read past `size`), "missing" when it cannot be opened."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        fd = reader.open_regular(name, dir_fd)
+    except reader.NotRegular:
+        return "changed"
     except OSError:
         return "missing"
     with os.fdopen(fd, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()
+        if os.fstat(handle.fileno()).st_size != size:
+            return "changed"
+        data = handle.read(size + 1)  # (one more: a file that grew since the fstat)
+        return hashlib.sha256(data).hexdigest() if len(data) == size else "changed"
 
 
 def remove_stale_temps(targets: list[Path]) -> None:
@@ -337,6 +349,7 @@ def place(folder: Path, name: str, data: bytes, expected: bytes | None, over_any
                 0o644,
                 prepare,
                 None if over_any else "missing" if expected is None else hashlib.sha256(expected).hexdigest(),
+                len(expected or b""),
                 f"{target} changed while senpi-guard was working on it; nothing was written: run the command again",
             )
     except OSError as exc:
@@ -348,7 +361,7 @@ def take(folder: Path, name: str, expected: bytes) -> None:
     target = folder / name
     try:
         with folders.opened(folder) as dir_fd:
-            if dir_fd is None or _current_sha(name, dir_fd) != hashlib.sha256(expected).hexdigest():
+            if dir_fd is None or _current_sha(name, dir_fd, len(expected)) != hashlib.sha256(expected).hexdigest():
                 raise FatalError(
                     f"{target} changed while senpi-guard was working on it; it was left as it is: run the command again"
                 )
@@ -365,16 +378,16 @@ def read_in(folder: Path, name: str) -> bytes | None:
             if dir_fd is None:
                 return None
             try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+                fd = reader.open_regular(name, dir_fd)  # (a FIFO or a device: never opened)
             except FileNotFoundError:
                 return None
+    except reader.NotRegular as exc:
+        raise FatalError(
+            f"{folder / name} is not a regular file (a FIFO or a device?); senpi-guard "
+            "never reads or replaces it: move it away, then retry"
+        ) from exc
     except OSError as exc:
         raise os_error(exc, "read", folder / name, "fix the permissions of that folder, then retry") from exc
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise FatalError(
-                f"{folder / name} is not a regular file (a FIFO or a device?); senpi-guard "
-                "never reads or replaces it: move it away, then retry"
-            )
         reader.check_size(folder / name, reader.EXTENSION, os.fstat(handle.fileno()).st_size)
-        return handle.read()
+        return reader.bounded(handle, folder / name, reader.EXTENSION)

@@ -6,7 +6,13 @@ or to a method `open`, `read_text`, `read_bytes`, `readline`, `readlines` fails 
   a path to such data is read with `reader.own_data`), or
 - it opens for writing alone (a mode of "w", "a" or "x"; os.open with O_WRONLY): the reader is for reads,
   or
-- it is on ALLOWED below, with the reason."""
+- it is on ALLOWED below, with the reason.
+
+Inside io/, a read of a whole file with no bound (`.read()`, `.read_bytes()`, `.read_text()`,
+`.readlines()`) is only for senpi-guard's own private files, each on WHOLE below with the reason: a
+user's file (a dist/ file re-checked before its rename, an extension) is read up to a size known
+first (`reader.bounded`, `handle.read(size + 1)`), so a sparse giant or a FIFO swapped in is never
+read whole."""
 
 from __future__ import annotations
 
@@ -20,6 +26,21 @@ READS = frozenset({"open", "fdopen", "read_text", "read_bytes", "readline", "rea
 # (module under src/senpi_guard, the call's source text) -> why it may read by itself. Empty today:
 # every read outside io/ goes through io/reader.
 ALLOWED: dict[tuple[str, str], str] = {}
+WHOLE_READS = frozenset({"read", "read_bytes", "read_text", "readlines"})
+# (module under src/senpi_guard/io, the call's source text) -> the private file it reads whole.
+OWN = "senpi-guard's own private state, in a folder of the effective uid's"
+WHOLE: dict[tuple[str, str], str] = {
+    ("io/made.py", 'path.read_text("utf-8")'): f"the record of folders senpi-guard made: {OWN}",
+    ("io/memo.py", "handle.read()"): "senpi-guard's memo, read once its owner and mode are checked as its own",
+    ("io/store.py", 'meta.read_text("utf-8")'): f"a backup's record: {OWN}",
+    ("io/store.py", "blob.read_bytes()"): f"a backup: {OWN}",
+    ("io/store.py", 'self.hold_file(package_dir).read_text("utf-8")'): f"a hold: {OWN}",
+    ("io/store.py", "path.read_bytes()"): f"the records file: {OWN}",
+    ("io/store.py", "self.records_file.read_bytes()"): f"the records file: {OWN}",
+    ("io/store.py", "self.pid_file.read_text()"): f"the watcher's pid file: {OWN}",
+    ("io/reader.py", "(Path(path) if isinstance(path, str) else path).read_bytes()"): "own_data: the package's data",
+    ("io/unpack.py", "pipe.read()"): "a pipe from a child senpi-guard forked itself: its one line of error",
+}
 
 
 def _of_resources(node: ast.expr) -> bool:
@@ -75,6 +96,49 @@ def reads_in(source: str, rel: str) -> list[str]:
         if (rel, text) not in ALLOWED:
             found.append(f"{rel}:{node.lineno}: {text}")
     return found
+
+
+def whole_reads_in(source: str, rel: str) -> list[str]:
+    """Every read of a whole file with no bound a module of io/ makes (`rel:line: call`), WHOLE left out."""
+    found = []
+    for node in ast.walk(ast.parse(source, rel)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr not in WHOLE_READS or _of_resources(node.func.value):
+            continue
+        if node.func.attr in ("read", "readlines") and node.args:  # (a size given: bounded)
+            continue
+        if isinstance(node.func.value, ast.Name) and node.func.value.id == "os":
+            continue
+        text = ast.get_source_segment(source, node) or node.func.attr
+        if (rel, text) not in WHOLE:
+            found.append(f"{rel}:{node.lineno}: {text}")
+    return found
+
+
+def test_io_reads_no_user_file_whole():
+    found = []
+    for path in sorted((SRC / "io").glob("*.py")):
+        found += whole_reads_in(path.read_text("utf-8"), f"io/{path.name}")
+    assert not found, "read a user's file up to a size known first (reader.bounded, read(size + 1)):\n" + "\n".join(
+        found
+    )
+
+
+def test_the_whole_read_scan_sees_an_unbounded_read():
+    cases = {
+        "hashlib.sha256(handle.read()).hexdigest()": True,  # (io/write._current_sha, before)
+        "data = handle.read()": True,
+        "p.read_bytes()": True,
+        "p.read_text('utf-8')": True,
+        "h.readlines()": True,
+        "handle.read(size + 1)": False,
+        "reader.bounded(handle, path, reader.DIST)": False,
+        "os.read(fd, CHUNK)": False,
+        "resources.files('x').joinpath('y').read_text('utf-8')": False,
+    }
+    for text, flagged in cases.items():
+        assert bool(whole_reads_in(text, "io/write.py")) == flagged, text
 
 
 def test_no_module_outside_io_reads_a_file_itself():

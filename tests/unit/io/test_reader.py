@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -161,3 +164,30 @@ def test_own_data_reads_the_package_and_resources():
 
     traversable = resources.files("senpi_guard.prove").joinpath("js", "protocol.mjs")
     assert reader.own_data(traversable) == Path(str(traversable)).read_bytes()
+
+
+@pytest.mark.skipif(not shutil.which("strace") or not reader.O_PATH, reason="needs strace and O_PATH (Linux)")
+def test_a_device_or_a_fifo_is_refused_without_being_opened_for_reading(tmp_path):
+    """Root must not open a user's /dev/tty0 or /dev/watchdog to learn it is no file: the name is
+    held with O_PATH and looked at; only a regular file is then opened for reading (O_NOCTTY)."""
+    fifo = tmp_path / "settings.json"
+    os.mkfifo(fifo)
+    regular = tmp_path / "package.json"
+    regular.write_bytes(b"{}")
+    script = (
+        "import sys\nfrom senpi_guard.io import reader\n"
+        "for p in sys.argv[1:-1]:\n"
+        "    try: reader.read(p, reader.SETTINGS)\n"
+        "    except reader.Refused as e: print(e)\n"
+        "print(reader.read(sys.argv[-1], reader.MANIFEST))\n"
+    )
+    argv = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", str(tmp_path / "trace")]
+    argv += [sys.executable, "-c", script, str(fifo), "/dev/null", str(regular)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    assert "is a named pipe (FIFO), not a regular file" in done.stdout
+    assert "/dev/null is a character device" in done.stdout and "b'{}'" in done.stdout
+    trace = (tmp_path / "trace").read_text().splitlines()
+    opens = [row for row in trace if '"settings.json"' in row or '"null"' in row]
+    assert len(opens) == 2 and all("O_PATH" in row for row in opens), opens  # (never O_RDONLY)
+    reads = [row for row in trace if "/proc/self/fd/" in row]
+    assert reads and all("O_NOCTTY" in row for row in reads), reads  # (the regular file, reopened)

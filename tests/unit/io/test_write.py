@@ -4,6 +4,8 @@ a folder swapped meanwhile, and `place`/`take` write or remove only what was rea
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -86,3 +88,48 @@ def test_a_file_in_the_way_of_a_folder_is_one_line(tmp_path):
     (tmp_path / "agent").write_text("not a folder")
     with pytest.raises(FatalError, match=r"not a folder|Not a directory"):
         write.place(tmp_path / "agent" / "extensions", "x.js", b"data", None)
+
+
+RECHECK = """
+import os, resource, sys
+from pathlib import Path
+from senpi_guard.errors import FatalError
+from senpi_guard.io import write
+resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+pkg, target, swap = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+snapshot = write.read(target, pkg)
+os.replace(swap, target)  # (what a user waiting for root's read does, before its write)
+try:
+    write.replace(snapshot, b"ours") if sys.argv[4] == "replace" else write.take(target.parent, target.name, b"old")
+except FatalError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.parametrize("how", ["replace", "take"])
+@pytest.mark.parametrize("what", ["sparse", "fifo"])
+def test_the_recheck_never_reads_a_giant_or_a_fifo_swapped_in(tmp_path, how, what):
+    """The re-check before the rename (and before `take`'s unlink) reads no more than the bytes read
+    earlier: a sparse 20 GB file or a FIFO with a writer swapped in is "changed", in one line."""
+    pkg = tmp_path / "pkg"
+    (pkg / "dist").mkdir(parents=True)
+    target = pkg / "dist" / "a.js"
+    target.write_bytes(b"old")
+    swap = pkg / "dist" / "swap"
+    writer = None
+    if what == "sparse":
+        with swap.open("wb") as handle:
+            handle.truncate(20 << 30)
+    else:
+        os.mkfifo(swap)
+        writer = os.open(swap, os.O_RDWR)  # (a writer holds it open, writing nothing)
+    try:
+        argv = [sys.executable, "-c", RECHECK, str(pkg), str(target), str(swap), how]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    finally:
+        if writer is not None:
+            os.close(writer)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "changed while senpi-guard was working on it" in done.stdout, (done.stdout, done.stderr[-2000:])
+    assert len(done.stdout.strip().splitlines()) == 1
+    assert target.exists() and sorted(p.name for p in target.parent.iterdir()) == ["a.js"]  # nothing else left
