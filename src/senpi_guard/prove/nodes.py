@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
 from senpi_guard.io import memo, reader, runas
-from senpi_guard.prove import owners
 
 MIN_NODE = 18
 RECORDED = "SENPI_GUARD_RECORDED_NODE"
@@ -62,16 +61,17 @@ def version_of(node: str) -> str:
         return known
     try:
         # as root, another user's node runs as that user (its code never runs as root), and as
-        # anyone in io/runas's environment
-        out = subprocess.run(
-            [node, "--version"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            **runas.popen_kwargs(owners.node_owner(node)),
-        ).stdout.strip()
+        # anyone in io/runas's environment; the file run is the one whose owner was read
+        with runas.pinned(node) as program:
+            out = subprocess.run(
+                [node, "--version"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                **runas.popen_kwargs(runas.owner_of(program), program=program),
+            ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise FatalError(
             f"cannot run node at {node} ({exc}); reinstall Node.js or point SENPI_GUARD_NODE at a working node"
