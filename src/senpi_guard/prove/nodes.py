@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 from senpi_guard.errors import FatalError
 from senpi_guard.io import memo, reader, runas
-from senpi_guard.prove import owners
 
 MIN_NODE = 18
 RECORDED = "SENPI_GUARD_RECORDED_NODE"
@@ -39,10 +38,11 @@ def own_node(package_dir: Path) -> Path | None:
     return None
 
 
-def _memo_key(node: str) -> str | None:
-    """The key node's version is remembered under: its binary as it is now. Only a real node binary
-    (an ELF file named node once links are resolved): a shim (volta's, asdf's script) picks its node
-    by folder or environment, so its own file says nothing of the version it runs."""
+def _memo_key(node: str, program: runas.Program) -> str | None:
+    """The key node's version is remembered under: the binary run (`program`, pinned) as it is now.
+    Only a real node binary (an ELF file named node once links are resolved): a shim (volta's,
+    asdf's script) picks its node by folder or environment, so its own file says nothing of the
+    version it runs."""
     real = os.path.realpath(node)
     if os.path.basename(real) != "node":
         return None
@@ -51,27 +51,29 @@ def _memo_key(node: str) -> str | None:
             return None
     except (OSError, reader.Refused):
         return None
-    return memo.file_key(real)
+    st = program.st  # (the file run, whatever `real` names by now)
+    return f"{real}|{st.st_dev}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
 
 
 @cache
 def version_of(node: str) -> str:
-    key = _memo_key(node)
-    known = memo.recall("node-version", key)
-    if isinstance(known, str) and known:
-        return known
     try:
         # as root, another user's node runs as that user (its code never runs as root), and as
-        # anyone in io/runas's environment
-        out = subprocess.run(
-            [node, "--version"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            **runas.popen_kwargs(owners.node_owner(node)),
-        ).stdout.strip()
+        # anyone in io/runas's environment; the file run is the one whose owner was read
+        with runas.pinned(node) as program:
+            key = _memo_key(node, program)
+            known = memo.recall("node-version", key)
+            if isinstance(known, str) and known:
+                return known
+            out = subprocess.run(
+                [node, "--version"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                **runas.popen_kwargs(runas.owner_of(program), program=program),
+            ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise FatalError(
             f"cannot run node at {node} ({exc}); reinstall Node.js or point SENPI_GUARD_NODE at a working node"

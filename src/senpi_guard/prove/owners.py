@@ -174,16 +174,19 @@ def step() -> Iterator[None]:
         _step = outer
 
 
-def judge(package_dir: Path | None, node: str | None) -> Judgement:
-    """Whose the code of a replay is: node's file and senpi's packages, with the folders above them."""
-    key = (str(package_dir) if package_dir is not None else "", node)
+def judge(package_dir: Path | None, node: str | None, program: runas.Program | None = None) -> Judgement:
+    """Whose the code of a replay is: node's file (the one `program` opened, when given: the file
+    run) and senpi's packages, with the folders above them."""
+    pinned = f"|{program.st.st_dev}|{program.st.st_ino}" if program is not None else ""
+    key = (str(package_dir) if package_dir is not None else "", f"{node}{pinned}" if node is not None else None)
     if _step is not None and key in _step:
         return _step[key]
     judgement, seen = Judgement(), {}
     if node is not None:
         real = os.path.realpath(node)
         with contextlib.suppress(OSError):
-            judgement.note(real, os.stat(real), _exposed_above(real, judgement, seen))
+            st = program.st if program is not None else os.stat(real)
+            judgement.note(real, st, _exposed_above(real, judgement, seen))
     for root in packages(package_dir) if package_dir is not None else []:
         _walk(str(root), _exposed_above(str(root), judgement, seen), judgement)
     if _step is not None:
@@ -191,12 +194,14 @@ def judge(package_dir: Path | None, node: str | None) -> Judgement:
     return judgement
 
 
-def decide(package_dir: Path | None, node: str | None) -> tuple[runas.Account | None, str | None]:
+def decide(
+    package_dir: Path | None, node: str | None, program: runas.Program | None = None
+) -> tuple[runas.Account | None, str | None]:
     """As root: whom a replay runs as (None: root), and a note when it is root; the refusal raised.
     The verdict is remembered for `status` (see `refusal`)."""
     key = _verdict_key(package_dir, node)
     try:
-        decided = _decide(package_dir, node)
+        decided = _decide(package_dir, node, program)
     except FatalError as exc:
         memo.remember(VERDICT, key, {"refusal": str(exc), "fix": fix_of(exc)})
         raise
@@ -204,8 +209,10 @@ def decide(package_dir: Path | None, node: str | None) -> tuple[runas.Account | 
     return decided
 
 
-def _decide(package_dir: Path | None, node: str | None) -> tuple[runas.Account | None, str | None]:
-    found = judge(package_dir, node)
+def _decide(
+    package_dir: Path | None, node: str | None, program: runas.Program | None
+) -> tuple[runas.Account | None, str | None]:
+    found = judge(package_dir, node, program)
     where = package_dir or node
     if len(found.owners) > 1:
         named = "; ".join(f"uid {uid}: {', '.join(map(str, files))}" for uid, files in sorted(found.owners.items()))
@@ -276,23 +283,14 @@ def refusal(package_dir: Path | None, node: str | None) -> str | None:
     return None if found is None else str(found)
 
 
-def run_as(package_dir: Path | None, node: str | None, allow_foreign_root: bool) -> runas.Account | None:
-    """Whom node must run as for a replay of this package: None (as we are) unless we are root."""
+def run_as(
+    package_dir: Path | None, node: str | None, allow_foreign_root: bool, program: runas.Program | None = None
+) -> runas.Account | None:
+    """Whom node must run as for a replay of this package: None (as we are) unless we are root;
+    node's own file judged is `program`'s (the one run) when given."""
     if os.geteuid() != 0 or allow_foreign_root:
         return None
-    owner, note = decide(package_dir, node)
+    owner, note = decide(package_dir, node, program)
     if note:
         ui.progress(note)
     return owner
-
-
-def node_owner(node: str) -> runas.Account | None:
-    """Whom `node --version` runs as: its owner (with their primary group) when we are root and it
-    is someone else's."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        st = os.stat(os.path.realpath(node))
-    except OSError:
-        return None
-    return runas.user(st.st_uid) if st.st_uid != 0 else None

@@ -21,6 +21,7 @@ import shutil
 import signal
 import stat
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -199,11 +200,13 @@ def check_scratch() -> Iterator[Path]:
 class Sandbox:
     """Where node replays: `work_dir` (root's, or the user's own: senpi-guard's state dir) for its
     folders and the job file, `owner` whom node runs as (None: as we are), and `package_dir` the
-    install whose code it loads (re-checked to be the folder that was opened, before node runs)."""
+    install whose code it loads (re-checked to be the folder that was opened, before node runs),
+    `node` node's file opened when judged: what runs, whatever its path names by then."""
 
     work_dir: Path
     owner: runas.Account | None = None
     package_dir: Path | None = None
+    node: runas.Program | None = None
 
     @classmethod
     def judged(cls, work_dir: Path, package_dir: Path | None, node: str, allow_foreign_root: bool) -> Sandbox:
@@ -211,7 +214,22 @@ class Sandbox:
         and node's user judged (the refusal raised)."""
         make_private(work_dir)
         sweep(work_dir)
-        return cls(work_dir, owners.run_as(package_dir, node, allow_foreign_root), package_dir)
+        try:
+            program = runas.pin(node)
+        except OSError as exc:
+            raise FatalError(
+                f"cannot run node at {node} ({exc}); reinstall Node.js or point SENPI_GUARD_NODE at a working node"
+            ) from exc
+        try:
+            owner = owners.run_as(package_dir, node, allow_foreign_root, program)
+        except BaseException:
+            if program.fd >= 0:
+                os.close(program.fd)
+            raise
+        sandbox = cls(work_dir, owner, package_dir, program)
+        if program.fd >= 0:
+            weakref.finalize(sandbox, os.close, program.fd)
+        return sandbox
 
     def popen_kwargs(self, folder: Path) -> dict[str, Any]:
         """Run node in replay folder `folder` as the judged owner, its temp folder (TMPDIR) that
@@ -221,7 +239,7 @@ class Sandbox:
         first to make /tmp/jiti was a replay run as `nobody`, a folder `nobody` owns, from which
         every later senpi on the machine reads code (and which no other user can write to).
         The rest of its environment is io/runas's allow-list: none of ours reaches the code."""
-        return runas.popen_kwargs(self.owner, own={"TMPDIR": str(folder / NODE_TMP)})
+        return runas.popen_kwargs(self.owner, own={"TMPDIR": str(folder / NODE_TMP)}, program=self.node)
 
     @contextmanager
     def folder(
