@@ -1,14 +1,18 @@
-"""`check` as root over a release no other user owns: a fetched spec (a tarball URL, served here
-by a real local HTTP server) is packed by npm, unpacked and replayed as `nobody`, and so is root's
+"""`check` as root over a release no other user owns: a fetched spec (a registry version, served
+here by a real local HTTP server as a registry) is packed by npm, unpacked and replayed as `nobody`, and so is root's
 own tarball; the release's code, which notes its uid, never runs as root (issue 24: what to build,
 "a fetched spec is handled as nobody")."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,19 +35,33 @@ def planted_tarball(open_dir) -> Path:
 
 
 @pytest.fixture
-def served(planted_tarball) -> str:
-    """The tarball's URL on a real HTTP server of 127.0.0.1 (python -m http.server)."""
+def served(planted_tarball) -> Iterator[tuple[str, dict[str, str]]]:
+    """The release as a registry version: a real HTTP server of 127.0.0.1 (python -m http.server)
+    serving the package's document and its tarball, as a registry does (`check` takes registry
+    specs only); the spec, and the environment that names that registry."""
+    folder = planted_tarball.parent
     proc = subprocess.Popen(
         [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
-        cwd=planted_tarball.parent,
+        cwd=folder,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     try:
         line = proc.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N (...) ..."
-        port = int(line.split(" port ")[1].split()[0])
-        yield f"http://127.0.0.1:{port}/{planted_tarball.name}"
+        registry = f"http://127.0.0.1:{int(line.split(' port ')[1].split()[0])}/"
+        version = "2026.8.1"
+        data = planted_tarball.read_bytes()
+        integrity = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+        tarball = {"tarball": f"{registry}{planted_tarball.name}", "integrity": integrity}
+        document = {
+            "name": "@code-yeongyu/senpi",
+            "dist-tags": {"latest": version},
+            "versions": {version: {"name": "@code-yeongyu/senpi", "version": version, "dist": tarball}},
+        }
+        (folder / "@code-yeongyu").mkdir()  # (npm asks for /@code-yeongyu%2fsenpi)
+        (folder / "@code-yeongyu" / "senpi").write_text(json.dumps(document))
+        yield f"@code-yeongyu/senpi@{version}", {"npm_config_registry": registry}
     finally:
         proc.kill()
         proc.wait()
@@ -65,9 +83,10 @@ def test_a_fetched_release_is_packed_unpacked_and_replayed_as_nobody(attacker, s
     log = shared_log(open_dir, "who-ran-it")
     npm_log, env = npm_uids
     started = time.monotonic()
-    done = senpi_guard("check", served, env=env)
+    spec, registry = served
+    done = senpi_guard("check", spec, env={**env, **registry})
     print(
-        f"check {served}: exit {done.returncode} in {time.monotonic() - started:.1f}s; npm ran as "
+        f"check {spec}: exit {done.returncode} in {time.monotonic() - started:.1f}s; npm ran as "
         f"{sorted(uids_in(npm_log))}, the release's code as {sorted(uids_in(log))}"
     )
     assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
@@ -103,7 +122,8 @@ def test_checks_npm_is_given_no_token_from_roots_environment(attacker, served, o
         "NO_PROXY": "127.0.0.1",
         "SENPI_GUARD_UNRELATED": "x",
     }
-    done = senpi_guard("check", served, env=env)
+    spec, registry = served
+    done = senpi_guard("check", spec, env={**env, **registry})
     assert done.returncode == 0 and "patchable" in done.stdout, done.stdout + done.stderr
     given = dict(line.split("=", 1) for line in log.read_text().splitlines() if "=" in line)
     assert given and not [value for value in given.values() if "secret-" in value], given
