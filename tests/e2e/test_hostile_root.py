@@ -17,6 +17,7 @@ from conftest import HANG_S, SHAPE_REL, run_cli, tree_digest, wait_for, write_us
 from test_hostile import one_error_line
 
 USER = "senpi-guard-test"
+KEPT = 3  # extension.KEEP_COPIES
 REL = SHAPE_REL[2]
 PROVIDER = str(Path(REL).parent)
 
@@ -409,9 +410,8 @@ def test_a_users_edited_extension_kept_by_roots_applies_is_bounded(
     users_install, other_user, open_dir, isolated_dirs, capsys, monkeypatch
 ):
     """Each root apply that finds the user's extension edited keeps a copy in root's data folder:
-    never the same bytes twice, and at most KEEP_COPIES of that file, the oldest removed (and said)."""
-    from senpi_guard.layers.extension import KEEP_COPIES
-
+    never the same bytes twice, and at most 3 (extension.KEEP_COPIES) of that file, the oldest
+    removed (and said)."""
     agent = open_dir / "user-agent"
     agent.mkdir()
     give_to(other_user, agent)
@@ -427,8 +427,8 @@ def test_a_users_edited_extension_kept_by_roots_applies_is_bounded(
         said.append(out)
         assert installed.stat().st_uid == other_user.pw_uid
     copies = sorted(kept_dir.iterdir(), key=lambda p: p.stat().st_mtime_ns)
-    assert len(copies) == KEEP_COPIES, copies
+    assert len(copies) == KEPT, copies
     assert [c.read_bytes().rsplit(b"edit ", 1)[1] for c in copies] == [b"2\n", b"3\n", b"4\n"]
-    assert all("pruned" not in out for out in said[:KEEP_COPIES])
-    assert all(out.count("pruned   ") == 1 for out in said[KEEP_COPIES:5]) and "pruned" not in said[5]
+    assert all("pruned" not in out for out in said[:KEPT])
+    assert all(out.count("pruned   ") == 1 for out in said[KEPT:5]) and "pruned" not in said[5]
     assert f"kept     {copies[-1]}" in said[4] and f"kept     {copies[-1]}" in said[5]
