@@ -17,6 +17,7 @@ from conftest import HANG_S, SHAPE_REL, run_cli, tree_digest, wait_for, write_us
 from test_hostile import one_error_line
 
 USER = "senpi-guard-test"
+KEPT = 3  # extension.KEEP_COPIES
 REL = SHAPE_REL[2]
 PROVIDER = str(Path(REL).parent)
 
@@ -403,3 +404,31 @@ def test_a_user_over_roots_senpi_is_told_to_apply_as_root_not_to_apply_again(npm
     assert "the extension is here without the dist layer" in risk and risk.endswith(
         "run `sudo senpi-guard apply`: senpi's files belong to root"
     ), status
+
+
+def test_a_users_edited_extension_kept_by_roots_applies_is_bounded(
+    users_install, other_user, open_dir, isolated_dirs, capsys, monkeypatch
+):
+    """Each root apply that finds the user's extension edited keeps a copy in root's data folder:
+    never the same bytes twice, and at most 3 (extension.KEEP_COPIES) of that file, the oldest
+    removed (and said)."""
+    agent = open_dir / "user-agent"
+    agent.mkdir()
+    give_to(other_user, agent)
+    monkeypatch.setenv("SENPI_CODING_AGENT_DIR", str(agent))
+    installed = agent / "extensions" / "senpi-guard-directive-dedupe.js"
+    kept_dir = isolated_dirs / "xdg_data_home" / "senpi-guard" / "extension-kept"
+    assert run_cli(capsys, "apply", "--root", users_install)[0] == 0 and installed.is_file()
+    said = []
+    for edit in [0, 1, 2, 3, 4, 4]:  # (the last: bytes kept already)
+        installed.write_bytes(installed.read_bytes() + f"// the user's edit {edit}\n".encode())
+        code, out, err = run_cli(capsys, "apply", "--root", users_install)
+        assert code == 0, out + err
+        said.append(out)
+        assert installed.stat().st_uid == other_user.pw_uid
+    copies = sorted(kept_dir.iterdir(), key=lambda p: p.stat().st_mtime_ns)
+    assert len(copies) == KEPT, copies
+    assert [c.read_bytes().rsplit(b"edit ", 1)[1] for c in copies] == [b"2\n", b"3\n", b"4\n"]
+    assert all("pruned" not in out for out in said[:KEPT])
+    assert all(out.count("pruned   ") == 1 for out in said[KEPT:5]) and "pruned" not in said[5]
+    assert f"kept     {copies[-1]}" in said[4] and f"kept     {copies[-1]}" in said[5]

@@ -6,11 +6,15 @@ would for any version. Real npm installs, real subprocesses (stdout a pipe, stri
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_console, wait_for
+from conftest import HANG_S, run_console, wait_for
+from test_hostile_root import give_to
 
 from senpi_guard.io.visible import visible
 
@@ -88,3 +92,74 @@ def test_metrics_labels_and_log_values_are_escaped_where_they_enter(isolated_dir
     logged = logfile.read_text(encoding="utf-8")
     _no_forged_lines(logged)
     assert f"install=/p/{visible(FORGED)} detail=\\ud800 n=7" in logged
+
+
+def test_an_exception_or_a_built_message_in_a_log_line_is_escaped(isolated_dirs):
+    """An exception given as a log value (the re-proof's, the watcher's: it quotes a user's path),
+    and a message its caller built itself (`not started: {exc}`), are escaped as any value is."""
+    import logging
+
+    from senpi_guard.errors import FatalError
+    from senpi_guard.keep import notify
+
+    logfile = notify.setup_logging(verbose=False)
+    try:
+        notify.log.error("extension layer %s: re-proof failed: %s", "/a", FatalError(f"/home/u/{FORGED}{LONE}"))
+        notify.to_log_file(logging.ERROR, f"not started: {FORGED}")
+    finally:
+        for handler in logging.getLogger("senpi-guard").handlers:
+            handler.close()
+        logging.getLogger("senpi-guard").handlers.clear()
+    logged = logfile.read_text(encoding="utf-8")
+    _no_forged_lines(logged)
+    assert f"re-proof failed: /home/u/{visible(FORGED)}\\ud800" in logged
+    assert f"not started: {visible(FORGED)}" in logged
+    assert len(logged.splitlines()) == 2
+
+
+@pytest.mark.parametrize("name", [f"EVIL{FORGED}", "EVIL\udcff"], ids=["escapes", "undecodable-byte"])
+def test_a_users_package_folder_is_shown_escaped_in_roots_status(npm_install, attacker, open_dir, name):
+    """Root's status over a user's install and agent dir whose settings list `npm:<name>`, a folder
+    that user named (an escape sequence and a forged line; a byte no UTF-8 decodes), our package in it."""
+    pkg = npm_install(2, prefix=open_dir / "user-prefix")
+    agent = open_dir / "user-agent"
+    modules = agent / "npm" / "node_modules"
+    assert run_console("export", modules / "plain").returncode == 0
+    (modules / "plain").rename(modules / name)
+    (agent / "settings.json").write_text(json.dumps({"packages": [f"npm:{name}"]}))
+    give_to(attacker, open_dir / "user-prefix", agent)
+    done = subprocess.run(
+        [sys.executable, "-m", "senpi_guard", "status", "--root", str(pkg)],
+        capture_output=True,
+        timeout=HANG_S,
+        env={**os.environ, "SENPI_CODING_AGENT_DIR": str(agent)},
+    )
+    out, err = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")  # (strict: raw bytes fail here)
+    assert done.returncode in (0, 1) and "Traceback" not in out + err, out + err
+    _no_forged_lines(out + err)
+    assert f"the senpi package {visible(modules / name)} (" in out, out
+
+
+def test_a_users_session_names_are_shown_escaped_in_roots_audit(npm_install, attacker, open_dir):
+    """Root's audit of a user's session whose provider carries an escape sequence and a forged line,
+    and whose model a lone surrogate: every view exits 0 and shows them escaped; JSON stays valid."""
+    from senpi_guard.demo.sample_session import write_sample_session
+
+    pkg = npm_install(2)
+    provider, model = f"prov{FORGED}", f"opus{LONE}"
+    session = write_sample_session(open_dir / "s.jsonl", turns=4, directive_bytes=2000, model=model, provider=provider)
+    give_to(attacker, session)
+    for view in ("text", "json", "prometheus"):
+        done = subprocess.run(
+            [sys.executable, "-m", "senpi_guard", "audit", "--format", view, "--root", str(pkg), str(session)],
+            capture_output=True,
+            timeout=HANG_S,
+        )
+        out, err = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")  # (strict: raw bytes fail here)
+        assert done.returncode == 0 and "Traceback" not in out + err, out + err
+        _no_forged_lines(out + err)
+        if view == "json":
+            calls = [turn for one in json.loads(out)["sessions"] for turn in one["turns"]]
+            assert {(c["provider"], c["model"]) for c in calls} == {(visible(provider), visible(model))}
+        else:
+            assert visible(provider).replace("\\", "\\\\" if view == "prometheus" else "\\") in out, out

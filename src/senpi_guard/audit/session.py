@@ -54,6 +54,7 @@ from senpi_guard.audit.session_messages import (
 )
 from senpi_guard.errors import FatalError
 from senpi_guard.io import reader
+from senpi_guard.io.visible import visible
 
 SPLIT_TURN = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 CONTEXT_TYPES = {"message", "compaction", "branch_summary", "custom_message"}
@@ -145,7 +146,7 @@ def _message_role(found: SessionIndex, entry: dict[str, Any], line: int, model: 
         own = message.get("model")
         if own is not None and not isinstance(own, str):
             found.warn("assistant model that is not a string (ignored)", line)
-        found.models[entry["id"]] = own if isinstance(own, str) and own else model
+        found.models[entry["id"]] = visible(own) if isinstance(own, str) and own else model
     _note_tools(found.tools, message)
     return role
 
@@ -164,7 +165,7 @@ def _add(found: SessionIndex, entry: dict[str, Any], at: int, length: int, line:
         named = entry.get("modelId") or entry.get("model")
         if named is not None and not isinstance(named, str):
             found.warn("model_change whose model is not a string (ignored)", line)
-        model = named if isinstance(named, str) and named else model
+        model = visible(named) if isinstance(named, str) and named else model  # (shown escaped in every view)
     role = None
     if kind == "message":
         role = _message_role(found, entry, line, model)

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from senpi_guard.io.visible import visible
+
 COMPACTION_TEXT = (
     "The conversation history before this point was compacted into the following "
     "summary:\n\n<summary>\n{summary}\n</summary>"
@@ -74,14 +76,15 @@ def call_of(raw: dict[str, Any]) -> Call:
         value = details.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
-    kind = details.get("kind")
-    provider = message.get("provider")
+    def text(value: Any) -> str | None:  # (a user's session: shown escaped in every view)
+        return visible(value) if isinstance(value, str) else None
+
     return Call(
-        kind if isinstance(kind, str) else None,
-        details.get("reason") if isinstance(details.get("reason"), str) else None,
+        text(details.get("kind")),
+        text(details.get("reason")),
         number("deltaMessages"),
         number("payloadBytes"),
-        provider if isinstance(provider, str) else None,
+        text(message.get("provider")),
     )
 
 

@@ -28,7 +28,7 @@ def _say(text: str) -> None:
 
 
 def print_header(path: Path, server) -> None:
-    print(f"session   {path}")
+    print(f"session   {ui.visible(path)}")
     if ui.quiet():  # -q: the summary only, no table
         return
     how = (

@@ -195,6 +195,8 @@ def _print_layer(layer, next_steps: bool) -> None:
         print(f"  state    {state}  ({'ok' if layer.ok else ui.paint('FAILED', 'bad')})")
     for kept in layer.kept:
         print(f"  kept     {kept}")
+    for pruned in layer.pruned:
+        print(f"  pruned   {pruned} (an older kept copy)")
     if not proven_only(layer):
         print(f"  {'detail ' if layer.ok else ui.paint('error: ', 'bad')}  {layer.detail}")
     step = pipeline.next_step(layer) if next_steps else None

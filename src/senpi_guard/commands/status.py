@@ -241,7 +241,7 @@ def _extension_alone(flow) -> str:
         for place in places:
             layer = agent_dirs.status_at(place)
             if layer.state in ("installed", "stale", "modified", "package"):  # (not an error, not absent)
-                there.append(f"{name}'s is {layer.state} at {layer.path}")
+                there.append(f"{name}'s is {layer.state} at {ui.visible(layer.path)}")
                 ours = ours or layer.state != "package"  # (a package is the user's: `senpi remove`)
     if ours:
         there[-1] += " (`senpi-guard revert` takes senpi-guard's own file out)"

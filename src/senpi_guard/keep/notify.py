@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 from logging.handlers import RotatingFileHandler
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from senpi_guard.io import store
 from senpi_guard.io.visible import visible
@@ -19,8 +19,10 @@ log = logging.getLogger("senpi-guard.watch")
 def _escaped(record: logging.LogRecord) -> bool:
     """A log line's values (paths, versions, messages from a user's files) escaped where they
     enter it: a newline or an escape sequence in one cannot forge a line of watch.log."""
-    if isinstance(record.args, tuple):
-        record.args = tuple(visible(a) if isinstance(a, str | PurePath) else a for a in record.args)
+    if isinstance(record.args, tuple):  # (an exception's text too: it quotes a user's path)
+        record.args = tuple(a if isinstance(a, int | float | None) else visible(a) for a in record.args)
+    if not record.args:  # (a message built by its caller, nothing to format: `not started: {exc}`)
+        record.msg = visible(record.msg)
     return True
 
 

@@ -12,6 +12,7 @@ extension layer; apply never writes the file beside it, revert leaves the packag
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from senpi_guard.errors import FatalError, fix_of
 from senpi_guard.io import reader, write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
+from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error, write_private
 from senpi_guard.layers import package
 from senpi_guard.layers.extension_replay import replay
@@ -41,14 +43,17 @@ def inspect(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
     found = package.package_in(patch, config, agent_dir)
     if found is None:
         return inspect_file(patch, config, agent_dir)
+    shown = visible(found.path)  # (a folder a user named: a settings entry's, shown escaped)
     if found.off:  # (senpi loads none of it: senpi-guard's own file is this agent dir's layer)
         status = inspect_file(patch, config, agent_dir)
-        note = f"the senpi package {found.path} is listed, but {found.off}; senpi-guard's own file is the layer here"
+        note = (
+            f"the senpi package {shown} is listed, but {visible(found.off)}; senpi-guard's own file is the layer here"
+        )
         status.detail = f"{status.detail}; {note}" if status.detail else note
         return status
-    detail = f"the senpi package {found.path} ({found.settings.name} lists {found.source!r})"
+    detail = f"the senpi package {shown} ({found.settings.name} lists {visible(repr(found.source))})"
     if not found.current:
-        detail += f"; {found.differs}: run `senpi-guard export {found.path}`"
+        detail += f"; {visible(found.differs)}: run `senpi-guard export {shown}`"
     loose = inspect_file(patch, config, agent_dir)
     beside = loose.path if loose.state in ("installed", "stale", "modified") else None
     if beside is not None:
@@ -101,19 +106,40 @@ def remember_written(store: Store, agent_dir: Path, keep: bool = True) -> None:
         store.remember_agent_dir(agent_dir, keep=keep, key=WRITTEN)
 
 
-def _keep_aside(path: Path, store: Store) -> str:
+KEEP_COPIES = 3  # an agent dir's edited extension copies kept; the oldest go (a cron's applies fill no disk)
+
+
+def _keep_aside(path: Path, store: Store) -> tuple[str, list[str]]:
     """Move an edited extension out of the extensions folder (where senpi would still load it): a
-    copy in the data folder, then the file taken away (both only if it is still what was read)."""
+    copy in the data folder (unless those bytes are kept already), then the file taken away (both
+    only if it is still what was read); the oldest copies past KEEP_COPIES removed. The copy's
+    path and those removed."""
     try:
         data = reader.read(path, reader.EXTENSION)
     except OSError as exc:
         raise os_error(exc, "read", path, "move it away by hand, then retry") from exc
-    # (named by its bytes too: two agent dirs' edits kept in one second are two files)
-    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{hashlib.sha256(data).hexdigest()[:12]}"
-    kept = store.data_dir / "extension-kept" / f"{stamp}-{path.name}"
-    write_private(kept, data)
+    sha = hashlib.sha256(data).hexdigest()[:12]
+    folder = store.data_dir / "extension-kept"
+    # (named by its bytes and by the file it was: `<time>-<sha>-<file's tag>-<name>`)
+    tag = f"-{hashlib.sha256(os.fsencode(path)).hexdigest()[:8]}-{path.name}"
+    try:
+        mine = [p for p in folder.iterdir() if p.name.endswith(tag) and p.is_file()] if folder.is_dir() else []
+        mine.sort(key=lambda p: (p.stat().st_mtime_ns, p.name))  # (oldest first: two in one second too)
+    except OSError as exc:
+        raise os_error(exc, "list", folder, "fix that folder, then retry") from exc
+    same = [p for p in mine if p.name.split("-")[2] == sha]
+    kept = same[-1] if same else folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{sha}{tag}"
+    if not same:
+        write_private(kept, data)
     write.take(path.parent, path.name, data)
-    return str(kept)
+    others = [p for p in mine if p != kept]
+    pruned = others[: max(0, len(others) - (KEEP_COPIES - 1))]
+    for old in pruned:
+        try:
+            old.unlink(missing_ok=True)
+        except OSError as exc:
+            raise os_error(exc, "remove", old, "remove it by hand") from exc
+    return str(kept), [str(p) for p in pruned]
 
 
 def _write(path: Path, data: bytes, expected: bytes | None) -> None:
@@ -232,7 +258,7 @@ def install(
         )
     try:
         remember_written(store, agent_dir)  # (before the write: a file written is never one no record names)
-        kept = [_keep_aside(path, store)] if status.state == "modified" else []
+        kept, pruned = _keep_aside(path, store) if status.state == "modified" else ("", [])
         _write(path, rendered.encode("utf-8"), status.data if status.state == "stale" else None)
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc), report)
@@ -245,8 +271,9 @@ def install(
         f"verified: {report.checks_run} checks passed through {host_text(report)}{cost}"
         + (f"; written, but {off}" if off else ""),
         report,
-        kept,
+        [kept] if kept else [],
         step=SWITCH_ON if off else "",
+        pruned=pruned,
     )
 
 
@@ -307,12 +334,11 @@ def _remove_file(patch: Patch, config: Config, store: Store, agent_dir: Path) ->
         return LayerOutcome(path, status.state, status.state, True, note)
     if status.state == "modified":
         try:
-            kept = _keep_aside(path, store)
+            kept, pruned = _keep_aside(path, store)
         except FatalError as exc:
             return LayerOutcome(path, "modified", "modified", False, str(exc))
-        return LayerOutcome(
-            path, "modified", "absent", True, f"removed; it had been edited, so it was kept at {kept}", kept=[kept]
-        )
+        note = f"removed; it had been edited, so it was kept at {kept}"
+        return LayerOutcome(path, "modified", "absent", True, note, kept=[kept], pruned=pruned)
     try:
         write.take(path.parent, path.name, status.data)
     except FatalError as exc:
@@ -333,7 +359,7 @@ def beside_package(
     """The package is the extension layer of this agent dir: senpi-guard's own file beside it is
     taken out (both would run the dedupe on every call; a dry run says so). `ok` None: as wanted
     when it is current."""
-    step = "" if status.current else f"run `senpi-guard export {status.path}` (renders the package anew)"
+    step = "" if status.current else f"run `senpi-guard export {visible(status.path)}` (renders the package anew)"
     ok = status.current if ok is None else ok
     if dry_run:
         note = f"; dry run: would take out senpi-guard's own {status.beside.name} beside it" if status.beside else ""
@@ -350,6 +376,7 @@ def beside_package(
         ok,
         f"{status.detail}{what}{note}",
         kept=removed.kept,
+        pruned=removed.pruned,
         step=step,
         took_out=removed.before != "absent",
     )
@@ -373,4 +400,6 @@ def refuse(
         return LayerOutcome(status.path, status.state, status.state, ok, detail, would_write=True)
     removed = remove(patch, config, store, agent_dir)
     detail = f"{reason}; senpi-guard's extension was taken out of it" if removed.ok else removed.detail
-    return LayerOutcome(status.path, status.state, removed.after, ok and removed.ok, detail, kept=removed.kept)
+    return LayerOutcome(
+        status.path, status.state, removed.after, ok and removed.ok, detail, kept=removed.kept, pruned=removed.pruned
+    )

@@ -39,6 +39,7 @@ class LayerOutcome:
     detail: str
     report: VerifyReport | None = None
     kept: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)  # older kept copies removed (extension.KEEP_COPIES)
     installs: list[Install] = field(default_factory=list)  # the installs that use this agent dir
     step: str = ""  # what to run when it is not as wanted ("" when nothing, or the detail says it)
     patch: str = ""
@@ -63,6 +64,7 @@ class LayerOutcome:
             "ok": self.ok,
             "detail": self.detail,
             "kept": self.kept,
+            "pruned": self.pruned,
             "changed": self.before != self.after or self.took_out,
             "would_write": self.would_write,
             "next": self.step or None,
