@@ -45,8 +45,7 @@ def test_a_users_yarnrc_yarn_path_never_runs_as_root(attacker, open_dir):
     ran = open_dir / "yarn-path-ran"
     script = home / "evil-yarn.js"
     script.write_text(
-        f"require('fs').writeFileSync({str(ran)!r}, 'uid=' + process.getuid());\n"
-        "console.log('/nowhere/yarn-global');\n"
+        f"require('fs').writeFileSync({str(ran)!r}, 'uid=' + process.getuid());\nconsole.log('/nowhere/yarn-global');\n"
     )
     rc = home / ".yarnrc"
     rc.write_text(f'yarn-path "{script}"\n')
