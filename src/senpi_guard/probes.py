@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import tempfile
@@ -54,6 +55,8 @@ class ProbeCache:
     @classmethod
     def load(cls, path: Path, max_age: float) -> ProbeCache:
         try:
+            if made.foreign(path.parent) is not None:  # (as root: a cache another user could write is not used)
+                raise reader.Refused(str(path))
             data = json.loads(reader.read(path, reader.STATE))
         except (OSError, ValueError, reader.Refused):
             data = {}
@@ -135,7 +138,7 @@ def probe_all(max_age: float, cache: ProbeCache | None) -> dict[tuple[str, ...],
 def _pnpm_bin() -> Path:
     """pnpm's global bin folder, which asking pnpm makes when it is missing (measured on pnpm 12)."""
     env = os.environ
-    data = Path(env.get("XDG_DATA_HOME") or home() / ".local" / "share")
+    data = Path(env.get("XDG_DATA_HOME") or _probe_home() / ".local" / "share")
     return Path(env.get("PNPM_HOME") or data / "pnpm") / "bin"
 
 
@@ -179,8 +182,11 @@ def _ask(argv: list[str]) -> str | None:
     if exe is None or _refused_probe(argv):
         return None
     scratch = tempfile.mkdtemp(prefix="senpi-guard-probe-")
-    env = {**quiet_env(), "npm_config_cache": scratch, "YARN_CACHE_FOLDER": scratch}
+    env = {**quiet_env(), "npm_config_cache": scratch, "YARN_CACHE_FOLDER": scratch, "HOME": str(_probe_home())}
     env.pop("NPM_CONFIG_CACHE", None)
+    for name in USER_RC if os.geteuid() == 0 else ():  # (as root: no rc file another user could change)
+        if env.get(name) and made.foreign(Path(env[name])) is not None:
+            env.pop(name)
     try:
         # from HOME: a .npmrc/.yarnrc where the user stands must not point discovery elsewhere
         result = subprocess.run(
@@ -201,6 +207,22 @@ def _ask(argv: list[str]) -> str | None:
     return out[-1].strip() if result.returncode == 0 and out else None
 
 
-def _probe_dir() -> str:
+# where a package manager finds its user's rc files (npm's .npmrc, pnpm's rc, yarn's .yarnrc)
+USER_RC = ("NPM_CONFIG_USERCONFIG", "npm_config_userconfig", "NPM_CONFIG_GLOBALCONFIG", "npm_config_globalconfig")
+USER_RC += ("XDG_CONFIG_HOME",)
+
+
+def _probe_home() -> Path:
+    """The HOME a package manager is asked with: as root, a HOME another user could change (root run
+    with theirs: `sudo -E`) is not used, root's own from the user database instead: yarn 1 runs the
+    program a ~/.yarnrc `yarn-path` names, and npm's and pnpm's rc files steer them."""
     folder = home()
-    return str(folder) if folder.is_dir() else "/"
+    if os.geteuid() == 0 and made.foreign(folder) is not None:
+        return Path(pwd.getpwuid(0).pw_dir)
+    return folder
+
+
+def _probe_dir() -> str:
+    """Where it is asked from: as root `/` (an rc file where the user stands steers nothing), else HOME."""
+    folder = _probe_home()
+    return str(folder) if os.geteuid() != 0 and folder.is_dir() else "/"

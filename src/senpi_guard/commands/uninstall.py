@@ -143,7 +143,12 @@ def _config_plan(purge: bool) -> tuple[Path | None, Path]:
 
 
 def _plan(store: Store, unit: Path | None, purge: bool) -> dict[str, Any]:
+    refused: list[str] = []  # (as root: one of its folders another user could change: not read, not removed)
     own = [p for p in _own_folders(store) if os.path.lexists(p)]
+    for folder in own:
+        if (problem := made.foreign(folder)) is not None:
+            refused.append(made.foreign_text(folder, problem))
+    own = [p for p in own if made.foreign(p) is None]
     gone, config = _config_plan(purge)
     recorded = sorted(made.recorded(), key=lambda p: len(p.parts), reverse=True)
     if purge and gone is not None and config.parent == config_mod.config_dir():
@@ -156,6 +161,7 @@ def _plan(store: Store, unit: Path | None, purge: bool) -> dict[str, Any]:
         "made": [p for p in recorded if p not in own and not any(p.is_relative_to(o) for o in own)],
         "config_removed": gone,
         "config_kept": None if gone is not None or not config.is_file() else config,
+        "refused": refused,
     }
 
 
@@ -222,7 +228,7 @@ def _json_report(acted, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
     would = [plan["service"], *map(str, plan["own"])] + (
         [str(plan["config_removed"])] if plan["config_removed"] else []
     )
-    doc |= {"removed": removed, "left": [str(item) for item in left]}
+    doc |= {"removed": removed, "left": [str(item) for item in left], "refused": plan.get("refused", [])}
     # (whether anything was, or would be, changed: what configuration management reports)
     doc["changed"] = bool(acted) or (
         any(Path(w).exists() for w in would if w) or any(p.is_dir() for p in plan["made"]) if dry_run else bool(removed)
@@ -360,6 +366,8 @@ def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
         doc = _json_report(acted, plan, removed, left, dry_run, flow)
         print(json.dumps(doc | {"kept": kept + edits, "packages_left": packages}, indent=2))
         return
+    for line in plan.get("refused", ()):
+        print(f"refused   {line}", file=sys.stderr)
     if ui.quiet() and not dry_run:  # (-q: only what failed: a folder left for a reason other than its files)
         for item in left:
             if item.why is not Why.NOT_EMPTY:

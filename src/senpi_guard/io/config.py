@@ -17,7 +17,7 @@ from typing import Any
 import platformdirs
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import reader
+from senpi_guard.io import made, reader
 
 LAYERS = ("dist", "extension")
 DRIFT_MODES = ("report", "rebuild")
@@ -119,6 +119,8 @@ def load(path: Path | None = None) -> Config:
             raise FatalError(
                 f"config {path} is not a regular file; point SENPI_GUARD_CONFIG at a TOML file, or unset it"
             )
+        if (problem := made.foreign(path.parent)) is not None:  # (as root: a config another user could write)
+            raise FatalError(made.foreign_text(path, problem))
         raw = reader.read(path, reader.CONFIG)  # (a FIFO swapped in since the stat is refused, not waited on)
     except FileNotFoundError:
         if named:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import platformdirs
 
+from senpi_guard.errors import FatalError
 from senpi_guard.io.write import private_dirs
 
 APP = "senpi-guard"
@@ -33,7 +34,7 @@ def crash_log(exc: BaseException) -> str:
         with path.open("a", encoding="utf-8") as out:
             out.write(text)
         return str(path)
-    except OSError:
+    except (OSError, FatalError):  # (FatalError: a log folder root will not write in: io/made.foreign)
         pass
     try:
         fd, name = tempfile.mkstemp(prefix="senpi-guard-crash-", suffix=".log")

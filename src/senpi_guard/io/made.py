@@ -19,13 +19,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import platformdirs
 
-from senpi_guard.io import flock
+from senpi_guard.io import flock, reader
 
 APP = "senpi-guard"
 VERSION = 1
@@ -82,13 +83,46 @@ def missing_chain(folder: Path) -> list[Path]:
 
 def below_own(folder: Path) -> bool:
     """Whether the nearest folder that exists at or above `folder` is ours: a cache is written only
-    there (as root with a user's XDG_CACHE_HOME, nothing of root's is left in the user's folders)."""
+    there (as root with a user's XDG_CACHE_HOME, nothing of root's is left in the user's folders),
+    and, as root, no folder above it is another user's (`foreign`)."""
     chain = missing_chain(folder)
     above = chain[0].parent if chain else Path(os.path.abspath(folder))
     try:
-        return above.stat().st_uid == os.geteuid()
+        return above.stat().st_uid == os.geteuid() and foreign(above) is None
     except OSError:
         return False
+
+
+def foreign(folder: Path) -> str | None:
+    """As root, why `folder` is not root's own (None when it is, and always as a user): the one rule
+    for senpi-guard's own folders (config, data, state, cache, logs) and HOME as root. Every folder
+    that exists from `/` down to it (links resolved) must be owned by root and writable by no one
+    else (a sticky folder such as /tmp excepted: no one else can move what root has in it). Else
+    another user (root run with their HOME or XDG folders: `sudo -E`) could plant or swap what root
+    trusts there."""
+    if os.geteuid() != 0:
+        return None
+    path = Path(os.path.realpath(folder))
+    for each in [path, *path.parents]:
+        try:
+            st = os.stat(each)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"{each} cannot be looked at ({exc.strerror})"
+        if st.st_uid != 0:
+            return f"{each} belongs to uid {st.st_uid}, not to root"
+        if st.st_mode & 0o022 and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
+            return f"{each} is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def foreign_text(folder: Path, problem: str) -> str:
+    """The one line for a folder of senpi-guard's that `foreign` refuses."""
+    return (
+        f"as root senpi-guard trusts only folders of root's own, and {problem}: {folder} is not used; "
+        "run senpi-guard as that user, or as root with root's own HOME (sudo -H, not sudo -E)"
+    )
 
 
 def make_private(folder: Path) -> list[Path]:
@@ -104,18 +138,19 @@ def make_private(folder: Path) -> list[Path]:
 
 
 def recorded() -> list[Path]:
-    """The folders recorded as made, in every record (an unreadable or unknown record: none, never a
-    guess)."""
+    """The folders recorded as made, in every record (an unreadable or unknown record, or one in a
+    folder `foreign` refuses: none, never a guess)."""
     found: list[Path] = []
     for path in (record_file(), cache_record_file(), data_record_file()):
-        found += [folder for folder in _read(path) if folder not in found]
+        if foreign(path.parent) is None:
+            found += [folder for folder in _read(path) if folder not in found]
     return found
 
 
 def _read(path: Path) -> list[Path]:
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+    try:  # (through the one reader: a FIFO or a huge file there is refused, never waited on)
+        data = json.loads(reader.read(path, reader.STATE))
+    except (OSError, ValueError, reader.Refused):
         return []
     if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("folders"), list):
         return []

@@ -38,6 +38,10 @@ def file_key(path: str | Path) -> str | None:
 def _load(path: Path) -> dict[str, Any]:
     """The memo when it is ours alone (owned by us, writable by no one else), else nothing: as root a
     memo another user could write must never decide anything."""
+    from senpi_guard.io import made
+
+    if made.foreign(path.parent) is not None:  # (as root: a cache in another user's folders is not used)
+        return {}
     try:
         with open(path, "rb") as handle:
             st = os.fstat(handle.fileno())

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import platformdirs
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import flock, locks
+from senpi_guard.io import flock, locks, made
 from senpi_guard.io.logs import crash_log as crash_log  # (the commands' one import for it)
 from senpi_guard.io.logs import log_dir as log_dir
 from senpi_guard.io.write import os_error, private_dirs, write_private
@@ -72,6 +72,8 @@ def trusted(folder: Path) -> Path:
         problem = f"belongs to uid {st.st_uid}, not to you (uid {os.geteuid()})"
     elif st.st_mode & 0o022:
         problem = f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    elif (above := made.foreign(folder)) is not None:  # (as root: every folder above it root's own too)
+        raise FatalError(made.foreign_text(folder, above))
     else:
         return folder
     raise FatalError(

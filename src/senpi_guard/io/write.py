@@ -302,7 +302,11 @@ def remove_stale_temps(targets: list[Path]) -> None:
 
 def private_dirs(folder: Path) -> None:
     """Make `folder` and its missing parents 0700 whatever the umask (a umask of 002, usual for
-    users with a private group, would leave them group-writable, and senpi-guard distrusts that)."""
+    users with a private group, would leave them group-writable, and senpi-guard distrusts that).
+    As root, never in a folder another user could change (io/made.foreign: one line)."""
+    problem = made.foreign(folder)
+    if problem is not None:
+        raise FatalError(made.foreign_text(folder, problem))
     made.record(made.make_private(folder))  # (recorded: `uninstall` takes away the empty ones it made)
 
 
