@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tarfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -450,3 +450,22 @@ def audit_report(full_senpi, session: Path) -> tuple[list[dict], dict, str]:
     text = senpi_guard("audit", "--root", full_senpi.package_dir, "-v", session)
     assert text.returncode == 0, text.stderr
     return report["turns"], report["summary"], text.stdout
+
+
+@contextlib.contextmanager
+def http_folder(folder: Path) -> Iterator[str]:
+    """A real HTTP server of 127.0.0.1 over `folder` (python -m http.server), for as long as the
+    block runs: its base URL, ending in "/"."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N (...) ..."
+        yield f"http://127.0.0.1:{int(line.split(' port ')[1].split()[0])}/"
+    finally:
+        proc.kill()
+        proc.wait()

@@ -5,11 +5,13 @@ would for any version. Real npm installs, real subprocesses (stdout a pipe, stri
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,7 +73,6 @@ def test_a_users_version_is_shown_escaped_everywhere(npm_install, tmp_path, watc
 
 def test_metrics_labels_and_log_values_are_escaped_where_they_enter(isolated_dirs):
     """The other ways in: a path (a folder name) as a metrics label, and any value of a log line."""
-    import logging
 
     from senpi_guard.io.prometheus import Family, render
     from senpi_guard.keep import notify
@@ -82,13 +83,8 @@ def test_metrics_labels_and_log_values_are_escaped_where_they_enter(isolated_dir
     text.encode("utf-8")
     _no_forged_lines(text)
     assert len(text.splitlines()) == 3
-    logfile = notify.setup_logging(verbose=False)
-    try:
+    with watch_log() as logfile:
         notify.log.info("install=%s detail=%s n=%d", Path(f"/p/{FORGED}"), LONE, 7)
-    finally:
-        for handler in logging.getLogger("senpi-guard").handlers:
-            handler.close()
-        logging.getLogger("senpi-guard").handlers.clear()
     logged = logfile.read_text(encoding="utf-8")
     _no_forged_lines(logged)
     assert f"install=/p/{visible(FORGED)} detail=\\ud800 n=7" in logged
@@ -102,14 +98,9 @@ def test_an_exception_or_a_built_message_in_a_log_line_is_escaped(isolated_dirs)
     from senpi_guard.errors import FatalError
     from senpi_guard.keep import notify
 
-    logfile = notify.setup_logging(verbose=False)
-    try:
+    with watch_log() as logfile:
         notify.log.error("extension layer %s: re-proof failed: %s", "/a", FatalError(f"/home/u/{FORGED}{LONE}"))
         notify.to_log_file(logging.ERROR, f"not started: {FORGED}")
-    finally:
-        for handler in logging.getLogger("senpi-guard").handlers:
-            handler.close()
-        logging.getLogger("senpi-guard").handlers.clear()
     logged = logfile.read_text(encoding="utf-8")
     _no_forged_lines(logged)
     assert f"re-proof failed: /home/u/{visible(FORGED)}\\ud800" in logged
@@ -163,3 +154,19 @@ def test_a_users_session_names_are_shown_escaped_in_roots_audit(npm_install, att
             assert {(c["provider"], c["model"]) for c in calls} == {(visible(provider), visible(model))}
         else:
             assert visible(provider).replace("\\", "\\\\" if view == "prometheus" else "\\") in out, out
+
+
+@contextlib.contextmanager
+def watch_log() -> Iterator[Path]:
+    """The watcher's log set up as `watch` sets it up, its handlers closed when the block ends."""
+    import logging
+
+    from senpi_guard.keep import notify
+
+    logfile = notify.setup_logging(verbose=False)
+    try:
+        yield logfile
+    finally:
+        for handler in logging.getLogger("senpi-guard").handlers:
+            handler.close()
+        logging.getLogger("senpi-guard").handlers.clear()

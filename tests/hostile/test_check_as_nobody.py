@@ -9,15 +9,13 @@ import base64
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hostile_support import planted, shared_log, uids_in
-from realsenpi import node24_bin, path_with, senpi_guard
+from realsenpi import http_folder, node24_bin, path_with, senpi_guard
 
 from senpi_guard.demo import sample
 from senpi_guard.io import runas
@@ -40,16 +38,7 @@ def served(planted_tarball) -> Iterator[tuple[str, dict[str, str]]]:
     serving the package's document and its tarball, as a registry does (`check` takes registry
     specs only); the spec, and the environment that names that registry."""
     folder = planted_tarball.parent
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
-        cwd=folder,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N (...) ..."
-        registry = f"http://127.0.0.1:{int(line.split(' port ')[1].split()[0])}/"
+    with http_folder(folder) as registry:
         version = "2026.8.1"
         data = planted_tarball.read_bytes()
         integrity = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
@@ -62,9 +51,6 @@ def served(planted_tarball) -> Iterator[tuple[str, dict[str, str]]]:
         (folder / "@code-yeongyu").mkdir()  # (npm asks for /@code-yeongyu%2fsenpi)
         (folder / "@code-yeongyu" / "senpi").write_text(json.dumps(document))
         yield f"@code-yeongyu/senpi@{version}", {"npm_config_registry": registry}
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture

@@ -4,13 +4,11 @@ unpacked folder; and on releases it cannot patch, what breaks. Nothing is ever i
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tarfile
 
 import pytest
 from conftest import sha, tree_digest
-from realsenpi import DIST_ONLY, FULL_TARBALL, FULL_VERSION, senpi_guard
+from realsenpi import DIST_ONLY, FULL_TARBALL, FULL_VERSION, http_folder, senpi_guard
 
 from senpi_guard.demo import sample
 
@@ -81,19 +79,8 @@ def empty_registry(tmp_path):
     npm, and none of npm's other settings, `npm_config_offline` included.)"""
     folder = tmp_path / "empty-registry"
     folder.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
-        cwd=folder,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N (...) ..."
-        yield f"http://127.0.0.1:{int(line.split(' port ')[1].split()[0])}/"
-    finally:
-        proc.kill()
-        proc.wait()
+    with http_folder(folder) as registry:
+        yield registry
 
 
 def test_a_release_it_cannot_patch_says_what_breaks(tmp_path, empty_registry):
