@@ -47,7 +47,12 @@ class WatchProcess:
                 raise AssertionError(f"the watcher exited ({self.proc.returncode}) before {what}: {text[-3000:]}")
             return value
 
-        return wait_for(seen, what=what)
+        try:
+            return wait_for(seen, what=what)
+        except AssertionError as exc:  # (a wait that timed out shows what the watcher did meanwhile)
+            if "timed out" not in str(exc):
+                raise
+            raise AssertionError(f"{exc}; the watcher's log since: {self.text()[after:][-4000:]}") from None
 
     def next_round(self, after: int, what: str = "the watcher's next round") -> str:
         """Until a round that started after `after` (a mark taken once a change was made) is done:
