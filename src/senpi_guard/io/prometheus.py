@@ -10,13 +10,12 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import flock, folders, locks, write
+from senpi_guard.io import flock, folders, locks, reader, write
 from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error
 
@@ -125,13 +124,11 @@ def _locked(folder: Path) -> Iterator[int]:
 def _old_text(folder_fd: int) -> str:
     """The file as it is, read relative to the folder without following a link, never waiting on a
     FIFO and at most MAX_BYTES ("" when it is not a plain file of ours to read: rewritten whole)."""
-    try:
-        fd = os.open(FILE_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder_fd)
+    try:  # (the reader's look before it opens: a link, FIFO or device there is never opened to read)
+        fd = reader.open_regular(FILE_NAME, folder_fd)
     except OSError:
         return ""
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return ""
         data = handle.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         return ""
