@@ -185,11 +185,8 @@ def _open(path: str | Path, kind: Kind) -> int:
         if exc.errno == errno.ENXIO:  # (a socket, or a device with nothing behind it)
             raise _not_a_file(path, kind, "a socket or a device") from exc
         raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_a_file(path, kind, _kind_of(st.st_mode))
-        check_size(path, kind, st.st_size)
+    try:  # (open_regular opened it only as a regular file: its size is what is left to judge)
+        check_size(path, kind, os.fstat(fd).st_size)
     except BaseException:
         os.close(fd)
         raise
