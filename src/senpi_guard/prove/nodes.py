@@ -55,6 +55,13 @@ def _memo_key(node: str, program: runas.Program) -> str | None:
     return f"{real}|{st.st_dev}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
 
 
+def unrunnable(node: str, exc: BaseException) -> FatalError:
+    """The one line for a node that cannot be opened or run."""
+    return FatalError(
+        f"cannot run node at {node} ({exc}); reinstall Node.js or point SENPI_GUARD_NODE at a working node"
+    )
+
+
 @cache
 def version_of(node: str) -> str:
     try:
@@ -75,9 +82,7 @@ def version_of(node: str) -> str:
                 **runas.popen_kwargs(runas.owner_of(program), program=program),
             ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise FatalError(
-            f"cannot run node at {node} ({exc}); reinstall Node.js or point SENPI_GUARD_NODE at a working node"
-        ) from exc
+        raise unrunnable(node, exc) from exc
     if re.fullmatch(r"v\d+\.\d+\.\d+\S*", out):
         memo.remember("node-version", key, out)
     return out

@@ -33,7 +33,7 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import reader, runas
 from senpi_guard.io.unpack import STOP_SIGNALS, as_user
 from senpi_guard.io.write import private_dirs
-from senpi_guard.prove import owners
+from senpi_guard.prove import nodes, owners
 
 JS = resources.files("senpi_guard.prove").joinpath("js")
 PROTOCOL = "protocol.mjs"  # what every harness imports: its half of verify.run_script's protocol
@@ -217,9 +217,7 @@ class Sandbox:
         try:
             program = runas.pin(node)
         except OSError as exc:
-            raise FatalError(
-                f"cannot run node at {node} ({exc}); reinstall Node.js or point SENPI_GUARD_NODE at a working node"
-            ) from exc
+            raise nodes.unrunnable(node, exc) from exc
         try:
             owner = owners.run_as(package_dir, node, allow_foreign_root, program)
         except BaseException:
