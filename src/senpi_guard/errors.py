@@ -16,5 +16,10 @@ def fix_of(exc: BaseException) -> str:
     return exc.fix if isinstance(exc, NeedsFix) else ""
 
 
+class Passing(FatalError):
+    """A failure that passes on its own: node ran out of time on a busy machine (a full disk is the
+    other such cause, known by its errno). Worth trying again later; never held against the bytes."""
+
+
 class UsageError(FatalError):
     """Bad command-line usage (exit code 2)."""

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from senpi_guard.errors import FatalError
+from senpi_guard.errors import FatalError, Passing
 from senpi_guard.io import folders, made, reader
 
 TEMP_SUFFIX = ".senpi-guard"
@@ -47,11 +47,12 @@ PASSING = frozenset({errno.ENOSPC, errno.EDQUOT})  # a full disk or quota: space
 
 def passes(exc: BaseException | None) -> bool:
     """Whether a failure (or the OS error it was raised from) is one that passes: a full disk or
-    quota, worth trying again later, unlike a refusal that stays until something is changed."""
+    quota, or node out of time on a busy machine (errors.Passing), worth trying again later, unlike
+    a refusal that stays until something is changed."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno in PASSING:
+        if isinstance(exc, Passing) or (isinstance(exc, OSError) and exc.errno in PASSING):
             return True
         exc = exc.__cause__ or exc.__context__
     return False

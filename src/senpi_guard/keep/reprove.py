@@ -73,6 +73,9 @@ class Reprover:
             return
         if outcome is None:  # stopped
             return
+        if outcome.passing:  # (not recorded as proven: the next round hands it over again)
+            log.warning("extension layer %s: %s", job.agent_dir, outcome.detail)
+            return
         self.keeping.stamps[job.key] = job.stamp
         if outcome.ok:
             log.info("extension layer %s: %s", outcome.path, outcome.detail)

@@ -346,6 +346,8 @@ class Watcher:
                 if not self.settle(next_rescan) and time.monotonic() < next_rescan and not self.reload_requested:
                     continue
             if trigger == "rescan" or time.monotonic() >= next_rescan:
+                if trigger != "sighup":  # (settling ran into the rescan: this round is it)
+                    trigger = "rescan"
                 next_rescan = time.monotonic() + self.config.rescan_interval
             self._drain()
             # a SIGHUP while settling: its trigger went with the drain, its reload must not

@@ -241,7 +241,9 @@ def install(
     try:
         report = replay(patch, config, rendered, installs, store, allow_foreign_root, cancel=cancel)
     except FatalError as exc:
-        return LayerOutcome(path, status.state, status.state, False, str(exc), fix=fix_of(exc))
+        return LayerOutcome(
+            path, status.state, status.state, False, str(exc), fix=fix_of(exc), passing=write.passes(exc)
+        )
     if not report.ok:
         return _not_proven(path, status, report)
     cost = f"; {reshape.cost('extension', status.reshapes)}" if status.reshapes else ""
@@ -261,7 +263,7 @@ def install(
         kept, pruned = _keep_aside(path, store) if status.state == "modified" else ("", [])
         _write(path, rendered.encode("utf-8"), status.data if status.state == "stale" else None)
     except FatalError as exc:
-        return LayerOutcome(path, status.state, status.state, False, str(exc), report)
+        return LayerOutcome(path, status.state, status.state, False, str(exc), report, passing=write.passes(exc))
     off = package.switched_off(agent_dir, path)
     return LayerOutcome(
         path,

@@ -7,7 +7,8 @@ only schedules it and logs what comes back:
 - an edited or foreign file, an agent dir where the extension would be unsafe, an install whose
   agent dir cannot be told, a config change that would reshape sent messages: each is a standing
   problem, reported once and left alone;
-- a failed replay is not tried again for the same patch, config and agent dir;
+- a failed replay is not tried again for the same patch, config and agent dir (one that failed for
+  a cause that passes, node out of time on a busy machine, is tried again next round);
 - an installed extension whose installs' loader stamp changed (an update, a reinstall, an edit of
   senpi's loader or runner) is due for its proof again: handed to the watcher as a `Reproof`, run
   after the round (layers/extension_reprove), never inside it; an agent dir a failed re-proof
@@ -156,7 +157,7 @@ def _keep_in(now: _Round, target: extension_plan.AgentTarget) -> None:
         return
     if outcome is None:
         return
-    if not outcome.ok:
+    if not outcome.ok and not outcome.passing:  # (a passing failure is tried again next round)
         now.keeping.failed.add(wanted)
     now.results.append(outcome)
 

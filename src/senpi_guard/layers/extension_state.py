@@ -48,6 +48,7 @@ class LayerOutcome:
     took_out: bool = False  # senpi-guard's own file beside a package was taken out
     reason: Reason = Reason.NONE
     fix: str = ""  # the command that removes what refused it (a replay's `chmod go-w …`): errors.fix_of
+    passing: bool = False  # failed for a cause that passes (node out of time, a full disk): tried again
 
     layer: ClassVar[str] = "extension"
 

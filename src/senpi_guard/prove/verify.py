@@ -22,7 +22,7 @@ from typing import Any
 from senpi_guard import ui
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.core.patch.fixtures import FIXTURES_CODE
-from senpi_guard.errors import FatalError
+from senpi_guard.errors import FatalError, Passing
 from senpi_guard.io import reader
 from senpi_guard.io.config import Config
 from senpi_guard.io.write import write_private
@@ -113,7 +113,7 @@ def _communicate(proc: subprocess.Popen[str], timeout: float, cancel: threading.
             if time.monotonic() >= deadline:
                 proc.kill()
                 proc.communicate()
-                raise FatalError(
+                raise Passing(
                     f"verification timed out after {timeout:g}s in node; the target may "
                     "loop forever, or raise verify_timeout in the config"
                 ) from exc
@@ -274,7 +274,7 @@ def replay(
         job = harness_job("verify", patch, config, place, pairs)
         try:
             report = run_harness(node, place, job, timeout, cancel, fixtures)
-        except Cancelled:
+        except (Cancelled, Passing):  # (out of time: no syntax error, which fails at once)
             raise
         except FatalError as failure:
             errors = [
