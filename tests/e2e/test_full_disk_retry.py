@@ -36,9 +36,7 @@ def test_a_replay_out_of_time_is_tried_again_in_both_layers(npm_install, watch, 
     ours = isolated_dirs / "agent" / "extensions" / EXTENSION
     config = write_user_config(isolated_dirs, "verify_timeout = 0.01\n")  # (as a very busy machine)
     watcher = watch("--root", pkg, "--rescan-interval", "1")
-    wait_for(
-        lambda: watcher.text().count("timed out after 0.01s") >= 2, timeout=120, what="both layers out of time"
-    )
+    wait_for(lambda: watcher.text().count("timed out after 0.01s") >= 2, timeout=120, what="both layers out of time")
     text = watcher.text()
     assert not patched(target) and not ours.exists()
     assert "(tried again in 5s)" in text and "not retried until it changes" not in text, text[-3000:]
