@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -214,6 +215,25 @@ def env(monkeypatch, tmp_path):
     bins = {str(Path(shutil.which(t)).parent) for t in ("node", "npm")}
     monkeypatch.setenv("PATH", os.pathsep.join([*sorted(bins), "/bin"]))
     return tmp_path
+
+
+def field(out: str, label: str) -> str:
+    """A field of a text block (`  label   text`, wrapped under its first word) as one line of text;
+    "" when no line has that label."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        head = re.match(rf"  {re.escape(label)}( +|$)", line)
+        if head:
+            indent = len(head[0]) if line[len(head[0]) :] else None
+            words = [line[len(head[0]) :]]
+            for more in lines[i + 1 :]:
+                lead = len(more) - len(more.lstrip(" "))
+                if not more.strip() or lead < 4 or (indent is not None and lead != indent):
+                    break
+                indent = lead
+                words.append(more.strip())
+            return " ".join(w for w in words if w)
+    return ""
 
 
 def write_user_config(isolated_dirs: Path, text: str) -> Path:

@@ -4,6 +4,8 @@ paths shortened to what the reader needs, and progress lines for steps that take
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -139,3 +141,46 @@ def size(n: float) -> str:
         if whole < 1000 or unit == len(SI_UNITS) - 1:
             return f"{whole:,} {SI_UNITS[unit]}"
     raise AssertionError("unreachable")
+
+
+def width() -> int:
+    """The terminal's width: COLUMNS when set, the terminal's own, else 80 (a pipe, a file)."""
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+
+_WORDS = re.compile(r"`[^`]*`\S*|\S+")  # (a command in backquotes is one word: never broken)
+
+
+def field(label: str, text: str, columns: int | None = None, label_width: int = 9, kind: str = "") -> list[str]:
+    """`  label     text`, the prose wrapped at the terminal's width under its first word (`kind`
+    paints the label). A word wider than the room left (a path, a command) is never broken: it goes
+    on a line of its own."""
+    indent = 2 + max(label_width, len(label)) + 1
+    head = "  " + (paint(label, kind) if kind else label) + " " * (indent - 2 - len(label))
+    room = (columns or width()) - indent
+    lines: list[str] = []
+    current = ""
+    for word in _WORDS.findall(text):
+        if (current or not lines) and len(current) + bool(current) + len(word) > room:
+            lines.append(current)  # (a first word wider than the room: the label stands alone)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    lines.append(current)
+    return [((" " * indent if i else head) + line).rstrip() for i, line in enumerate(lines)]
+
+
+def say(label: str, text: str, label_width: int = 9, kind: str = "") -> None:
+    """Print a field (see `field`)."""
+    for line in field(label, text, label_width=label_width, kind=kind):
+        print(line)
+
+
+def heading(lead: str, path: str, tail: str = "") -> None:
+    """`lead  path  tail` on one line where it fits the terminal, else the path on a line of its own."""
+    line = f"{lead}  {path}{f'  {tail}' if tail else ''}"
+    if len(line) <= width():
+        print(line)
+    else:
+        print(f"{lead}{f'  {tail}' if tail else ''}")
+        print(f"  {path}")

@@ -106,10 +106,10 @@ def test_status_says_what_to_do_next_and_shows_paths_relative(capsys, pkg):
     assert code == 1
     assert "state     unpatched" in out
     assert "next      run `senpi-guard apply`" in out
-    assert "target    dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js" in out
-    assert "shape     senpi 2026.7.31-2 - 2026.8.4" in out
+    assert "saves     Claude: " in out and "target" not in out  # (the figure; where it patches: -v)
     code, out, _ = run_cli(capsys, "status", "-v", "--root", pkg)
     assert f"target    {pkg}/dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js" in out
+    assert "shape     senpi 2026.7.31-2 - 2026.8.4" in out
 
 
 def test_dry_run_says_would_write(capsys, pkg):

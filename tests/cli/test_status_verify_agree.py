@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_console
+from conftest import field, run_console
 
 from senpi_guard.demo import sample
 
@@ -64,11 +64,11 @@ def test_verify_of_an_unpatched_install_says_it_in_one_coherent_line(pkg):
     verify = run_console("verify", "--root", pkg)
     assert verify.returncode == 1  # (not patched: not as wanted)
     block = verify.stdout.split("[hand-fix-hooks]")[0]
-    (state,) = [line for line in block.splitlines() if line.strip().startswith("state")]
-    assert state.startswith("  state    unpatched: not installed; the patch apply would write passed ")
+    state = field(block, "state")
+    assert state.startswith("unpatched: not installed; the patch apply would write passed ")
     assert " checks (node v" in state and "FAILED" not in verify.stdout and "error:" not in verify.stdout
-    extension = verify.stdout.split("extension  ", 1)[1]
-    assert "  state    absent: not installed; the extension apply would write passed " in extension
+    extension = verify.stdout.split("\nextension", 1)[1]
+    assert field(extension, "state").startswith("absent: not installed; the extension apply would write passed ")
     assert steps_of(verify.stdout) == [
         "run `senpi-guard apply`",
         "run `senpi-guard apply` (installs the extension layer)",

@@ -2,7 +2,17 @@ import json
 import re
 
 import pytest
-from conftest import SHAPE_REL, UPSTREAM_REL, hand_patched, rows_of, run_cli, sha, tree_digest, write_user_config
+from conftest import (
+    SHAPE_REL,
+    UPSTREAM_REL,
+    field,
+    hand_patched,
+    rows_of,
+    run_cli,
+    sha,
+    tree_digest,
+    write_user_config,
+)
 
 from senpi_guard.core.patch import apply as edit
 from senpi_guard.demo import sample
@@ -283,7 +293,7 @@ def test_verify_command_reports_figures(npm_install, capsys):
     run_cli(capsys, "apply", "--root", pkg)
     code, out, _ = run_cli(capsys, "verify", "--root", pkg)
     assert code == 0
-    changes = next(line for line in out.splitlines() if line.startswith("  changes  "))
+    changes = field(out, "changes")
     assert "incident-70: 1,789,022 -> 68,645 bytes" in changes
     assert "as installed every copy is re-sent on each full re-send" in changes  # (the why, same line)
 
@@ -293,14 +303,14 @@ def test_verify_beside_upstream_keep_last_leads_with_cache_writes(npm_install, c
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
     code, out, _ = run_cli(capsys, "verify", "-v", "--root", pkg)
     assert code == 0
-    changes = next(line for line in out.splitlines() if line.startswith("  changes  "))
+    changes = field(out, "changes")
     assert (
         changes.index("cache-write tokens") < re.search(r"\d{1,3}(,\d{3})+ bytes", changes).start()
     )  # the bytes come last, with the why
     assert "an estimate on a sample session of each shape" in changes
     assert "upstream's keep-last rewrites every earlier copy" in changes
     assert re.search(r"is larger \([\d,]+ -> [\d,]+ bytes\) because every distinct directive is kept", changes)
-    assert "bytes" not in next(line for line in out.splitlines() if line.startswith("  detail   "))
+    assert "bytes" not in field(out, "detail")
     doc = json.loads(run_cli(capsys, "verify", "--json", "--root", pkg)[1])
     figures = doc["installs"][0]["changes"]["per_call"]
     assert (
@@ -390,8 +400,8 @@ def test_status_says_when_the_last_verification_was_of_other_bytes(npm_install, 
     files no replay saw (text, JSON, and the metric that is 1 only for the files as they are)."""
     pkg = npm_install(2)
     assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
-    out = run_cli(capsys, "status", "--root", pkg)[1]
-    assert re.search(r"verified  passed \d+ checks at ", out), out
+    out = run_cli(capsys, "status", "-v", "--root", pkg)[1]  # (a passed verification: said with -v)
+    assert re.fullmatch(r"passed \d+ checks at .+", field(out, "verified")), out
     assert status_json(capsys, pkg)[1]["patches"][0]["last_verify_of_these_files"] is True
     for change in ("revert", "update"):
         if change == "revert":
@@ -399,10 +409,9 @@ def test_status_says_when_the_last_verification_was_of_other_bytes(npm_install, 
         else:  # (the patched release again, then another over it with the real npm)
             assert run_cli(capsys, "apply", "--root", pkg)[0] == 0
             npm_install(3, tarball=tarballs[3], prefix=pkg.parents[3])
-        out = run_cli(capsys, "status", "--root", pkg)[1]
-        line = next(line for line in out.splitlines() if line.strip().startswith("verified"))
+        out = run_cli(capsys, "status", "--root", pkg)[1]  # (without -v too: it is amiss)
         other = r"\(the last verification, of other bytes: passed \d+ checks at .+\)"
-        assert re.fullmatch(rf"  verified  not the files as they are now {other}", line), (change, out)
+        assert re.fullmatch(rf"not the files as they are now {other}", field(out, "verified")), (change, out)
         sub = status_json(capsys, pkg)[1]["patches"][0]
         assert sub["last_verify"]["ok"] is True and sub["last_verify_of_these_files"] is False
         out = run_cli(capsys, "status", "--root", pkg, "--format", "prometheus")[1]

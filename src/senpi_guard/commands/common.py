@@ -139,6 +139,9 @@ def state_line(o: pipeline.Outcome) -> str:
     return f"{ui.state_text(o.before)} -> {ui.state_text(o.after)}  ({verdict}, {o.millis} ms)"
 
 
+WIDE = 8  # (the label column of apply's and verify's blocks: `  target   `)
+
+
 def print_outcomes(
     outcomes: list[pipeline.Outcome],
     as_json: bool,
@@ -159,22 +162,23 @@ def print_outcomes(
     for o in outcomes:
         if ui.quiet() and o.ok:
             continue
-        print(f"senpi {o.install.version} ({o.install.manager})  {ui.visible(o.install.package_dir)}  [{o.patch}]")
+        install = o.install
+        ui.heading(f"senpi {install.version} ({install.manager})", ui.visible(install.package_dir), f"[{o.patch}]")
         if o.target:
-            print(f"  target   {o.target}")
-        print(f"  state    {state_line(o)}")
+            ui.say("target", o.target, WIDE)
+        ui.say("state", state_line(o), WIDE)
         if o.changed:
-            print(f"  wrote    {', '.join(o.changed)}")
+            ui.say("wrote", ", ".join(o.changed), WIDE)
         if o.backups and ui.verbose():
-            print(f"  backup   {', '.join(o.backups)}")
+            ui.say("backup", ", ".join(o.backups), WIDE)
         if o.detail and not proven_only(o):
-            print(f"  {'detail ' if o.ok else ui.paint('error: ', 'bad')}  {o.detail}")
+            ui.say("detail" if o.ok else "error:", o.detail, WIDE, "" if o.ok else "bad")
         if changes.get(id(o)):
             said = changes[id(o)]
-            print(f"  changes  {said['text'] if ui.verbose() else said.get('short', said['text'])}")
+            ui.say("changes", said["text"] if ui.verbose() else said.get("short", said["text"]), WIDE)
         step = pipeline.next_step(o) if next_steps else None
         if step:
-            print(f"  next     {step}")
+            ui.say("next", step, WIDE)
         if o.diff:
             print(o.diff if ui.verbose() else diff_summary(o.diff), end="")
     for layer in layers:
@@ -183,25 +187,25 @@ def print_outcomes(
 
 
 def _print_layer(layer, next_steps: bool) -> None:
-    print(f"extension  {ui.visible(layer.path)}")
+    ui.heading("extension", ui.visible(layer.path))
     if proven_only(layer):
-        print(f"  state    {ui.state_text(layer.after)}: {layer.detail}")
+        ui.say("state", f"{ui.state_text(layer.after)}: {layer.detail}", WIDE)
     else:
         state = (
             f"{ui.state_text(layer.before)}"
             if layer.before == layer.after
             else f"{ui.state_text(layer.before)} -> {ui.state_text(layer.after)}"
         )
-        print(f"  state    {state}  ({'ok' if layer.ok else ui.paint('FAILED', 'bad')})")
+        ui.say("state", f"{state}  ({'ok' if layer.ok else ui.paint('FAILED', 'bad')})", WIDE)
     for kept in layer.kept:
-        print(f"  kept     {kept}")
+        ui.say("kept", kept, WIDE)
     for pruned in layer.pruned:
-        print(f"  pruned   {pruned} (an older kept copy)")
+        ui.say("pruned", f"{pruned} (an older kept copy)", WIDE)
     if not proven_only(layer):
-        print(f"  {'detail ' if layer.ok else ui.paint('error: ', 'bad')}  {layer.detail}")
+        ui.say("detail" if layer.ok else "error:", layer.detail, WIDE, "" if layer.ok else "bad")
     step = pipeline.next_step(layer) if next_steps else None
     if step:
-        print(f"  next     {step}")
+        ui.say("next", step, WIDE)
 
 
 def diff_summary(diff: str) -> str:
@@ -217,6 +221,7 @@ def diff_summary(diff: str) -> str:
         elif name and line.startswith("-") and not line.startswith("---"):
             files[name][1] += 1
     return "".join(
-        f"  diff     {name}: +{added} -{removed} lines (the whole diff: -v)\n"
+        line + "\n"
         for name, (added, removed) in files.items()
+        for line in ui.field("diff", f"{name}: +{added} -{removed} lines (the whole diff: -v)", label_width=WIDE)
     )

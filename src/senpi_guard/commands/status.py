@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 
 from senpi_guard import ui
 from senpi_guard.audit import resend
-from senpi_guard.commands import common, metrics
+from senpi_guard.commands import common, metrics, status_view
 from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError, fix_of
@@ -43,14 +42,6 @@ def configure(parser) -> None:
         action="store_true",
         help="exit 0 when something is not patched (for `status && ...`); still 1 on an error",
     )
-
-
-def _when(stamp: Any) -> str:
-    if not stamp:
-        return "never"
-    if isinstance(stamp, bool) or not isinstance(stamp, int | float):
-        return "at an unknown time"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 
 
 def risk(patch, insp, layer_state: str, config) -> str:
@@ -129,6 +120,7 @@ def _patch_row(flow, dist, results, install, record, place) -> dict[str, Any]:
     layer = _extension_row(flow.agent_dirs.get(patch.name), patch, config, insp, place)
     as_wanted, step, amiss = _judged(results, install, config)
     last = _dict(record.get("last_verify"))
+    measured = _figures(patch, config, insp, last)
     return {
         "patch": patch.name,
         "target": str(insp.primary.path) if insp.primary else None,
@@ -145,22 +137,61 @@ def _patch_row(flow, dist, results, install, record, place) -> dict[str, Any]:
         "last_verify": last,
         "last_verify_of_these_files": _of_these_files(last, insp),
         "last_reconcile": _dict(record.get("last_reconcile")),
-        "changes": _changes(patch, insp, last),
+        "changes": _changes(patch, insp, measured),
+        "saves": _saves(patch, config, insp, measured),
     }
 
 
-def _changes(patch, insp, last: dict[str, Any] | None) -> str | None:
-    """What the patch changes on this install: from the figures its last passed replay recorded
-    (priced here, no replay), else in words."""
-    if not patch.headline or insp.state in (State.CLEAN, State.UPSTREAM, State.UNSUPPORTED, State.ERROR):
-        return None
-    if not insp.primary:
+def _figures(patch, config, insp, last: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
+    """The dist layer's figures for this install and where they come from: its last passed replay
+    of these settings, else those the patch ships for this compiled shape (None where the patch
+    changes nothing: clean, upstream's, unsupported, an error)."""
+    if not patch.headline or not insp.primary or insp.state in (State.CLEAN, State.UPSTREAM, State.ERROR):
+        return None, ""
+    if last and last.get("ok") and last.get("patch") == patch.patch_id(config) and last.get("figures"):
+        return last["figures"], "by your last verify"
+    found = pipeline.figures.for_shape(patch, config, insp.shape.range if insp.shape else None)
+    return (found[0], f"measured on {found[1]}") if found else (None, "")
+
+
+def _changes(patch, insp, measured: tuple[dict[str, Any] | None, str]) -> str | None:
+    """What the patch changes on this install, with why (`-v`): priced here, no replay."""
+    if not patch.headline or not insp.primary or insp.state in (State.CLEAN, State.UPSTREAM, State.ERROR):
         return None
     keep_last = "upstream" in insp.present
-    figures = last.get("figures") if last and last.get("ok") else None
-    said = resend.sentence(figures, patch.headline, keep_last, insp.install.package_dir) if figures else {}
-    text = said.get("text") if ui.verbose() else said.get("short", said.get("text"))
-    return text or resend.unverified(keep_last)
+    found, source = measured
+    said = resend.sentence(found, patch.headline, keep_last, insp.install.package_dir) if found else {}
+    return f"{said['text']} ({source})" if said.get("text") else resend.unverified(keep_last)
+
+
+def _saves(patch, config, insp, measured: tuple[dict[str, Any] | None, str]) -> dict[str, Any] | None:
+    """What the patch saves here, in figures: the dist layer's (`measured`) and the extension's as
+    shipped (the same on every senpi). None without a figure."""
+    dist, source = measured
+    if not dist:
+        return None
+    keep_last = "upstream" in insp.present
+    said = resend.sentence(dist, patch.headline, keep_last, insp.install.package_dir)
+    name = patch.headline[-1]  # (the longest sample session)
+    per_call = (said.get("per_call") or {}).get(name)
+    return {
+        "source": source,
+        "keep_last": keep_last,
+        "session": name,
+        "dist": per_call if keep_last else _bytes(dist.get(name)),
+        "calls": ((dist.get(name) or {}).get("resend") or {}).get("calls"),
+        "model": said.get("model"),
+        "priced": bool(per_call) and per_call["installed"]["usd"] is not None,
+        "extension": pipeline.figures.extension_sizes(patch, config).get(name),
+    }
+
+
+def _bytes(stats: dict[str, Any] | None) -> dict[str, int] | None:
+    """One full re-send as installed and patched, in bytes (a record from before these were kept: None)."""
+    stats = stats or {}
+    if not isinstance(stats.get("originalBytes"), int) or not isinstance(stats.get("patchedBytes"), int):
+        return None
+    return {"installed": stats["originalBytes"], "patched": stats["patchedBytes"]}
 
 
 def _combined(states: list[State]) -> State:
@@ -277,92 +308,6 @@ def _node(install) -> dict[str, str]:
     return {"path": found.path, "version": found.version, "source": found.source}
 
 
-def _print_row(row: dict[str, Any], running: dict[str, Any] | None = None) -> None:
-    print(f"senpi {row['version']} ({row['manager']})  {ui.visible(row['package_dir'])}")
-    amiss = "".join(f"; {ui.paint(what, 'bad')}" for what in dict.fromkeys(row["amiss"]))
-    print(f"  state     {ui.state_text(row['state'])}{amiss}")
-    node = row["node"]
-    if node:
-        print(
-            f"  node      {node['version']} ({node['source']}: {node['path']})"
-            if "path" in node
-            else f"  node      {ui.paint('error:', 'bad')} {node['error']}"
-        )
-    if row["replay_problem"]:
-        print(f"  replay    {ui.paint('error:', 'bad')} {row['replay_problem']}")
-    for sub in row["patches"]:
-        _print_patch(sub, len(row["patches"]) > 1, running)
-    if row["next"]:
-        print(f"  next      {row['next']}")
-
-
-def _stale(stamp: Any, running: dict[str, Any] | None) -> str:
-    """Said of a watcher's last reconcile that no running watcher did (the watcher stopped, or it
-    came before the one running now started): how long ago, so it does not read as current."""
-    if isinstance(stamp, bool) or not isinstance(stamp, int | float):
-        return ""
-    since = running.get("since") if running else None
-    if running and (isinstance(since, bool) or not isinstance(since, int | float) or stamp >= since):
-        return ""
-    ago = max(0, time.time() - stamp)
-    units = (("days", 86400), ("h", 3600), ("min", 60))
-    unit, size = next(((unit, size) for unit, size in units if ago >= size), ("s", 1))
-    by = "a watcher not running now" if running is None else "an earlier watcher, before this one started"
-    return f" ({int(ago // size)} {unit} ago, by {by})"
-
-
-def _print_patch(sub: dict[str, Any], several: bool, running: dict[str, Any] | None = None) -> None:
-    if several:
-        print(f"  patch     {sub['patch']}: {ui.state_text(sub['state'])}")
-    if sub["target"]:
-        print(f"  target    {sub['target'] if ui.verbose() else sub['target_rel']}")
-    if sub["shape"]:
-        print(f"  shape     senpi {sub['shape']}")
-    if sub.get("changes"):
-        print(f"  changes   {sub['changes']}")
-    last = sub["last_verify"]
-    if sub["target"] and sub["state"] != State.CLEAN:
-        verdict = (
-            "never verified"
-            if not last
-            else (
-                f"{'passed' if last.get('ok') else ui.paint('FAILED', 'bad')} {last.get('checks', 0)} checks at "
-                f"{_when(last.get('time'))}"
-            )
-        )
-        if last and not sub["last_verify_of_these_files"]:
-            verdict = f"not the files as they are now (the last verification, of other bytes: {verdict})"
-        print(f"  verified  {verdict}")
-    last = sub["last_reconcile"]
-    if last:
-        outcome = "ok" if last.get("ok") else ui.paint("FAILED", "bad")
-        print(
-            f"  watcher   last reconcile {_when(last.get('time'))}{_stale(last.get('time'), running)}: "
-            f"{last.get('before')} -> {last.get('after')} ({outcome}, {str(last.get('trigger', '')).split(' ')[0]})"
-        )
-    if sub["extension"]:
-        _print_extension(sub["extension"])
-    if sub["detail"]:
-        print(f"  detail    {sub['detail']}")
-
-
-def _print_extension(layer: dict[str, Any]) -> None:
-    wanted = "" if layer["wanted"] else " (not wanted: `layers` leaves it out)"
-    detail = f": {layer['detail']}" if layer["detail"] else ""
-    where = f" in {layer['agent_dir']} ({layer['how']})" if layer["agent_dir"] else ""
-    print(f"  extension {ui.state_text(layer['state'])}{wanted}{where}{detail}")
-    if layer["risk"]:
-        print(f"  {ui.paint('risk:', 'bad')}     {layer['risk']}")
-    here = layer["here"]
-    if here and here["state"] != "installed":
-        print(
-            f"  here      from this folder senpi uses {here['agent_dir']} ({here['how']}), where senpi-guard's "
-            "extension is not: `senpi-guard apply --here` adds it there"
-        )
-    elif here:
-        print(f"  here      from this folder senpi uses {here['agent_dir']} ({here['how']}): the extension is there")
-
-
 def run(args) -> int:
     fmt = metrics.chosen(args)
     rows, store = collect(args)
@@ -372,16 +317,5 @@ def run(args) -> int:
     elif args.json:
         print(json.dumps({"installs": rows, "watcher": running}, indent=2))
     else:
-        if not ui.quiet():
-            print(
-                "watcher: "
-                + (
-                    f"running, pid {running['pid']} since {_when(running['since'])}"
-                    if running
-                    else "not running (start it: senpi-guard daemon install)"
-                )
-            )
-        for row in rows:
-            if not (ui.quiet() and row["as_wanted"]):
-                _print_row(row, running)
+        status_view.show(rows, running)
     return 0 if args.exit_zero or (rows and all(r["as_wanted"] for r in rows)) else 1

@@ -279,7 +279,7 @@ class Reconciler:
 
     def headline_figures(self, report: verify.VerifyReport) -> dict[str, Any]:
         """The headline fixtures' figures (what `status` says the patch changes, without a replay)."""
-        keys = ("headline", "resend", "upstreamOnly", "pipelineBytes")
+        keys = ("headline", "resend", "upstreamOnly", "pipelineBytes", "originalBytes", "patchedBytes")
         figures = {name: report.stats.get(name) or {} for name in self.patch.headline}
         return {name: {k: stats[k] for k in keys if k in stats} for name, stats in figures.items() if stats}
 

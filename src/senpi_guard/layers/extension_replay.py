@@ -198,6 +198,7 @@ def _run_replay(
     node,
     cancel: threading.Event | None = None,
     looked: bool = False,
+    measure: list[dict] | None = None,
 ) -> VerifyReport:
     files = {
         **{script.name: reader.own_data(script) for script in patch.scripts()},  # (the checks import the span scan)
@@ -212,6 +213,7 @@ def _run_replay(
             "cwd": str(folder),
             **patch.job_settings(config),
             "fixtures": patch.load_fixtures(patch.extension.fixtures),
+            "measure": measure or [],
         }
         report = verify_mod.run_script(
             node.path, folder / HARNESS, job, config.verify_timeout, cancel, place, "the extension's replay"
@@ -221,5 +223,15 @@ def _run_replay(
         "host_unavailable": report.get("hostUnavailable"),
         "host_missing": looked and host is None,  # (searched for, not found: said, never silent)
         proofs.IMPORTED: report.get("imported"),
+        "sizes": report.get("sizes") or {},
     }
     return verify_mod.summarize({"results": report["results"], "stats": stats, "node": node.version})
+
+
+def measure(patch: Patch, config: Config, store: Store, fixtures: list[dict]) -> VerifyReport:
+    """The extension's replay through the minimal host (its output does not depend on senpi's
+    runner, which hands the messages over as they are) with `fixtures` measured too: the text
+    bytes of each before and after (stats["sizes"]). Never remembered: a figure, not a proof."""
+    node = nodes.node_for(None)
+    place = Sandbox.judged(store.state_dir / "verify", None, node.path, False)
+    return _run_replay(patch, config, patch.render_extension(config), place, None, node, measure=fixtures)

@@ -28,7 +28,14 @@ from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.layers import dist_revert, extension, extension_keep, extension_plan, extension_reprove
+from senpi_guard.layers import (
+    dist_revert,
+    extension,
+    extension_keep,
+    extension_plan,
+    extension_reprove,
+    figures,  # noqa: F401 (commands reach the shipped figures here)
+)
 from senpi_guard.layers import extension_removal as removal
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.extension import LayerOutcome

@@ -2,7 +2,8 @@
 // fixture sessions through its `context` handler (a minimal host: an object offering on(event,
 // handler)), and, when the installed senpi's own extension loader and runner import, through them
 // too; then runs the patch's named checks (extension-checks.mjs). stdin: one JSON job; stdout: one
-// JSON report.
+// JSON report. With `job.measure` (fixture sessions), also what the extension leaves of each one's
+// text (the figures senpi-guard ships: layers/figures.py).
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import * as nodeModule from "node:module";
@@ -20,6 +21,19 @@ function freeze(value) {
         }
     }
     return value;
+}
+
+// The UTF-8 bytes of the messages' texts (a string content, or its text parts).
+function textBytes(messages) {
+    let total = 0;
+    for (const message of messages) {
+        const content = message?.content;
+        const parts = typeof content === "string" ? [{ type: "text", text: content }] : Array.isArray(content) ? content : [];
+        for (const part of parts) {
+            total += part?.type === "text" && typeof part.text === "string" ? Buffer.byteLength(part.text, "utf8") : 0;
+        }
+    }
+    return total;
 }
 
 async function minimalHost() {
@@ -146,7 +160,12 @@ async function main() {
                 "senpi's own runner gave different messages than a direct call");
         }
     }
-    return { node: process.version, host: senpi ? "senpi" : "minimal", hostUnavailable, imported: senpi ? imported : null, results };
+    const sizes = {};
+    for (const fixture of job.measure ?? []) {
+        const messages = fixture.context.messages;
+        sizes[fixture.name] = { before: textBytes(messages), after: textBytes(run(freeze(structuredClone(messages)))) };
+    }
+    return { node: process.version, host: senpi ? "senpi" : "minimal", hostUnavailable, imported: senpi ? imported : null, results, sizes };
 }
 
 await report(main);
