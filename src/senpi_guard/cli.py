@@ -114,10 +114,11 @@ MEANT: dict[str, str] = {
     **dict.fromkeys(("install", "setup", "patch", "enable", "fix", "dedupe"), "apply"),
     **dict.fromkeys(("info", "show", "list", "state"), "status"),
     **dict.fromkeys(("test", "validate", "prove"), "verify"),
-    **dict.fromkeys(("service", "monitor"), "daemon"),
     **dict.fromkeys(("stats", "report", "savings", "analyze", "analyse"), "audit"),
     **dict.fromkeys(("try", "sample"), "demo"),
-    **dict.fromkeys(("preflight", "release"), "check"),
+    "service": "daemon",
+    "monitor": "watch",
+    "preflight": "check",
     **dict.fromkeys(("config", "dirs", "where"), "paths"),
     # (words for undoing: held here so that no other command is offered for them, `unpatch` never
     # `apply`; as these are destructive, none is offered: see DESTRUCTIVE)
