@@ -194,9 +194,9 @@ def _misplaced(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
     for arg in words:
         name, given = arg.split("=", 1)[0], "=" in arg
         if name in parser._option_string_actions:
-            kept += [arg, *islice(words, name in VALUED and not given)]
+            kept += [arg, *islice(words, int(name in VALUED and not given))]
         elif name in child and (child[name].nargs != 0 or not given):
-            moved += [arg, *islice(words, child[name].nargs != 0 and not given)]  # (with its value)
+            moved += [arg, *islice(words, int(child[name].nargs != 0 and not given))]  # (with its value)
             options.append(name)
         else:
             return None
