@@ -9,10 +9,12 @@ import importlib
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 import textwrap
 import threading
+from itertools import islice
 from pathlib import Path
 from types import ModuleType
 
@@ -106,10 +108,45 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message}{_did_you_mean(self, message)} (see `{self.prog} --help`)")
 
 
+# Words users reach for that name a command by what it does, matched (typos included) beside the
+# commands' own names: `install` means `apply`, though it is spelled like `uninstall`.
+MEANT: dict[str, str] = {
+    **dict.fromkeys(("install", "setup", "patch", "enable", "fix", "dedupe"), "apply"),
+    **dict.fromkeys(("info", "show", "list", "state"), "status"),
+    **dict.fromkeys(("test", "validate", "prove"), "verify"),
+    **dict.fromkeys(("stats", "report", "savings", "analyze", "analyse"), "audit"),
+    **dict.fromkeys(("try", "sample"), "demo"),
+    "service": "daemon",
+    "monitor": "watch",
+    "preflight": "check",
+    **dict.fromkeys(("config", "dirs", "where"), "paths"),
+    # (words for undoing: held here so that no other command is offered for them, `unpatch` never
+    # `apply`; as these are destructive, none is offered: see DESTRUCTIVE)
+    **dict.fromkeys(("unpatch", "undo", "restore", "rollback", "disable"), "revert"),
+    **dict.fromkeys(("remove", "delete", "purge"), "uninstall"),
+}
+# Suggested only for a near-typo of their own name (one letter off or two swapped), never for a
+# word that means or resembles them (`remove`, `install`).
+DESTRUCTIVE = frozenset({"uninstall", "revert"})
+
+
 def _near(word: str, known) -> str:
     """`; did you mean X?` for the nearest of `known` (argparse of Python 3.11 does not suggest)."""
-    near = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
-    return f"; did you mean `{near[0]}`?" if near else ""
+    names = {name: name for name in known}
+    words = {meant: name for meant, name in MEANT.items() if name in names} | names
+    near = difflib.get_close_matches(word, list(words), n=1, cutoff=0.6)
+    if not near or (words[near[0]] in DESTRUCTIVE and not _one_edit(word, words[near[0]])):
+        return ""
+    return f"; did you mean `{words[near[0]]}`?"
+
+
+def _one_edit(typed: str, name: str) -> bool:
+    """At most one letter missing, extra or wrong, or two neighbours swapped."""
+    if abs(len(typed) - len(name)) > 1:
+        return False
+    i = next((i for i, (a, b) in enumerate(zip(typed, name, strict=False)) if a != b), min(len(typed), len(name)))
+    swapped = typed[i + 1 : i + 2] + typed[i : i + 1] + typed[i + 2 :]
+    return name[i + 1 :] in (typed[i + 1 :], typed[i:]) or typed[i + 1 :] == name[i:] or swapped == name[i:]
 
 
 def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
@@ -138,6 +175,37 @@ def _unknown_options(parser: argparse.ArgumentParser, command: str | None, extra
             if near and near[0] not in known:
                 hint = f"; did you mean {near[0]}? `{command}` takes none (it is an option of {_of(taking, near[0])})"
     return f"unrecognized arguments: {' '.join(extra)}{hint}"
+
+
+def _misplaced(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """For a command's own options given before the command (`--dry-run apply`): where they go, as
+    the command line with them moved after the command; None for anything else."""
+    at = 0
+    while at < len(argv) and argv[at] not in COMMANDS and argv[at] != "--":
+        at += 2 if argv[at] in VALUED else 1
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if sub is None or at >= len(argv) or argv[at] not in COMMANDS:
+        return None
+    command, child = argv[at], sub.choices[argv[at]]._option_string_actions
+    kept: list[str] = []
+    moved: list[str] = []
+    options: list[str] = []
+    words = iter(argv[:at])
+    for arg in words:
+        name, given = arg.split("=", 1)[0], "=" in arg
+        if name in parser._option_string_actions:
+            kept += [arg, *islice(words, int(name in VALUED and not given))]
+        elif name in child and (child[name].nargs != 0 or not given):
+            moved += [arg, *islice(words, int(child[name].nargs != 0 and not given))]  # (with its value)
+            options.append(name)
+        else:
+            return None
+    if not options:
+        return None
+    line = shlex.join(["senpi-guard", *kept, command, *moved, *argv[at + 1 :]])
+    if len(options) == 1:
+        return f"`{options[0]}` is an option of {command}: put it after the command: {line}"
+    return f"{', '.join(f'`{o}`' for o in options)} are options of {command}: put them after the command: {line}"
 
 
 def _of(taking: dict[str, set[str]], option: str) -> str:
@@ -274,6 +342,8 @@ def _main(argv: list[str] | None = None) -> int:
     parser = build_parser(_chosen(argv))
     args = argparse.Namespace(command=None)
     try:
+        if misplaced := _misplaced(parser, argv):
+            raise UsageError(misplaced)
         args, extra = parser.parse_known_args(argv)
         if extra:  # (argparse blames the top parser: point at the command's own help)
             where = f"senpi-guard {args.command}" if args.command else "senpi-guard"

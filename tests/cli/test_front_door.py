@@ -487,3 +487,61 @@ def test_help_wraps_at_words_on_a_narrow_terminal(command):
     ]
     assert not short, short
     assert all(len(line) <= width for line in description)
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("install", "apply"), ("instal", "apply"), ("setup", "apply"), ("patch", "apply"), ("show", "status")],
+)
+def test_a_word_that_names_a_command_by_meaning_gets_that_command(capsys, typed, meant):
+    """`install`, the natural first guess, is spelled like `uninstall` but means `apply`."""
+    code, _, err = run_cli(capsys, typed)
+    assert code == 2 and f"did you mean `{meant}`?" in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("typed", ["install", "instal", "unpatch", "remove", "undo", "restore", "reverting"])
+def test_a_destructive_command_is_offered_only_for_a_near_typo_of_its_name(capsys, typed):
+    code, _, err = run_cli(capsys, typed)
+    assert code == 2 and "`uninstall`?" not in err and "`revert`?" not in err, err
+    if typed in ("unpatch", "remove"):  # (a word for undoing is never offered the opposite either)
+        assert "did you mean" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("typed", "name"), [("uninstal", "uninstall"), ("unisntall", "uninstall"), ("revrt", "revert")]
+)
+def test_a_near_typo_of_a_destructive_command_still_gets_it(capsys, typed, name):
+    code, _, err = run_cli(capsys, typed)
+    assert code == 2 and f"did you mean `{name}`?" in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "told"),
+    [
+        (
+            ["--dry-run", "apply"],
+            "`--dry-run` is an option of apply: put it after the command: senpi-guard apply --dry-run",
+        ),
+        (
+            ["--fresh", "verify"],
+            "`--fresh` is an option of verify: put it after the command: senpi-guard verify --fresh",
+        ),
+        (["--keep", "demo"], "`--keep` is an option of demo: put it after the command: senpi-guard demo --keep"),
+        (
+            ["-v", "--root", "/opt/my senpi", "status", "--json"],
+            "`--root` is an option of status: put it after the command: "
+            "senpi-guard -v status --root '/opt/my senpi' --json",
+        ),
+        (
+            ["--config", "c.toml", "--json", "--root=/x", "status"],
+            "`--json`, `--root` are options of status: put them after the command: "
+            "senpi-guard --config c.toml status --json --root=/x",
+        ),
+    ],
+)
+def test_a_commands_option_before_the_command_says_where_it_goes(capsys, argv, told):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and err.splitlines() == [f"senpi-guard: {told}"], err
+    assert "did you mean" not in err
+    if "--json" in argv:  # (--json promises JSON, a usage error included)
+        assert json.loads(out)["error"] == told

@@ -67,3 +67,28 @@ def test_the_sdists_ci_entry_point_starts(sdist, tmp_path):
     )
     assert done.returncode == 7 and "==> python venv in .venv" in done.stdout, done.stdout + done.stderr
     assert (tmp_path / "called").read_text().split() == ["-m", "venv", ".venv"]
+
+
+def test_the_package_builds_and_passes_twine_check_strict(tmp_path):
+    """What would be published: `python -m build` (the standard frontend, with the build backend the
+    test group installs: no network) makes the sdist and, from it, the wheel, into a temp folder;
+    `twine check --strict` (PyPI's own checks of the metadata and the README as long description)
+    passes both; nothing is left in the checkout (no dist/, no build/)."""
+    before = sorted(path.name for path in ROOT.iterdir())
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    dists = sorted(tmp_path.iterdir())
+    assert sorted(path.suffix for path in dists) == [".gz", ".whl"], dists
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, dists)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
+    assert checked.returncode == 0 and checked.stdout.count("PASSED") == 2, checked.stdout + checked.stderr
+    assert sorted(path.name for path in ROOT.iterdir()) == before
