@@ -9,5 +9,5 @@ __version__ = "0.1.0"
 REPOSITORY_URL = ""
 INSTALL_ADVICE = (
     f"install senpi-guard from a clone of senpi-guard's repository{f' ({REPOSITORY_URL})' if REPOSITORY_URL else ''} "
-    "(`pipx install .` in the clone, as the install lines at the top of its README say)"
+    "(`bash scripts/install.sh` in the clone, as the top of its README says)"
 )

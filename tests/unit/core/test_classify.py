@@ -53,8 +53,8 @@ def test_classify_needs_no_renderer_and_no_files():
 
 
 def documented_states() -> dict[str, str]:
-    """The README's table of states ("When `apply` refuses"): each state's word and what to do."""
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text("utf-8")
+    """docs/usage.md's table of states ("When `apply` refuses"): each state's word and what to do."""
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "usage.md").read_text("utf-8")
     table = readme[readme.index("| state | what it means | what to do |") :].split("\n\n")[0]
     return dict(re.findall(r"^\| `([\w-]+)` \|[^|]*\| (.*) \|$", table, re.MULTILINE))
 
@@ -62,7 +62,7 @@ def documented_states() -> dict[str, str]:
 @pytest.mark.parametrize("state", list(State))
 def test_every_state_is_documented_with_what_to_do(state):
     documented = documented_states()
-    assert state.value in documented, f"the README's state table has no row for {state.value!r}"
+    assert state.value in documented, f"docs/usage.md's state table has no row for {state.value!r}"
     settled = state in SETTLED
     assert settled == documented[state.value].startswith("nothing"), documented[state.value]
 
