@@ -168,8 +168,8 @@ def _saves(patch, config, insp, measured: tuple[dict[str, Any] | None, str]) -> 
     """What the patch saves here, in figures: the dist layer's (`measured`) and the extension's as
     shipped (the same on every senpi). None without a figure."""
     dist, source = measured
-    if not dist:
-        return None
+    if not dist:  # (other settings than the figures': said, so the field is never silently gone)
+        return {"source": "", "dist": None} if _changes(patch, insp, measured) else None
     keep_last = "upstream" in insp.present
     said = resend.sentence(dist, patch.headline, keep_last, insp.install.package_dir)
     name = patch.headline[-1]  # (the longest sample session)

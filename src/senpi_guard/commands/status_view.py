@@ -64,9 +64,11 @@ def _percent(before: float, after: float) -> str:
 
 def saves_lines(saves: dict[str, Any] | None) -> list[str]:
     """At most three short lines: the dist layer's figure (Claude's lanes), the extension's (every
-    other provider), and their basis. [] when there is no figure."""
-    if not saves or not saves.get("dist"):
+    other provider), and their basis; without a figure, how to get one. [] where nothing is saved."""
+    if not saves:
         return []
+    if not saves.get("dist"):
+        return ["no figure for these settings yet: `senpi-guard verify` measures it"]
     a, b = saves["dist"]["installed"], saves["dist"]["patched"]
     measured = saves["source"]
     if saves["keep_last"]:

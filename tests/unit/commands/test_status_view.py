@@ -50,7 +50,10 @@ def test_saves_says_the_figure_its_basis_and_both_layers_in_three_short_lines():
     ]
     older = {**KEEP_LAST, "keep_last": False, "dist": {"installed": 1790855, "patched": 70478}}
     assert status.saves_lines(older)[0] == "Claude: 1,790,855 -> 70,478 bytes (-96%) a full re-send"
-    assert status.saves_lines(None) == [] and status.saves_lines({**KEEP_LAST, "dist": None}) == []
+    assert status.saves_lines(None) == []
+    assert status.saves_lines({"source": "", "dist": None}) == [
+        "no figure for these settings yet: `senpi-guard verify` measures it"
+    ]
     for line in [*lines, *status.saves_lines(older)]:
         assert len(ui.field("saves", line, 80)) == 1  # (each fits one line of an 80-column terminal)
 
