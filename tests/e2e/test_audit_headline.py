@@ -105,7 +105,7 @@ def test_default_audit_is_short_and_fits_the_terminal(tmp_path, capsys, monkeypa
     pkg = tmp_path / "pkg"
     sample.write_sample_package(pkg, 2, fillers=0)
     demo_like = sample_session.write_sample_session(
-        tmp_path / "s.jsonl", turns=30, lanes=True, payload_from=pkg, broken_lines=False
+        tmp_path / "s.jsonl", turns=30, lanes=True, payload_from=pkg, extras=False
     )
     monkeypatch.setenv("COLUMNS", str(columns))
     for args in ((demo_like, "--root", pkg), ("--sample", demo_like)):
