@@ -171,7 +171,7 @@ def _audit_one(path: Path, server: audit.Serializer, stream: Stream | None, args
         out = _plot_path(Path(args.plot), path, many)
         plot.draw(report, out)
         if not stream:
-            print(f"plot written to {out}")
+            print(f"plot written to:\n{ui.visible(out)}")  # (the path on a line of its own)
     if stream:
         stream.end(report)
         if not args.json and report["warnings"]:  # (--json carries them in its document)
