@@ -244,15 +244,16 @@ def test_unexpected_error_exits_3_with_a_log(capsys, pkg, monkeypatch, isolated_
     assert "ZeroDivisionError" in Path(log).read_text()
 
 
-def test_audit_fits_100_columns_unless_verbose(capsys, tmp_path):
+def test_audit_fits_80_columns_and_its_table_is_verboses(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # (not a terminal: 80 columns)
     session_file = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=8, directive_bytes=2000)
     code, out, _ = run_cli(capsys, "audit", "--sample", session_file)
     assert code == 0
-    lines = [ln for ln in out.splitlines() if not ln.startswith("session ")]
-    assert max(len(ln) for ln in lines) <= 100
-    assert any(ln.endswith("…") for ln in lines)  # a long collapsed list is clipped…
+    lines = [ln for ln in out.splitlines() if ln != str(session_file)]
+    assert max(len(ln) for ln in lines) <= 80
+    assert "ultrawork-mode×1" not in out  # no per-call table…
     _, wide, _ = run_cli(capsys, "-v", "audit", "--sample", session_file)
-    assert "ultrawork-mode×1" in wide  # …and shown whole with -v
+    assert "ultrawork-mode×1" in wide  # …but with -v, its collapsed lists whole
 
 
 def test_status_imports_neither_watchdog_nor_filelock(pkg):
@@ -290,14 +291,14 @@ def test_a_mistyped_command_gets_the_nearest_and_an_unknown_option_the_commands_
     assert code == 2 and "see `senpi-guard apply --help`" in err
 
 
-def test_audit_quiet_prints_the_summary_without_the_table(capsys, tmp_path):
+def test_audit_quiet_prints_the_headline_and_the_session(capsys, tmp_path):
     session_file = sample_session.write_sample_session(tmp_path / "s.jsonl", turns=4, directive_bytes=2000)
     _, full, _ = run_cli(capsys, "audit", "--sample", session_file)
     for flag in ("-q", "--quiet"):
         code, out, _ = run_cli(capsys, flag, "audit", "--sample", session_file)
-        header = next(ln for ln in full.splitlines() if ln.split()[:2] == ["call", "entry"])
-        assert code == 0 and header not in out.splitlines() and len(out.splitlines()) < len(full.splitlines())
-        assert out.splitlines()[-1] == full.splitlines()[-1]  # (the summary's last line, as without -q)
+        assert code == 0 and len(out.splitlines()) < len(full.splitlines())
+        assert out.splitlines()[0] == full.splitlines()[0]  # (the headline, as without -q)
+        assert out.splitlines()[-1] == str(session_file)
 
 
 @pytest.mark.parametrize("flag", ["-q", "--quiet"])

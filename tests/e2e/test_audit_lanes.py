@@ -123,6 +123,12 @@ def test_keep_first_writes_less_to_the_cache_than_upstreams_keep_last(npm_instal
     assert s["turns_losing_a_directive"]["patched"] == 0 < s["turns_losing_a_directive"]["unpatched"]
     code, out, _ = run_cli(capsys, "audit", path, "--root", pkg)
     assert code == 0
+    dropped = s["turns_losing_a_directive"]["installed"]
+    assert f"a distinct directive was dropped in {dropped} calls as installed, 0 with both layers" in " ".join(
+        out.split()
+    )
+    code, out, _ = run_cli(capsys, "-v", "audit", path, "--root", pkg)
+    assert code == 0
     words = " ".join(out.split())
     assert "a provider's cache had to write" in words and "a distinct directive was dropped in" in words
 

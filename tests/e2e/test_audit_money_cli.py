@@ -85,6 +85,8 @@ def test_a_subscription_session_gets_tokens_and_the_plot_draws_every_layer(tmp_p
     assert code == 0, err
     assert "a subscription: it pays no list price" in out and "tokens that count against its limits" in out
     assert "at API list price" not in out
+    # (the headline's dollars are the list price's, and say it is only a basis)
+    assert "only a basis: claude-sdk-oauth is a subscription and pays no list price" in " ".join(out.split())
     drawn = image.read_text()
     for label in (
         "senpi as installed",

@@ -1,6 +1,11 @@
+import os
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
-from conftest import run_console
+from conftest import HANG_S, run_console
 
 
 def test_demo_runs_on_a_fresh_machine_and_cleans_up(tmp_path):
@@ -49,3 +54,26 @@ def test_demo_runs_on_a_fresh_machine_and_cleans_up(tmp_path):
     assert prose.count("restored from the backup") >= 2
     assert out.splitlines()[-2].startswith("Next: `senpi-guard status`")  # it ends with the next step
     assert list(scratch.iterdir()) == []  # the throw-away prefix is gone
+
+
+def test_demo_keep_prints_the_audit_of_what_it_kept_and_that_command_runs_clean(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    result = run_console("demo", "--keep", env={"TMPDIR": str(scratch)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    (kept,) = scratch.iterdir()
+    lines = result.stdout.splitlines()
+    assert str(kept) in lines  # (the folder, on a line of its own)
+    (command,) = [line for line in lines if line.startswith("senpi-guard audit ")]
+    assert "--root" in command and str(kept / "session.jsonl") in command
+    # the command as printed, in a shell whose senpi-guard is this one
+    bin_dir = Path(sys.executable).parent
+    assert (bin_dir / "senpi-guard").is_file()
+    path = os.pathsep.join([str(bin_dir), os.environ["PATH"]])
+    done = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, timeout=HANG_S, env={**os.environ, "PATH": path}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "MISMATCH" not in done.stdout + done.stderr and "warning" not in (done.stdout + done.stderr).lower()
+    assert done.stderr == "" and done.stdout.splitlines()[0].startswith("60 calls: ")
+    shutil.rmtree(kept)

@@ -238,6 +238,19 @@ function keptOf(distinct, texts, lastSeen) {
     return kept;
 }
 
+// The tags of a context whose copies differ (more than one distinct span of that tag), and how many
+// distinct copies each has: keep-first keeps every one of them, keep-last only the last.
+function variedTags(distinct) {
+    const copies = {};
+    for (const span of distinct) {
+        const tag = /^<([^\s>]+)/.exec(span)?.[1];
+        if (tag !== undefined) {
+            copies[tag] = (copies[tag] ?? 0) + 1;
+        }
+    }
+    return Object.fromEntries(Object.entries(copies).filter(([, n]) => n > 1));
+}
+
 function measureFull(messages, request, names) {
     const rewritten = withExtension(messages);
     const pipeline = {
@@ -257,7 +270,7 @@ function measureFull(messages, request, names) {
         sides[config].kept = keptOf(distinct, sides[config].texts, seenIn[config]);
     }
     previous = Object.fromEntries(CONFIGS.map((c) => [c, sides[c].texts]));
-    return reply(sides, { collapsed: countMarkers(sides.dist.texts), directives: distinct.size });
+    return reply(sides, { collapsed: countMarkers(sides.dist.texts), directives: distinct.size, varied: variedTags(distinct) });
 }
 
 function reply(sides, extra) {
@@ -317,7 +330,7 @@ function measureContext(messages, request) {
         sides[config].kept = keptOf(distinct, sides[config].texts, seenIn[config]);
     }
     previousContext = Object.fromEntries(CONFIGS.map((c) => [c, sides[c].texts]));
-    return reply(sides, { collapsed: {}, directives: distinct.size });
+    return reply(sides, { collapsed: {}, directives: distinct.size, varied: variedTags(distinct) });
 }
 
 // A compaction's or branch summary's request: the summarised messages, as the `context` handlers

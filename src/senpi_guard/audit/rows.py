@@ -127,6 +127,7 @@ def finish(
         "extension_entry": meta["entry"],
         "context_bytes": result.get("context"),
         "collapsed": result["collapsed"],
+        "copies_vary": result.get("varied", {}),  # tag -> distinct copies, where a tag has more than one
         "est_tokens_unpatched": sizes["installed"] // 4,
         "est_tokens_patched": sizes["dist"] // 4,
         "usage": meta["usage"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from senpi_guard.audit import session
+from senpi_guard.audit import glance, session
 from senpi_guard.audit.ledger import Ledger
 from senpi_guard.audit.money import Rates
 
@@ -41,6 +41,7 @@ class Summary:
         self.first_over: dict[str, Any] | None = None
         self.patched_over: int | None = None
         self.collapsed: dict[str, int] = {}
+        self.varied: dict[str, int] = {}  # tag -> the most distinct copies of it one call held
         self.losing = dict.fromkeys(CONFIGS, 0)
         self.most_lost = dict.fromkeys(CONFIGS, 0)
         self.ledger = Ledger()
@@ -96,6 +97,8 @@ class Summary:
         self._track_size(row)
         for tag, n in row["collapsed"].items():
             self.collapsed[tag] = max(self.collapsed.get(tag, 0), n)
+        for tag, n in row["copies_vary"].items():
+            self.varied[tag] = max(self.varied.get(tag, 0), n)
 
     def _check_recorded(self, row: dict[str, Any]) -> None:
         """senpi's own payloadBytes, against the configuration that produced the call."""
@@ -158,6 +161,10 @@ class Summary:
         }
 
     def result(self) -> dict[str, Any]:
+        out = self._result()
+        return out | {"at_a_glance": glance.of(out)}
+
+    def _result(self) -> dict[str, Any]:
         return {
             "turns": len(self.series["installed"]),
             "calls": self.calls,
@@ -191,6 +198,7 @@ class Summary:
             "that_turn_over_window_patched": self.first_over and self.first_over["patched_over"],
             "first_turn_over_window_patched": self.patched_over,
             "most_copies_collapsed_in_one_turn": self.collapsed,
+            "copies_vary": self.varied,
             "turns_losing_a_directive": self.losing
             | {"unpatched": self.losing["installed"], "patched": self.losing["dist"]},
             "most_directives_lost_in_one_turn": self.most_lost,

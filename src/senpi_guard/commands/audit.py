@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import discover
+from senpi_guard import discover, ui
 from senpi_guard.audit import plot, session
 from senpi_guard.audit import replay as audit
+from senpi_guard.commands import audit_brief as brief
 from senpi_guard.commands import audit_view as view
 from senpi_guard.commands import common, metrics
 from senpi_guard.core import agentdir
@@ -29,6 +30,8 @@ EXITS = (
 )
 DESCRIPTION = """Per-call prompt bytes of senpi sessions, as sent (full re-send or delta, from senpi's own
 records), with and without the patch and the extension layer.
+It leads with one headline per session (calls; cache-write tokens, bytes and list-price dollars saved
+or more) and a few lines; -v adds the per-call table and the whole summary.
 --json prints one object {"sessions": [...]}: per session its turns, summary and warnings (with the
 first line each is about), or {"session", "error"} for one that could not be audited; a run that
 stops adds its "error".
@@ -163,18 +166,36 @@ def _audit_one(path: Path, server: audit.Serializer, stream: Stream | None, args
         stream.start(path, server)
         report = audit.audit_session(path, server, stream.row)
     else:
-        view.print_header(path, server)
-        report = audit.audit_session(path, server, view.print_row)
-        view.print_summary(report)
+        report = _print_text(path, server)
     if args.plot:
         out = _plot_path(Path(args.plot), path, many)
         plot.draw(report, out)
         if not stream:
-            print(f"plot written to {out}")
+            print(f"plot written to:\n{ui.visible(out)}")  # (the path on a line of its own)
     if stream:
         stream.end(report)
         if not args.json and report["warnings"]:  # (--json carries them in its document)
             view.print_warnings(report)
+
+
+def _print_text(path: Path, server: audit.Serializer) -> dict[str, Any]:
+    """The headline first, then (by verbosity) the path alone, a few lines, or -v's table (its rows
+    wait for the headline in a file) and whole summary."""
+    with view.table() as table:
+        report = audit.audit_session(path, server, table.row if table else None)
+        brief.print_headline(report)
+        if table:
+            view.print_header(path, server)
+            table.print()
+            view.print_summary(report)
+            return report
+    if ui.quiet():
+        print(ui.visible(path))
+    else:
+        brief.print_brief(report)
+    if report["warnings"]:
+        view.print_warnings(report)
+    return report
 
 
 def _unexpected(exc: Exception) -> str:

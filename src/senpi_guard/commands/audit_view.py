@@ -1,16 +1,19 @@
-"""How `senpi-guard audit` prints a session: one row per call, then the summary in sentences."""
+"""How `senpi-guard audit -v` prints a session: one row per call, then the summary in sentences (the
+headline above them and the default view are audit_brief.py's)."""
 
 from __future__ import annotations
 
+import shutil
 import sys
-import textwrap
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from senpi_guard import ui
 from senpi_guard.audit import money_text as money_view
 
-WIDTH = 100  # the table fits this many columns unless -v
 KIND = {"bootstrap": "bootstrap", "flatten": "flatten", "disabled": "disabled", "delta": "delta", "fork": "fork"}
 
 
@@ -23,14 +26,12 @@ def _k(n: int | None) -> str:
 
 
 def _say(text: str) -> None:
-    """A summary sentence, wrapped to the table's width unless -v."""
-    print(text if ui.verbose() else textwrap.fill(text, WIDTH, subsequent_indent="  "))
+    """A summary sentence (-v's: one line, however long)."""
+    print(text)
 
 
 def print_header(path: Path, server) -> None:
     print(f"session   {ui.visible(path)}")
-    if ui.quiet():  # -q: the summary only, no table
-        return
     how = (
         "senpi's own buildSessionContext + convertToLlm"
         if server.reconstruction == "senpi"
@@ -58,9 +59,32 @@ BY = {"installed": "inst", "dist": "dist", "extension": "ext", "both": "both"}
 KINDS = {"turn": "turn", "compaction": "compact", "branch_summary": "branch"}
 
 
-def print_row(row: dict[str, Any]) -> None:
-    if ui.quiet():
+class Table:
+    """-v's per-call rows, held in a file that spills to disk (not in memory) until the headline
+    above them is known."""
+
+    def __init__(self, file: IO[str]) -> None:
+        self.file = file
+
+    def row(self, row: dict[str, Any]) -> None:
+        self.file.write(row_line(row) + "\n")
+
+    def print(self) -> None:
+        self.file.seek(0)
+        shutil.copyfileobj(self.file, sys.stdout)
+
+
+@contextmanager
+def table() -> Iterator[Table | None]:
+    """-v's table of rows; None without -v."""
+    if not ui.verbose():
+        yield None
         return
+    with tempfile.SpooledTemporaryFile(max_size=1 << 20, mode="w+", encoding="utf-8") as file:
+        yield Table(file)
+
+
+def row_line(row: dict[str, Any]) -> str:
     sizes, cache = row["bytes"], row["cache_write"] or {}
     mismatch = row["recorded_payload_bytes"] is not None and row["recorded_as"] not in MATCHED
     kind = KIND.get(row["continuity"], "?") if row["continuity"] else None
@@ -78,9 +102,7 @@ def print_row(row: dict[str, Any]) -> None:
         f"{_k(sizes['dist']):>8}{_k(sizes['extension']):>8}{_k(sizes['both']):>8}"
         f"{_k(cache.get('installed')):>9}{_k(cache.get('both')):>9} {who:<7} {collapsed}"
     )
-    if len(line) > WIDTH and not ui.verbose():
-        line = line[: WIDTH - 1] + "…"
-    print(line.rstrip())
+    return line.rstrip()
 
 
 SENT_BY = {

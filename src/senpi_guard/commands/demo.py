@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
 import textwrap
@@ -51,12 +52,22 @@ def run(args) -> int:
             else:
                 os.environ[key] = value
         if args.keep:
-            _say(f"kept {work}")
+            _kept(work)
         else:
             shutil.rmtree(work, ignore_errors=True)
 
 
 SHAPES = (2, 3)  # 2026.8.1: no dedupe of its own; 2026.8.5: upstream's keep-last
+
+
+def _kept(work: Path) -> None:
+    """Where the kept folder is, and the command that audits its session against its own sample
+    senpi (each on a line of its own, to copy)."""
+    print(f"kept:\n{work}")
+    session, senpi = work / "session.jsonl", sample.npm_package_dir(work / f"prefix{SHAPES[0]}")
+    if session.is_file() and senpi.is_dir():
+        print("audit its sample session with its sample senpi:")
+        print(f"senpi-guard audit --root {shlex.quote(str(senpi))} {shlex.quote(str(session))}", flush=True)
 
 
 def _install(work: Path, shape: int) -> Install:
@@ -123,7 +134,7 @@ def _demo(work: Path) -> int:
 
 def _audit(work: Path, install: Install, patch, config) -> None:
     session_file = sample_session.write_sample_session(
-        work / "session.jsonl", turns=30, lanes=True, payload_from=work / f"src{SHAPES[0]}"
+        work / "session.jsonl", turns=30, lanes=True, payload_from=work / f"src{SHAPES[0]}", broken_lines=False
     )
     with audit.serializer([install], patch, config) as server:
         report = audit.audit_session(session_file, server)

@@ -147,4 +147,9 @@ def npm_install_global(tarball: Path, prefix: Path) -> Path:
     )
     if result.returncode != 0:
         raise FatalError(f"npm install -g {tarball} failed: {result.stderr.strip()[-300:]}")
+    return npm_package_dir(prefix)
+
+
+def npm_package_dir(prefix: Path) -> Path:
+    """Where `npm install -g --prefix PREFIX` puts the sample senpi."""
     return prefix / "lib" / "node_modules" / "@code-yeongyu" / "senpi"

@@ -227,11 +227,13 @@ def write_sample_session(
     lanes: bool = False,
     provider: str = "claude-sdk-oauth",
     payload_from: Path | None = None,
+    broken_lines: bool = True,
 ) -> Path:
     """A senpi-shaped session JSONL (version 3 header): an ultrawork directive re-injected into
     every user message, tool calls (one to a custom tool) and results, a variant now and then,
     optional compactions (each later one keeping from the one before it, as senpi allows), and
-    (with extras) the entry types and damage a real file can hold."""
+    (with extras) the entry types a real file can hold and, unless `broken_lines` is False, the
+    damage it can hold (lines audit skips and warns about)."""
     from senpi_guard.core.patch.fixture_formats.context_template import directive_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -265,7 +267,7 @@ def write_sample_session(
                 compactions += 1
                 last_compaction = _compaction(writer, turn, compactions, last_compaction, since_compaction)
                 since_compaction = since_compaction[-4:]
-        if extras:
+        if extras and broken_lines:
             writer.damage()
     if payload_from is not None:
         record_payload_bytes(path, payload_from)
