@@ -4,8 +4,6 @@ goes on a line of its own). The per-call table and the whole summary are -v's (a
 
 from __future__ import annotations
 
-import os
-import sys
 import textwrap
 from typing import Any
 
@@ -15,23 +13,12 @@ from senpi_guard.audit.money_text import usd
 SHOWN_MISMATCHES = 3  # (-v and --json list them all)
 
 
-def width() -> int:
-    """The terminal's columns: COLUMNS when set, else the terminal's own, else 80 (not a terminal)."""
-    given = os.environ.get("COLUMNS", "")
-    if given.isdigit() and int(given) > 0:
-        return max(int(given), 20)
-    try:
-        return max(os.get_terminal_size(sys.stdout.fileno()).columns, 20) if sys.stdout.isatty() else 80
-    except (OSError, ValueError):
-        return 80
-
-
 def say(text: str, indent: str = "") -> None:
     """A sentence wrapped to the terminal (never inside a word, a path or a hyphenated word)."""
     print(
         textwrap.fill(
             text,
-            width(),
+            ui.width(),
             initial_indent=indent,
             subsequent_indent=indent + "  ",
             break_long_words=False,
