@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from conftest import wait_for, write_user_config
 from realsenpi import SCOPED, senpi_guard
 
 from senpi_guard.io.logs import log_dir
@@ -158,6 +158,21 @@ def test_a_loader_the_extension_fails_with_takes_it_out_until_apply(guarded, iso
     assert shown.returncode == 0, shown.stdout
     assert json.loads(shown.stdout)["installs"][0]["patches"][0]["extension"]["taken_out"] is None
     assert json.loads(next(isolated_dirs.rglob("extension-taken-out.json")).read_text())["taken_out"] == []
+
+
+def test_a_re_proof_out_of_time_leaves_the_extension_in_and_is_tried_again(guarded, isolated_dirs):
+    """node out of time (a very busy machine: verify_timeout 0.01 s here) is no failure of the
+    extension: it stays in its agent dir, and the re-proof is tried again after a wait, which once
+    node has time proves it. (Before: taken out as if senpi's loader refused it.)"""
+    config = write_user_config(isolated_dirs, "verify_timeout = 0.01\n")
+    first = guarded.swap(guarded.staged((SIGNATURE, SIGNATURE.replace("{\n", "{\n    // a comment again\n"))))
+    _, late, _ = after(first, DIST_LINE, "re-proof not finished")
+    assert "left in place, tried again" in late and "(in 5s)" in late, late
+    assert guarded.extension.is_file()
+    config.write_text("")  # node has time again
+    wait_for(lambda: any("re-proven" in line for line in log_lines()[first:]), what="the re-proof tried again")
+    assert guarded.extension.is_file()
+    assert not [line for line in log_lines()[first:] if "took it out" in line]
 
 
 def test_a_reinstall_of_the_same_bytes_reuses_the_proof_without_node(guarded, isolated_dirs):

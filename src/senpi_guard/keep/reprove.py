@@ -17,6 +17,7 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import store as store_mod
 from senpi_guard.io.store import Store
 from senpi_guard.keep.notify import log, notify
+from senpi_guard.keep.schedule import RETRY_S
 from senpi_guard.layers import pipeline
 
 JOIN_TIMEOUT = 1.5  # seconds a stop waits for a re-proof to end (node is killed within ~0.1 s)
@@ -30,6 +31,7 @@ class Reprover:
         self.triggers = triggers  # the watcher's (a round is asked for by putting one there)
         self.jobs: queue.SimpleQueue[pipeline.Reproof | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._work, name="senpi-guard re-proof", daemon=True)
+        self.waits: dict[tuple[str, str], float] = {}  # agent dir -> the last wait after a passing failure
 
     def start(self) -> None:
         self.thread.start()
@@ -73,9 +75,10 @@ class Reprover:
             return
         if outcome is None:  # stopped
             return
-        if outcome.passing:  # (not recorded as proven: the next round hands it over again)
-            log.warning("extension layer %s: %s", job.agent_dir, outcome.detail)
+        if outcome.passing:  # (not recorded as proven: the round asked for hands it over again)
+            self._retry_later(job, outcome.detail)
             return
+        self.waits.pop(job.key, None)
         self.keeping.stamps[job.key] = job.stamp
         if outcome.ok:
             log.info("extension layer %s: %s", outcome.path, outcome.detail)
@@ -84,3 +87,14 @@ class Reprover:
             notify("senpi-guard took its extension out", outcome.detail[:200])
         if pipeline.loader_stamp(job.installs, self.keeping.hosts) != job.stamp:
             self.triggers.put("retry changed-during-re-proof")
+
+    def _retry_later(self, job: pipeline.Reproof, detail: str) -> None:
+        """A re-proof that failed for a cause that passes (node out of time on a busy machine): the
+        extension stays, and a round is asked for after a wait that doubles with each such failure."""
+        first, longest = RETRY_S
+        wait = min(longest, self.waits[job.key] * 2) if job.key in self.waits else first
+        self.waits[job.key] = wait
+        log.warning("extension layer %s: %s (in %gs)", job.agent_dir, detail, wait)
+        timer = threading.Timer(wait, self.triggers.put, ("retry after a passing failure",))
+        timer.daemon = True
+        timer.start()
