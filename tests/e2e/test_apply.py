@@ -426,6 +426,6 @@ def test_the_risk_line_of_a_hand_edited_dist_layer_says_edited_not_absent(npm_in
     target = pkg / SHAPE_REL[3]
     target.write_bytes(target.read_bytes() + b"\n// my own line\n")
     out = run_cli(capsys, "status", "--root", pkg)[1]
-    risk = next(line for line in out.splitlines() if line.strip().startswith("risk:"))
+    risk = field(out, "risk:")
     assert "the dist layer was edited by hand, so the extension may be here without it: " in risk, out
     assert "drifted" in out and "without the dist layer" not in risk

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HANG_S, SHAPE_REL, run_cli, tree_digest, wait_for, write_user_config
+from conftest import HANG_S, SHAPE_REL, field, run_cli, tree_digest, wait_for, write_user_config
 from test_hostile import one_error_line
 
 USER = "senpi-guard-test"
@@ -398,9 +398,7 @@ def test_a_user_over_roots_senpi_is_told_to_apply_as_root_not_to_apply_again(npm
     assert tree_digest(roots_install) == before
     status = as_user(other_user, env, "status", "--root", str(roots_install)).stdout
     assert "next      run `sudo senpi-guard apply`: senpi's files belong to root" in status, status
-    risk = next(
-        line for line in status.splitlines() if line.strip().startswith("risk:")
-    )  # (the user's apply put it in)
+    risk = field(status, "risk:")  # (the user's apply put it in)
     assert "the extension is here without the dist layer" in risk and risk.endswith(
         "run `sudo senpi-guard apply`: senpi's files belong to root"
     ), status

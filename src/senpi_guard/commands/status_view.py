@@ -12,7 +12,8 @@ from senpi_guard import ui
 from senpi_guard.audit.money_text import usd
 from senpi_guard.core.patch.classify import State
 
-EXTENSION_AMISS = frozenset({"error", "modified", "foreign", "stale"})  # (shown without -v)
+# the extension's line without -v: but where it is in place, or absent (the state line says that)
+EXTENSION_QUIET = frozenset({"installed", "package", "absent"})
 
 
 def show(rows: list[dict[str, Any]], running: dict[str, Any] | None) -> None:
@@ -152,7 +153,7 @@ def _verified(sub: dict[str, Any], full: bool) -> None:
 
 
 def _extension(layer: dict[str, Any], full: bool) -> None:
-    if full or layer["state"] in EXTENSION_AMISS or layer["taken_out"] or not layer["wanted"]:
+    if full or layer["state"] not in EXTENSION_QUIET or layer["taken_out"] or not layer["wanted"]:
         wanted = "" if layer["wanted"] else " (not wanted: `layers` leaves it out)"
         detail = f": {layer['detail']}" if layer["detail"] else ""
         where = f" in {layer['agent_dir']} ({layer['how']})" if layer["agent_dir"] else ""
