@@ -391,7 +391,7 @@ def test_a_user_over_roots_senpi_is_told_to_apply_as_root_not_to_apply_again(npm
     before = tree_digest(roots_install)
     for argv in (["status"], ["apply"], ["status"], ["verify"]):
         done = as_user(other_user, env, *argv, "--root", str(roots_install))
-        said = done.stdout + done.stderr
+        said = " ".join((done.stdout + done.stderr).split())  # (prose wraps at the width)
         sudo = "run senpi-guard as root (sudo senpi-guard …)" if argv == ["apply"] else "sudo senpi-guard apply"
         assert done.returncode == 1 and sudo in said, (argv, said)
         assert "run `senpi-guard apply`" not in said, (argv, said)
