@@ -33,6 +33,9 @@ def run_home(temp_folders_laid_out_like_installs, tmp_path_factory) -> Iterator[
             patch.setenv(key, str(home / rel))
         patch.delenv("NPM_CONFIG_CACHE", raising=False)  # (npm reads either spelling)
         patch.setenv("npm_config_cache", str(cache))
+        # the suite reads what commands say, not where their prose wraps: one long line each (the
+        # tests of the wrapping set the width they test: test_widths, the audit headline's, ui's)
+        patch.setenv("COLUMNS", "1000")
         yield home
 
 
