@@ -14,6 +14,7 @@ from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError, fix_of
 from senpi_guard.io.store import cache_dir
+from senpi_guard.keep import service
 from senpi_guard.layers import pipeline
 from senpi_guard.prove import nodes, owners
 
@@ -363,6 +364,14 @@ def _print_extension(layer: dict[str, Any]) -> None:
         print(f"  here      from this folder senpi uses {here['agent_dir']} ({here['how']}): the extension is there")
 
 
+def _start_watcher() -> str:
+    """The watcher line when none runs: where no user service manager answers, `daemon install`
+    installs nothing, so the step is to run the watcher itself."""
+    if service.no_user_manager():
+        return "not running (no user service manager here: run `senpi-guard watch` yourself)"
+    return "not running (start it: senpi-guard daemon install)"
+
+
 def run(args) -> int:
     fmt = metrics.chosen(args)
     rows, store = collect(args)
@@ -375,11 +384,7 @@ def run(args) -> int:
         if not ui.quiet():
             print(
                 "watcher: "
-                + (
-                    f"running, pid {running['pid']} since {_when(running['since'])}"
-                    if running
-                    else "not running (start it: senpi-guard daemon install)"
-                )
+                + (f"running, pid {running['pid']} since {_when(running['since'])}" if running else _start_watcher())
             )
         for row in rows:
             if not (ui.quiet() and row["as_wanted"]):
