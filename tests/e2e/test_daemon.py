@@ -1,21 +1,17 @@
-import contextlib
 import json
-import os
 import plistlib
 import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import HANG_S, run_cli, wait_for
+from usermanager import user_manager
 
 from senpi_guard.io import store
 from senpi_guard.keep import service
-
-SYSTEMD = Path("/lib/systemd/systemd")
 
 
 def no_user_manager(monkeypatch, tmp_path: Path) -> None:
@@ -25,40 +21,6 @@ def no_user_manager(monkeypatch, tmp_path: Path) -> None:
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
-
-
-@contextlib.contextmanager
-def user_manager(monkeypatch, config_home: Path, work: Path) -> Iterator[Path]:
-    """A real `systemd --user` that this process reaches through XDG_RUNTIME_DIR, reading units from
-    `config_home`: a machine with a user service manager. It runs in a private mount namespace where
-    /run/systemd/system exists (this container was not booted with systemd); stopping it at the end
-    stops every service it started."""
-    if os.geteuid() != 0 or shutil.which("unshare") is None or not SYSTEMD.exists():
-        pytest.skip("a private user manager needs root, unshare and /lib/systemd/systemd")
-    runtime = work / "manager-runtime"
-    runtime.mkdir(mode=0o700)
-    env = f"XDG_RUNTIME_DIR={runtime} XDG_CONFIG_HOME={config_home} HOME={work}"
-    script = (
-        "mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system || exit 90\n"
-        f"exec env -i {' '.join(shlex.quote(a) for a in env.split(' '))} {SYSTEMD} --user"
-    )
-    log = work / "manager.log"
-    with log.open("w") as out:
-        manager = subprocess.Popen(
-            ["unshare", "-m", "--propagation", "private", "sh", "-c", script], stdout=out, stderr=subprocess.STDOUT
-        )
-    try:
-        socket = runtime / "systemd" / "private"
-        wait_for(lambda: socket.is_socket() or manager.poll() is not None, what="the user manager's socket")
-        if manager.poll() == 90:
-            pytest.skip(f"no private mount namespace here: {log.read_text()}")
-        assert manager.poll() is None, log.read_text()
-        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-        monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
-        yield runtime
-    finally:
-        manager.terminate()
-        manager.wait(timeout=HANG_S)
 
 
 def tree(root: Path) -> dict[str, bytes | None]:

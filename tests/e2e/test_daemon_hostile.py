@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 from conftest import HANG_S, add_path, run_cli, wait_for
-from test_daemon import analyze, no_user_manager, user_manager
+from test_daemon import analyze, no_user_manager
+from usermanager import user_manager
 
 from senpi_guard.keep import service
 
