@@ -16,7 +16,7 @@ from senpi_guard.errors import FatalError, fix_of
 from senpi_guard.io.store import cache_dir
 from senpi_guard.keep import service
 from senpi_guard.layers import pipeline
-from senpi_guard.prove import nodes, owners
+from senpi_guard.prove import engines, nodes, owners
 
 SUMMARY = "show each install's state, its last verification and the watcher"
 EXAMPLE = (
@@ -267,7 +267,7 @@ def _replay_problem(install, node: dict[str, str]) -> FatalError | None:
     return owners.refused(install.package_dir, node["path"])
 
 
-def _node(install) -> dict[str, str]:
+def _node(install) -> dict[str, str | None]:
     """The node that verifies this install (the one that runs it, where that can be told)."""
     if install.unsupported:
         return {}
@@ -275,7 +275,8 @@ def _node(install) -> dict[str, str]:
         found = nodes.node_for(install.package_dir)
     except FatalError as exc:
         return {"error": str(exc)}
-    return {"path": found.path, "version": found.version, "source": found.source}
+    problem = engines.node_problem(install.package_dir, found)  # (older than senpi's `engines`)
+    return {"path": found.path, "version": found.version, "source": found.source, "problem": problem}
 
 
 def _print_row(row: dict[str, Any], running: dict[str, Any] | None = None) -> None:
@@ -283,7 +284,9 @@ def _print_row(row: dict[str, Any], running: dict[str, Any] | None = None) -> No
     amiss = "".join(f"; {ui.paint(what, 'bad')}" for what in dict.fromkeys(row["amiss"]))
     print(f"  state     {ui.state_text(row['state'])}{amiss}")
     node = row["node"]
-    if node:
+    if node.get("problem"):
+        print(f"  node      {ui.paint(node['problem'], 'bad')}")
+    elif node:
         print(
             f"  node      {node['version']} ({node['source']}: {node['path']})"
             if "path" in node
