@@ -157,17 +157,24 @@ def field(label: str, text: str, columns: int | None = None, label_width: int = 
     on a line of its own."""
     indent = 2 + max(label_width, len(label)) + 1
     head = "  " + (paint(label, kind) if kind else label) + " " * (indent - 2 - len(label))
-    room = (columns or width()) - indent
+    return wrapped(text, head, " " * indent, columns, indent)
+
+
+def wrapped(text: str, first: str, rest: str, columns: int | None = None, shown: int | None = None) -> list[str]:
+    """`text` in lines of the terminal's width, the first after `first` (`shown` wide on screen),
+    the others after `rest`; a word never broken (one wider than the room left: on a line alone)."""
+    room = (columns or width()) - (len(first) if shown is None else shown)
     lines: list[str] = []
     current = ""
     for word in _WORDS.findall(text):
         if (current or not lines) and len(current) + bool(current) + len(word) > room:
             lines.append(current)  # (a first word wider than the room: the label stands alone)
             current = word
+            room = (columns or width()) - len(rest)
         else:
             current = f"{current} {word}" if current else word
     lines.append(current)
-    return [((" " * indent if i else head) + line).rstrip() for i, line in enumerate(lines)]
+    return [((rest if i else first) + line).rstrip() for i, line in enumerate(lines) if i or line or first.strip()]
 
 
 def say(label: str, text: str, label_width: int = 9, kind: str = "") -> None:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from conftest import HANG_S
+from usermanager import user_manager
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -41,7 +42,7 @@ def test_the_readme_names_the_command_and_each_way_to_remove_the_tool():
     assert "pipx uninstall senpi-guard" in block and "uv tool uninstall senpi-guard" in block
 
 
-def test_the_readme_uninstall_leaves_nothing_senpi_guard_made(tmp_path, npm_install):
+def test_the_readme_uninstall_leaves_nothing_senpi_guard_made(tmp_path, npm_install, monkeypatch, tmp_path_factory):
     home = tmp_path / "home"
     (home / ".senpi" / "agent" / "sessions").mkdir(parents=True)  # senpi's own: kept
     pkg = npm_install(2, prefix=tmp_path / "prefix")
@@ -67,14 +68,19 @@ def test_the_readme_uninstall_leaves_nothing_senpi_guard_made(tmp_path, npm_inst
     applied = user("apply")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert (home / ".senpi" / "agent" / "extensions" / "senpi-guard-directive-dedupe.js").is_file()
-    user("daemon", "install")  # (1 where no user service manager runs: the unit is written all the same)
-    assert (home / ".config" / "systemd" / "user" / "senpi-guard.service").is_file()
-    assert everything(tmp_path, cache) != before  # (the check can fail)
-    assert everything(pkg, cache) != {k: v for k, v in before.items() if k.startswith(str(pkg))}
+    with user_manager(monkeypatch, home / ".config", tmp_path_factory.mktemp("manager")) as runtime:
+        env["XDG_RUNTIME_DIR"] = str(runtime)  # (a user service manager: install enables, uninstall disables)
+        installed = user("daemon", "install")
+        assert installed.returncode == 0, installed.stderr
+        stop = ["systemctl", "--user", "stop", "senpi-guard.service"]  # (enabled still; its watcher stopped)
+        subprocess.run(stop, env=env, check=True, capture_output=True, timeout=HANG_S)
+        assert (home / ".config" / "systemd" / "user" / "senpi-guard.service").is_file()
+        assert everything(tmp_path, cache) != before  # (the check can fail)
+        assert everything(pkg, cache) != {k: v for k, v in before.items() if k.startswith(str(pkg))}
 
-    done = subprocess.run(
-        ["sh", "-e", "-c", uninstall_block()], capture_output=True, text=True, timeout=HANG_S, env=env, cwd=ROOT
-    )
+        done = subprocess.run(
+            ["sh", "-e", "-c", uninstall_block()], capture_output=True, text=True, timeout=HANG_S, env=env, cwd=ROOT
+        )
     assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
     assert everything(tmp_path, cache) == before
     assert not log.exists()  # (pipx and uv are named for those who installed with them, not run)

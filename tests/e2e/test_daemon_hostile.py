@@ -20,8 +20,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import HANG_S, add_path, run_cli
-from test_daemon import analyze
+from conftest import HANG_S, add_path, run_cli, wait_for
+from test_daemon import analyze, no_user_manager
+from usermanager import user_manager
 
 from senpi_guard.keep import service
 
@@ -94,27 +95,43 @@ def test_odd_path_and_values_reach_the_program_as_meant(tmp_path, monkeypatch, c
         monkeypatch.setenv(name, value)
     meant = service.spec(service.SYSTEMD_PATH)
     assert meant.argv == [str(fake), "watch", "--quiet"]
-    code, _out, err = run_cli(capsys, "daemon", "install")
-    unit = unit_path(isolated_dirs)
-    assert unit.is_file(), f"exit {code}: {err}"
+    unit, dump = unit_path(isolated_dirs), tmp_path / "dump.json"
+
+    # no user manager: nothing written, and the one command printed instead runs the same program
+    no_user_manager(monkeypatch, tmp_path)
+    code, out, err = run_cli(capsys, "daemon", "install")
+    assert code == 1 and len(re.split(r"[\r\n]", err.strip())) == 1 and not unit.exists(), err
+    [suggested] = out.splitlines()
+    subprocess.run(["bash", "-c", suggested], check=True, timeout=HANG_S)
+    assert json.loads(dump.read_text())["argv"] == [str(fake), "watch"]
+    dump.unlink()
+
+    # a real user manager: install writes the unit, systemd loads it and starts the program as meant
+    with user_manager(monkeypatch, isolated_dirs / "xdg_config_home", tmp_path):
+        code, _out, err = run_cli(capsys, "daemon", "install")
+        assert code == 0 and unit.is_file(), err
+        ran = wait_for(lambda: _dumped(dump), what="the unit's program to write down what it got")
+        shown = subprocess.run(
+            ["systemctl", "--user", "show", "-p", "LoadState", "-p", "ExecStart", service.UNIT_NAME],
+            capture_output=True,
+            text=True,
+            timeout=HANG_S,
+            check=True,
+        ).stdout
+    assert "LoadState=loaded" in shown and f"path={fake} ;" in shown, shown
     verified = analyze(unit, tmp_path / "run")
     assert verified.returncode == 0 and str(unit) not in verified.stderr, verified.stderr
-
-    # no user manager here: the one-line error suggests the same command for another supervisor
-    assert code == 1 and len(re.split(r"[\r\n]", err.strip())) == 1, err
-    suggested = err.strip().partition("your own supervisor instead: ")[2]
-    subprocess.run(["bash", "-c", suggested], check=True, timeout=HANG_S)
-    ran = json.loads((tmp_path / "dump.json").read_text())
-    assert ran["argv"] == meant.argv
-    assert {k: ran["env"].get(k) for k in meant.environment} == meant.environment
-    (tmp_path / "dump.json").unlink()
-
-    shown = start_under_user_manager(isolated_dirs / "xdg_config_home", tmp_path, tmp_path / "dump.json")
-    assert "LoadState=loaded" in shown and f"path={fake} ;" in shown, shown
-    ran = json.loads((tmp_path / "dump.json").read_text())
     assert ran["argv"] == meant.argv
     assert {k: ran["env"].get(k) for k in meant.environment} == meant.environment
     assert {k: ran["env"][k] for k in HOSTILE_ENV} == HOSTILE_ENV and "INJECTED" not in ran["env"]
+
+
+def _dumped(dump: Path) -> dict | None:
+    """What the dumper wrote down, once it is all there."""
+    try:
+        return json.loads(dump.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def test_argv0_of_a_program_with_a_dollar_is_its_path(tmp_path):
@@ -211,7 +228,7 @@ def test_a_blocked_unit_place_is_one_line_and_nothing_changes(capsys, isolated_d
     assert snapshot(isolated_dirs / "xdg_config_home") == before
 
 
-def test_a_unit_that_is_not_text(capsys, isolated_dirs):
+def test_a_unit_that_is_not_text(capsys, isolated_dirs, tmp_path, monkeypatch):
     """status says so in one line; install replaces it with a real unit; uninstall removes it."""
     unit = unit_path(isolated_dirs)
     _unit_is_not_text(unit)
@@ -220,10 +237,11 @@ def test_a_unit_that_is_not_text(capsys, isolated_dirs):
     assert code == 1 and len(err.strip().splitlines()) == 1, err
     assert f"{unit} is not UTF-8 text" in err and "senpi-guard daemon install" in err
     assert unit.read_bytes() == before
-    run_cli(capsys, "daemon", "install")
-    assert service.read_systemd_unit(unit.read_text("utf-8"))[0][-2:] == ["watch", "--quiet"]
-    unit.write_bytes(before)
-    code, _out, err = run_cli(capsys, "daemon", "uninstall")
+    with user_manager(monkeypatch, isolated_dirs / "xdg_config_home", tmp_path):
+        assert run_cli(capsys, "daemon", "install")[0] == 0
+        assert service.read_systemd_unit(unit.read_text("utf-8"))[0][-2:] == ["watch", "--quiet"]
+        unit.write_bytes(before)
+        code, _out, err = run_cli(capsys, "daemon", "uninstall")
     assert code == 0 and not unit.exists(), err
 
 
@@ -237,14 +255,17 @@ def bare_status(argv: list[str], env: dict[str, str]) -> dict:
     return json.loads(done.stdout)
 
 
-def test_the_recorded_path_finds_a_senpi_found_only_on_path(env, npm_install, monkeypatch, capsys, isolated_dirs):
+def test_the_recorded_path_finds_a_senpi_found_only_on_path(
+    env, npm_install, monkeypatch, capsys, isolated_dirs, tmp_path
+):
     prefix = env / "only-on-path"
     pkg = npm_install(2, prefix=prefix)
     add_path(monkeypatch, prefix / "bin")  # the one way to this install: its prefix's bin folder
     _code, out, _err = run_cli(capsys, "status", "--json")
     found = sorted(row["package_dir"] for row in json.loads(out)["installs"])
     assert found == [str(pkg)], out
-    run_cli(capsys, "daemon", "install")
+    with user_manager(monkeypatch, isolated_dirs / "xdg_config_home", tmp_path):
+        assert run_cli(capsys, "daemon", "install")[0] == 0
     argv, recorded = service.read_systemd_unit(unit_path(isolated_dirs).read_text("utf-8"))
     bare = bare_status(argv, recorded)
     assert sorted(row["package_dir"] for row in bare["installs"]) == found, bare

@@ -77,3 +77,31 @@ def test_demo_keep_prints_the_audit_of_what_it_kept_and_that_command_runs_clean(
     assert "MISMATCH" not in done.stdout + done.stderr and "warning" not in (done.stdout + done.stderr).lower()
     assert done.stderr == "" and done.stdout.splitlines()[0].startswith("60 calls: ")
     shutil.rmtree(kept)
+
+
+def test_demo_leaves_every_folder_of_home_untouched(tmp_path):
+    """HOME set and no XDG variables (as on a fresh login): senpi-guard's cache and npm's cache and
+    logs would default to ~/.cache and ~/.npm; the demo writes neither."""
+    home, scratch = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    scratch.mkdir()
+    (home / ".config").mkdir()  # (a folder of the user's own, empty: it stays empty)
+    unset = ("npm_config_cache", "NPM_CONFIG_CACHE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_") and k not in unset}
+    before = tree(home)
+    result = subprocess.run(
+        [sys.executable, "-m", "senpi_guard", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        env={**env, "HOME": str(home), "TMPDIR": str(scratch)},
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert tree(home) == before, sorted(set(tree(home)) - set(before))
+    assert list(scratch.iterdir()) == []
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every entry under root: a folder (None) or a file (its bytes)."""
+    return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes() for p in sorted(root.rglob("*"))}

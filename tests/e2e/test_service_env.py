@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HANG_S, SHAPE_REL, patched, run_cli, wait_for
+from usermanager import user_manager
 
 from senpi_guard.keep import service
 from senpi_guard.prove import nodes
@@ -128,8 +129,9 @@ def _exercise(argv: list[str], env: dict[str, str], prefix: Path, tarballs, tmp_
     return latency
 
 
-def test_systemd_unit_runs_bare_with_an_nvm_node(nvm_machine, tarballs, tmp_path, capsys, isolated_dirs):
-    run_cli(capsys, "daemon", "install")  # no user bus here: the unit is written all the same
+def test_systemd_unit_runs_bare_with_an_nvm_node(nvm_machine, tarballs, tmp_path, capsys, isolated_dirs, monkeypatch):
+    with user_manager(monkeypatch, isolated_dirs / "xdg_config_home", tmp_path):  # (stopped again: run bare below)
+        assert run_cli(capsys, "daemon", "install")[0] == 0
     unit = isolated_dirs / "xdg_config_home" / "systemd" / "user" / service.UNIT_NAME
     argv, env = service.read_systemd_unit(unit.read_text())
     assert env[nodes.RECORDED] == str(nvm_machine / "bin" / "node")

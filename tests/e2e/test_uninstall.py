@@ -8,10 +8,12 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SHAPE_REL, add_path, run_cli, tool, write_user_config
+from conftest import HANG_S, SHAPE_REL, add_path, run_cli, tool, write_user_config
+from usermanager import user_manager
 
 from senpi_guard.io import made
 from senpi_guard.io.store import Store
@@ -37,7 +39,7 @@ def everything(*roots: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def machine(env, npm_install, isolated_dirs, monkeypatch):
+def machine(env, npm_install, isolated_dirs, monkeypatch, tmp_path_factory):
     """Two patched installs (2026.8.1-shaped ones, in two prefixes, the second shadowed on PATH), a
     project whose agent dir got the extension with `apply --here`, and the service's unit written.
     Returns (the roots to compare, the state before apply, the project)."""
@@ -50,7 +52,9 @@ def machine(env, npm_install, isolated_dirs, monkeypatch):
     (project / ".senpi" / "agent").mkdir(parents=True)  # (the project's own, as senpi uses it)
     roots = (env, isolated_dirs)
     before = everything(*roots)
-    return {"roots": roots, "before": before, "project": project, "installs": (first, second)}
+    # a user service manager (its folder outside the roots), as on a machine where the unit is installed
+    with user_manager(monkeypatch, isolated_dirs / "xdg_config_home", tmp_path_factory.mktemp("manager")):
+        yield {"roots": roots, "before": before, "project": project, "installs": (first, second)}
 
 
 def set_up(capsys, machine, monkeypatch) -> None:
@@ -62,10 +66,17 @@ def set_up(capsys, machine, monkeypatch) -> None:
     code, out, err = run_cli(capsys, "apply", "--here")
     assert code == 0, out + err
     assert (machine["project"] / ".senpi" / "agent" / "extensions" / NAME).is_file()
-    code, _, err = run_cli(capsys, "daemon", "install")  # (1 where no user service manager runs)
-    assert service.systemd_unit_path().is_file(), err
+    code, _, err = run_cli(capsys, "daemon", "install")
+    assert code == 0 and service.systemd_unit_path().is_file(), err
+    stop_service()
     for pkg, shape in zip(machine["installs"], (3, 2), strict=True):
         assert b"__senpiGuardDedupe(" in (pkg / SHAPE_REL[shape]).read_bytes()
+
+
+def stop_service() -> None:
+    """The installed service stopped (enabled still): no watcher of its own runs during the test."""
+    subprocess.run(["systemctl", "--user", "stop", service.UNIT_NAME], check=True, capture_output=True, timeout=HANG_S)
+    assert Store().running_watcher() is None
 
 
 def made_now(machine) -> set[str]:

@@ -8,10 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 from realsenpi import senpi_guard
+from usermanager import user_manager
 
 from senpi_guard.keep import service
 
@@ -54,11 +57,14 @@ def test_uninstall_on_real_builds_leaves_every_senpi_byte_exact_and_nothing_it_m
         assert here.returncode == 0, here.stdout + here.stderr
         assert (project / ".senpi" / "agent" / "extensions" / NAME).is_file()
         assert (home / ".senpi" / "agent" / "extensions" / NAME).is_file()
-        senpi_guard("daemon", "install")  # (1 where no user service manager runs; the unit is written)
-        assert service.systemd_unit_path().is_file()
-        assert everything(*roots) != before  # (the comparison below can fail)
+        with user_manager(monkeypatch, isolated_dirs / "xdg_config_home", tmp_path_factory.mktemp("manager")):
+            installed = senpi_guard("daemon", "install")  # (enabled, then stopped: no watcher of its own runs)
+            assert installed.returncode == 0 and service.systemd_unit_path().is_file(), installed.stderr
+            stop = ["systemctl", "--user", "stop", service.UNIT_NAME]
+            subprocess.run(stop, check=True, capture_output=True, timeout=HANG_S)
+            assert everything(*roots) != before  # (the comparison below can fail)
 
-        done = senpi_guard("uninstall", "--json")
+            done = senpi_guard("uninstall", "--json")  # (disables the service)
         assert done.returncode == 0, done.stdout + done.stderr
         doc = json.loads(done.stdout)
         assert {str(newer), str(older), str(full_senpi.package_dir)} <= {

@@ -21,13 +21,13 @@ EXAMPLE = (
     "  senpi-guard daemon status     # installed / enabled / running\n"
     "  senpi-guard daemon uninstall  # stop, disable and remove it"
 )
-EXITS = "0 done (status: installed and running); 1 no service manager, or it refused"
+EXITS = "0 done (status: installed and running); 1 no user service manager (install writes nothing), or it refused"
 DESCRIPTION = (
     "install: write a systemd user unit (Linux) or a launchd agent (macOS) that runs "
     "`senpi-guard watch`, then enable and start it. uninstall: stop, disable and remove it "
     "(your installs stay as they are; run `senpi-guard revert` to unpatch them). status: whether "
     "the service is installed, enabled and running. Without a user service manager, install "
-    "prints the command to run under your own supervisor."
+    "writes nothing and prints the `senpi-guard watch` command to run yourself instead."
 )
 
 
@@ -122,7 +122,9 @@ def _install_linux(unit: Path, done: _Done) -> int:
     spec = service.spec(service.SYSTEMD_PATH)
     text = service.systemd_unit(spec)  # refuses what systemd could not be told, before any change
     _unit_place(unit, "install")
-    why = service.systemd_available()
+    why = service.no_user_manager()
+    if why:
+        return _no_manager(why, done.as_json)
     try:
         made.mkdirs(unit.parent)  # (recorded: `uninstall` removes it again when empty)
     except OSError as exc:
@@ -132,8 +134,6 @@ def _install_linux(unit: Path, done: _Done) -> int:
     write_private(unit, text.encode())
     done.say(f"wrote {unit}", unit=str(unit), written=True)
     _show_recorded(spec, done)
-    if why:
-        raise _manual(f"the unit is written but {why}")
     for argv in (
         ["systemctl", "--user", "daemon-reload"],
         ["systemctl", "--user", "enable", "--now", service.UNIT_NAME],
@@ -235,6 +235,9 @@ def _remove_macos(plist: Path) -> list[Path]:
 
 def _macos(action: str, as_json: bool = False) -> int:
     plist = service.launchd_plist_path()
+    why = service.no_user_manager() if action == "install" else None
+    if why:
+        return _no_manager(why, as_json)
     if shutil.which("launchctl") is None:
         raise _manual("launchctl is not available")
     done = _Done(action, as_json)
@@ -282,9 +285,24 @@ def _macos(action: str, as_json: bool = False) -> int:
     return 0 if listed else 1
 
 
+def _no_manager(why: str, as_json: bool) -> int:
+    """install where no user service manager answers: nothing written; the watcher's command to run
+    instead, on a line of its own (on stdout; in the JSON object with --json)."""
+    line = f"no user service manager here ({why}); nothing written. Run the watcher yourself:"
+    print(f"senpi-guard: error: {line}", file=sys.stderr, flush=True)
+    command = service.watch_line()
+    if as_json:
+        print(json.dumps({"action": "install", "error": line, "watch": command, "ok": False}, indent=2))
+    else:
+        print(command)
+    return 1
+
+
 def run(args) -> int:
     if sys.platform == "darwin":
         return _macos(args.action, args.json)
     if sys.platform.startswith("linux"):
         return _linux(args.action, args.json)
+    if args.action == "install":
+        return _no_manager(service.no_user_manager() or sys.platform, args.json)
     raise _manual(f"no user service manager is supported on {sys.platform}")

@@ -38,11 +38,11 @@ DEMO_PATCH = "directive-dedupe"
 def run(args) -> int:
     work = Path(tempfile.mkdtemp(prefix="senpi-guard-demo-"))
     work.chmod(0o755)  # (as root, replays run as nobody, who must read the sample installs)
-    saved = {
-        k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "SENPI_CODING_AGENT_DIR")
-    }
+    # every folder it writes is in `work`: senpi-guard's own (the cache too) and npm's cache and logs
+    redirected = ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "SENPI_CODING_AGENT_DIR")
+    saved = {k: os.environ.get(k) for k in (*redirected, "npm_config_cache", "NPM_CONFIG_CACHE")}
     for key in saved:
-        os.environ[key] = str(work / "xdg" / key.lower())
+        os.environ[key] = str(work / "xdg" / key.lower()) if key in redirected else str(work / "npm-cache")
     try:
         return _demo(work)
     finally:

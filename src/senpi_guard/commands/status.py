@@ -13,8 +13,9 @@ from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.errors import FatalError, fix_of
 from senpi_guard.io.store import cache_dir
+from senpi_guard.keep import service
 from senpi_guard.layers import pipeline
-from senpi_guard.prove import nodes, owners
+from senpi_guard.prove import engines, nodes, owners
 
 SUMMARY = "show each install's state, its last verification and the watcher"
 EXAMPLE = (
@@ -297,7 +298,7 @@ def _replay_problem(install, node: dict[str, str]) -> FatalError | None:
     return owners.refused(install.package_dir, node["path"])
 
 
-def _node(install) -> dict[str, str]:
+def _node(install) -> dict[str, str | None]:
     """The node that verifies this install (the one that runs it, where that can be told)."""
     if install.unsupported:
         return {}
@@ -305,7 +306,16 @@ def _node(install) -> dict[str, str]:
         found = nodes.node_for(install.package_dir)
     except FatalError as exc:
         return {"error": str(exc)}
-    return {"path": found.path, "version": found.version, "source": found.source}
+    problem = engines.node_problem(install.package_dir, found)  # (older than senpi's `engines`)
+    return {"path": found.path, "version": found.version, "source": found.source, "problem": problem}
+
+
+def _start_watcher() -> str:
+    """The watcher line when none runs: where no user service manager answers, `daemon install`
+    installs nothing, so the step is to run the watcher itself."""
+    if service.no_user_manager():
+        return "not running (no user service manager here: run `senpi-guard watch` yourself)"
+    return "not running (start it: senpi-guard daemon install)"
 
 
 def run(args) -> int:
@@ -317,5 +327,5 @@ def run(args) -> int:
     elif args.json:
         print(json.dumps({"installs": rows, "watcher": running}, indent=2))
     else:
-        status_view.show(rows, running)
+        status_view.show(rows, running, _start_watcher())
     return 0 if args.exit_zero or (rows and all(r["as_wanted"] for r in rows)) else 1

@@ -16,15 +16,11 @@ from senpi_guard.core.patch.classify import State
 EXTENSION_QUIET = frozenset({"installed", "package", "absent"})
 
 
-def show(rows: list[dict[str, Any]], running: dict[str, Any] | None) -> None:
+def show(rows: list[dict[str, Any]], running: dict[str, Any] | None, idle: str) -> None:
+    """`idle`: the watcher line's text when none runs (how to start one here)."""
     if not ui.quiet():
         print(
-            "watcher: "
-            + (
-                f"running, pid {running['pid']} since {when(running['since'])}"
-                if running
-                else "not running (start it: senpi-guard daemon install)"
-            )
+            f"watcher: running, pid {running['pid']} since {when(running['since'])}" if running else f"watcher: {idle}"
         )
     for row in rows:
         if not (ui.quiet() and row["as_wanted"]):
@@ -44,7 +40,9 @@ def _row(row: dict[str, Any], running: dict[str, Any] | None) -> None:
     amiss = "".join(f"; {ui.paint(what, 'bad')}" for what in dict.fromkeys(row["amiss"]))
     print(f"  state     {ui.state_text(row['state'])}{amiss}")
     node = row["node"]
-    if node and "path" not in node:
+    if node.get("problem"):  # (older than senpi's `engines`: said without -v)
+        ui.say("node", node["problem"], kind="")
+    elif node and "path" not in node:
         ui.say("node", f"{ui.paint('error:', 'bad')} {node['error']}")
     elif node and ui.verbose():
         print(f"  node      {node['version']} ({node['source']}: {node['path']})")

@@ -128,7 +128,7 @@ def _blockers(rows: list[dict], store: Store, unit: Path | None) -> list[str]:
 
 
 def _service_manager_works() -> bool:
-    return shutil.which("launchctl") is not None if sys.platform == "darwin" else service.systemd_available() is None
+    return service.no_user_manager() is None
 
 
 def _own_folders(store: Store) -> list[Path]:

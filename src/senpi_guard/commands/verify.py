@@ -5,8 +5,13 @@ A replay identical, by everything its result depends on, to one that passed befo
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 from senpi_guard.commands import common
+from senpi_guard.errors import FatalError
 from senpi_guard.layers import pipeline
+from senpi_guard.prove import engines, nodes
 
 SUMMARY = "replay the fixtures through each install's code and the extension with node; change nothing"
 EXAMPLE = "senpi-guard verify --json"
@@ -33,4 +38,9 @@ def run(args) -> int:
     flow = pipeline.build(patches, config, allow_foreign_root=args.allow_foreign_root, fresh_proofs=args.fresh)
     flow.run("verify", found, pipeline.Run(allow_foreign_root=args.allow_foreign_root))
     common.print_results(flow, args.json, next_steps=True)
+    for install in found:  # (after the results: the node they were proven with is not one senpi runs on)
+        with contextlib.suppress(FatalError):  # (no node: the results said so)
+            problem = engines.node_problem(install.package_dir, nodes.node_for(install.package_dir))
+            if problem:
+                print(f"node     {problem}", file=sys.stderr if args.json else sys.stdout)
     return 0 if flow.ok else 1

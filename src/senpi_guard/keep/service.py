@@ -73,16 +73,17 @@ class ServiceSpec(NamedTuple):
     environment: dict[str, str]
 
 
-def watch_command() -> list[str]:
-    """The absolute command that runs this senpi-guard's watcher."""
+def watch_command(quiet: bool = True) -> list[str]:
+    """The absolute command that runs this senpi-guard's watcher (`quiet`: it logs to its log file only)."""
     script = shutil.which("senpi-guard")
     here = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    tail = ["watch", "--quiet"] if quiet else ["watch"]
     if here is not None and here.name == "senpi-guard" and here.is_file():
-        return [str(here), "watch", "--quiet"]
+        return [str(here), *tail]
     if script is not None:
-        return [str(Path(script).resolve()), "watch", "--quiet"]
+        return [str(Path(script).resolve()), *tail]
     # not resolved: a venv's python is a symlink, and only the link knows the venv
-    return [os.path.abspath(sys.executable), "-m", "senpi_guard", "watch", "--quiet"]
+    return [os.path.abspath(sys.executable), "-m", "senpi_guard", *tail]
 
 
 def resolved_tools() -> dict[str, str]:
@@ -289,8 +290,18 @@ def systemd_available() -> str | None:
     probe = run(["systemctl", "--user", "show-environment"])
     if probe.returncode != 0:
         reason = (probe.stderr.strip().splitlines() or ["no user service manager"])[-1]
-        return f"systemctl --user does not work here ({reason})"
+        return f"systemctl --user: {reason}"
     return None
+
+
+def no_user_manager() -> str | None:
+    """Why no user service manager can be reached here, else None: the one answer `daemon install`
+    (which then writes nothing) and `status` (which then points at `senpi-guard watch`) both use."""
+    if sys.platform == "darwin":
+        return None if shutil.which("launchctl") else "launchctl is not available"
+    if sys.platform.startswith("linux"):
+        return systemd_available()
+    return f"senpi-guard supports none on {sys.platform}"
 
 
 def _shell_word(text: str) -> str:
@@ -311,6 +322,11 @@ def _shell_word(text: str) -> str:
         )
         + "'"
     )
+
+
+def watch_line() -> str:
+    """The watcher as a shell line to run yourself (in your own shell, so with your own PATH)."""
+    return " ".join(_shell_word(a) for a in watch_command(quiet=False))
 
 
 def manual_command(service: ServiceSpec) -> str:
