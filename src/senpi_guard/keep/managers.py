@@ -22,6 +22,14 @@ PROC = "/proc"
 # the first word of a command line (node's process.title: "npm install -g x"), or the script node
 # runs ("node /usr/lib/node_modules/pnpm/bin/pnpm.cjs add -g x"), without its extension
 NAMES = {"npm": "npm", "npm-cli": "npm", "pnpm": "pnpm", "yarn": "yarn", "yarnpkg": "yarn", "bun": "bun"}
+# what a manager is asked to do that writes packages (npm's abbreviations too); one running a script
+# (`npm run dev`, `yarn dev`, `npm exec`) is no manager at work, though what it runs opens files in
+# node_modules for hours. `yarn` (or pnpm, bun) with no command installs.
+INSTALLING = frozenset().union(
+    ("install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isntal", "isntall", "add", "ci", "ic"),
+    ("update", "up", "upgrade", "u", "clean-install", "install-clean", "rebuild", "rb", "dedupe", "ddp", "prune"),
+    ("uninstall", "un", "unlink", "remove", "rm", "r", "link", "ln", "global"),
+)
 READ_MAX = 4096  # bytes of a process's stat or command line
 FDS_MAX = 4096  # open files looked at per process
 DEPTH_MAX = 64  # parents followed from a process to the manager that started it
@@ -59,14 +67,16 @@ def _read(path: str) -> bytes | None:
 
 
 def manager_name(cmdline: bytes) -> str | None:
-    """npm, pnpm, yarn or bun, when a command line is one of theirs."""
+    """npm, pnpm, yarn or bun, when a command line is one of theirs writing packages."""
     words = cmdline.replace(b"\0", b" ").decode("utf-8", "replace").split()
-    for word in words[:2]:
+    for at, word in enumerate(words[:2]):
         base = word.rsplit("/", 1)[-1]
         for ext in (".js", ".cjs", ".mjs"):
             base = base.removesuffix(ext)
         if base in NAMES:
-            return NAMES[base]
+            asked = [w for w in words[at + 1 : at + 9] if not w.startswith("-")]
+            installs = any(w in INSTALLING for w in asked) or (not asked and NAMES[base] != "npm")
+            return NAMES[base] if installs else None
     return None
 
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not managers.available(), reason="no /proc here"
 # until the FIFO is opened for writing and closed
 FAKE_NPM = """#!/bin/sh
 sh -c 'cd "$0" && read line < "$1"' "$1" "$2"
-"""
+"""  # (run as `npm DIR FIFO install`)
 
 
 def test_a_command_line_is_told_by_its_first_words():
@@ -27,7 +27,13 @@ def test_a_command_line_is_told_by_its_first_words():
     assert managers.manager_name(b"/usr/bin/node\0/opt/yarn/bin/yarn.js\0global\0add\0") == "yarn"
     assert managers.manager_name(b"/root/.bun/bin/bun\0add\0-g\0") == "bun"
     assert managers.manager_name(b"node\0/usr/lib/node_modules/npm/bin/npm-cli.js\0ci\0") == "npm"
+    assert managers.manager_name(b"npm --prefix /opt/x install\0") == "npm"
+    assert managers.manager_name(b"node\0/usr/lib/node_modules/yarn/bin/yarn.js\0") == "yarn"  # (bare: installs)
     assert managers.manager_name(b"python3\0-m\0senpi_guard\0watch\0npm\0") is None
+    # running a script is no package manager at work, however long what it runs holds node_modules
+    assert managers.manager_name(b"npm run dev" + b" " * 20) is None
+    assert managers.manager_name(b"node\0/usr/lib/node_modules/yarn/bin/yarn.js\0dev\0") is None
+    assert managers.manager_name(b"npm exec vite" + b" " * 20) is None
     assert managers.manager_name(b"") is None  # (a zombie's)
 
 
@@ -49,9 +55,9 @@ def _orphan_npm(tmp_path: Path, pkg: Path, detach: bool = True) -> tuple[int, Pa
     script.chmod(0o755)
     os.mkfifo(fifo)
     if not detach:
-        return 0, fifo, subprocess.Popen([str(script), str(pkg), str(fifo)], cwd=away)
+        return 0, fifo, subprocess.Popen([str(script), str(pkg), str(fifo), "install"], cwd=away)
     out = subprocess.run(
-        ["sh", "-c", '"$0" "$1" "$2" >/dev/null 2>&1 & echo $!', str(script), str(pkg), str(fifo)],
+        ["sh", "-c", '"$0" "$1" "$2" install >/dev/null 2>&1 & echo $!', str(script), str(pkg), str(fifo)],
         cwd=away,
         capture_output=True,
         text=True,
