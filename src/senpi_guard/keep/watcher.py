@@ -30,6 +30,7 @@ from senpi_guard.io import reader
 from senpi_guard.io import store as store_mod
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
+from senpi_guard.keep import managers
 from senpi_guard.keep.notify import log
 from senpi_guard.keep.reprove import Reprover
 from senpi_guard.keep.schedule import DistSchedule, Known, file_stat
@@ -43,6 +44,8 @@ STAGING_PREFIXES = (".senpi-", "_tmp_", ".staging")
 MANAGER_ANSWER_MAX_AGE = 600.0  # seconds to reuse `npm root -g` & co. between rescans
 SIGNAL_SLICE_S = 0.5  # the longest the main thread waits at once (see _next_trigger)
 STABLE_PERIODS = 4  # quiet periods of unchanged targets that end a settle despite other events
+MANAGER_POLL_S = 0.5  # how often a settle looks again whether a package manager is still at work
+MANAGER_CEILING_S = 900.0  # the longest one is waited for: five times senpi's own `npm install -g`
 
 
 class _Events(FileSystemEventHandler):
@@ -95,6 +98,7 @@ class Watcher:
         self.reload_requested = False
         self.keeping = pipeline.Keeping(due=self.schedule.due)  # the layers' memory between rounds
         self.reprover = Reprover(self.store, self.stop, self.keeping, self.triggers)
+        self.managers = managers.Tracker(MANAGER_CEILING_S)
 
     # ---- events and watches ------------------------------------------------------------
     def event(self, path: str) -> None:
@@ -187,15 +191,26 @@ class Watcher:
         """Wait until every install looks the same twice and either no relevant event came for
         quiet_period, or package.json and the targets held still for STABLE_PERIODS of them
         while other files under dist/ kept changing. Gives up at settle_timeout, and returns at
-        `rescan_at` so that a rescan is never postponed."""
+        `rescan_at` so that a rescan is never postponed; but while a package manager is at work on
+        an install (keep/managers) it waits past both, for at most MANAGER_CEILING_S: a round then
+        would patch what the manager is still writing, and settle_timeout counts from its exit."""
         deadline = min(time.monotonic() + self.config.settle_timeout, rescan_at)
-        previous, stable_since = None, time.monotonic()
+        previous, stable_since, worked_until = None, time.monotonic(), float("-inf")
         while not self.stop.is_set():
             self.installs()
             self.rearm()
-            states = [self._package_state(d) for d in self.watched_packages()]
+            packages = self.watched_packages()
+            states = [self._package_state(d) for d in packages]
             current = [fingerprint for fingerprint, _ in states]
             busy = any(flag for _, flag in states)
+            if working := self.managers.at_work(packages):
+                now = time.monotonic()
+                if worked_until < deadline <= now:  # (said once: why neither a WARNING nor a round comes)
+                    package_dir, manager = next(iter(working.items()))
+                    log.debug("%s (pid %d) still at work on %s; waiting on", manager.name, manager.pid, package_dir)
+                previous, stable_since, worked_until = current, now, now
+                self.stop.wait(MANAGER_POLL_S)
+                continue
             now = time.monotonic()
             quiet_for = now - self.last_event
             if current != previous or busy:
@@ -208,7 +223,7 @@ class Watcher:
             previous = current
             if now >= rescan_at:
                 return False
-            if now > deadline:
+            if now > max(deadline, worked_until + self.config.settle_timeout):
                 log.warning(
                     "installs did not settle within %gs; will retry on the next trigger", self.config.settle_timeout
                 )
@@ -340,7 +355,9 @@ class Watcher:
             if self.reload_requested:
                 trigger = self._reload_if_asked(trigger)
             elif time.monotonic() >= next_rescan:
-                trigger = "rescan"  # due: no stream of events may postpone it
+                trigger = "rescan"  # due: no stream of events may postpone it, a package manager at work may
+                if self.managers.at_work(self.watched_packages()):
+                    self.settle(next_rescan)
             else:
                 log.info("settling (%s; quiet period %gs)", trigger.split(" ", 1)[0], self.config.quiet_period)
                 if not self.settle(next_rescan) and time.monotonic() < next_rescan and not self.reload_requested:

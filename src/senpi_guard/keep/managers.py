@@ -1,0 +1,211 @@
+"""Package managers at work on an install, as Linux shows them under /proc: a process of npm,
+pnpm, yarn or bun (told by its command line) whose working dir or open files, or those of a
+process it started (a lifecycle script runs in the package dir), lie in the install's package dir
+or the node_modules folder above it. Such a manager stays "at work" on that install while it runs
+(npm has nothing open there while it downloads the next package), for at most a ceiling.
+
+Read with plain os calls on /proc (the kernel's, not a user's files), each read bounded, every
+process allowed to vanish midway; only processes of senpi-guard's own user (any, as root) are
+looked at, and nothing of theirs is run. Without /proc, no manager is ever seen (the watcher then
+goes by files still changing alone)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from senpi_guard.keep.notify import log
+
+PROC = "/proc"
+# the first word of a command line (node's process.title: "npm install -g x"), or the script node
+# runs ("node /usr/lib/node_modules/pnpm/bin/pnpm.cjs add -g x"), without its extension
+NAMES = {"npm": "npm", "npm-cli": "npm", "pnpm": "pnpm", "yarn": "yarn", "yarnpkg": "yarn", "bun": "bun"}
+# what a manager is asked to do that writes packages (npm's abbreviations too); one running a script
+# (`npm run dev`, `yarn dev`, `npm exec`) is no manager at work, though what it runs opens files in
+# node_modules for hours. `yarn` (or pnpm, bun) with no command installs.
+INSTALLING = frozenset().union(
+    ("install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isntal", "isntall", "add", "ci", "ic"),
+    ("update", "up", "upgrade", "u", "clean-install", "install-clean", "rebuild", "rb", "dedupe", "ddp", "prune"),
+    ("uninstall", "un", "unlink", "remove", "rm", "r", "link", "ln", "global"),
+)
+READ_MAX = 4096  # bytes of a process's stat or command line
+FDS_MAX = 4096  # open files looked at per process
+DEPTH_MAX = 64  # parents followed from a process to the manager that started it
+
+
+@dataclass(frozen=True)
+class Manager:
+    pid: int
+    start: int  # (its start time, in clock ticks since boot: a pid used again is another process)
+    name: str
+
+
+@dataclass(frozen=True)
+class _Process:
+    ppid: int
+    start: int
+    manager: str | None
+
+
+def available() -> bool:
+    return os.path.isdir(f"{PROC}/self/fd")
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, READ_MAX)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def manager_name(cmdline: bytes) -> str | None:
+    """npm, pnpm, yarn or bun, when a command line is one of theirs writing packages."""
+    words = cmdline.replace(b"\0", b" ").decode("utf-8", "replace").split()
+    for at, word in enumerate(words[:2]):
+        base = word.rsplit("/", 1)[-1]
+        for ext in (".js", ".cjs", ".mjs"):
+            base = base.removesuffix(ext)
+        if base in NAMES:
+            asked = [w for w in words[at + 1 : at + 9] if not w.startswith("-")]
+            installs = any(w in INSTALLING for w in asked) or (not asked and NAMES[base] != "npm")
+            return NAMES[base] if installs else None
+    return None
+
+
+def _processes() -> dict[int, _Process]:
+    """Every process senpi-guard may look at: its pid, parent, start time and manager name."""
+    me, found = os.geteuid(), {}
+    try:
+        pids = [int(entry) for entry in os.listdir(PROC) if entry.isdigit()]
+    except OSError:
+        return {}
+    for pid in pids:
+        try:
+            if me != 0 and os.stat(f"{PROC}/{pid}").st_uid != me:
+                continue
+        except OSError:
+            continue
+        stat, cmdline = _read(f"{PROC}/{pid}/stat"), _read(f"{PROC}/{pid}/cmdline")
+        if stat is None or cmdline is None:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()  # (the name before it may hold spaces and parens)
+        try:
+            ppid, start = int(fields[1]), int(fields[19])
+        except (IndexError, ValueError):
+            continue
+        found[pid] = _Process(ppid, start, manager_name(cmdline))
+    return found
+
+
+def _places(pid: int) -> list[str]:
+    """The working dir and the open files of a process (what is left of them if it ends meanwhile)."""
+    try:
+        links = ["cwd", *(f"fd/{fd}" for fd in os.listdir(f"{PROC}/{pid}/fd")[:FDS_MAX])]
+    except OSError:
+        links = ["cwd"]
+    places = []
+    for link in links:
+        try:
+            places.append(os.readlink(f"{PROC}/{pid}/{link}"))
+        except OSError:
+            continue
+    return places
+
+
+def _manager_of(pid: int, processes: dict[int, _Process]) -> Manager | None:
+    """The package manager a process is, or the nearest one among its parents; None for one
+    senpi-guard started itself (`npm root -g` for discovery)."""
+    own, found = os.getpid(), None
+    for _ in range(DEPTH_MAX):
+        if pid == own:
+            return None
+        process = processes.get(pid)
+        if process is None:
+            return found
+        if process.manager and found is None:
+            found = Manager(pid, process.start, process.manager)
+        pid = process.ppid
+    return found
+
+
+def install_dirs(package_dir: Path) -> tuple[str, ...]:
+    """Where a manager at work on an install writes: the package dir (its real one too) and the
+    node_modules folder above it (a retired copy, a new pnpm dir); the parent when there is none."""
+    dirs = []
+    for path in dict.fromkeys((package_dir, Path(os.path.realpath(package_dir)))):
+        dirs.append(str(path))
+        above = next((p for p in path.parents if p.name == "node_modules"), path.parent)
+        dirs.append(str(above))
+    return tuple(dict.fromkeys(dirs))
+
+
+def _inside(place: str, dirs: tuple[str, ...]) -> bool:
+    return any(place == d or place.startswith(d + os.sep) for d in dirs)
+
+
+class Tracker:
+    """Which managers are at work on which installs, remembered while each runs; one at work for
+    longer than `ceiling` seconds is let go (a hung npm must not hold the watcher forever). /proc
+    is read at most once per `interval` seconds (a settle may ask twenty times a second)."""
+
+    def __init__(self, ceiling: float, interval: float = 0.25) -> None:
+        self.ceiling, self.interval = ceiling, interval
+        self.scanned = -interval
+        self.seen: dict[Manager, tuple[float, dict[Path, None]]] = {}  # -> (first seen, installs)
+        self.let_go: set[Manager] = set()
+
+    def at_work(self, package_dirs: list[Path]) -> dict[Path, Manager]:
+        """The installs a package manager is at work on now, each with one such manager."""
+        if time.monotonic() - self.scanned >= self.interval:
+            self.scanned = time.monotonic()
+            self._scan(package_dirs)
+        return self._working(set(package_dirs))
+
+    def _scan(self, package_dirs: list[Path]) -> None:
+        if not available():
+            return
+        processes = _processes()
+        alive = {Manager(pid, p.start, p.manager) for pid, p in processes.items() if p.manager}
+        self.seen = {m: seen for m, seen in self.seen.items() if m in alive}
+        self.let_go &= alive
+        if not alive:
+            return
+        dirs = {package_dir: install_dirs(package_dir) for package_dir in package_dirs}
+        for pid in processes:
+            manager = _manager_of(pid, processes)
+            if manager is None or manager in self.let_go:
+                continue
+            touched = {d for place in _places(pid) for d, inside in dirs.items() if _inside(place, inside)}
+            for package_dir in touched:
+                installs = self.seen.setdefault(manager, (time.monotonic(), {}))[1]
+                if package_dir not in installs:
+                    installs[package_dir] = None
+                    log.info("waiting for %s (pid %d) to finish with %s", manager.name, manager.pid, package_dir)
+
+    def _working(self, wanted: set[Path]) -> dict[Path, Manager]:
+        working: dict[Path, Manager] = {}
+        now = time.monotonic()
+        for manager, (first, installs) in list(self.seen.items()):
+            if now - first > self.ceiling:
+                log.warning(
+                    "%s (pid %d) has been at work on %s for over %gs; not waiting for it any longer",
+                    manager.name,
+                    manager.pid,
+                    ", ".join(map(str, installs)),
+                    self.ceiling,
+                )
+                self.let_go.add(manager)
+                del self.seen[manager]
+                continue
+            for package_dir in installs:
+                if package_dir in wanted:
+                    working.setdefault(package_dir, manager)
+        return working

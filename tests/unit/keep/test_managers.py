@@ -1,0 +1,141 @@
+"""keep/managers: which package managers /proc shows at work on an install, with real processes
+(a script named `npm`, a child of it in the install, held on a real FIFO)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import HANG_S, wait_for
+
+from senpi_guard.keep import managers
+
+pytestmark = pytest.mark.skipif(not managers.available(), reason="no /proc here")
+# `npm DIR FIFO`: itself in a folder of its own, its child (a shell, no manager) in DIR, both held
+# until the FIFO is opened for writing and closed
+FAKE_NPM = """#!/bin/sh
+sh -c 'cd "$0" && read line < "$1"' "$1" "$2"
+"""  # (run as `npm DIR FIFO install`)
+
+
+def test_a_command_line_is_told_by_its_first_words():
+    assert managers.manager_name(b"npm install -g x" + b" " * 40) == "npm"  # (node's process.title)
+    assert managers.manager_name(b"node\0/usr/lib/node_modules/pnpm/bin/pnpm.cjs\0add\0-g\0x\0") == "pnpm"
+    assert managers.manager_name(b"/usr/bin/node\0/opt/yarn/bin/yarn.js\0global\0add\0") == "yarn"
+    assert managers.manager_name(b"/root/.bun/bin/bun\0add\0-g\0") == "bun"
+    assert managers.manager_name(b"node\0/usr/lib/node_modules/npm/bin/npm-cli.js\0ci\0") == "npm"
+    assert managers.manager_name(b"npm --prefix /opt/x install\0") == "npm"
+    assert managers.manager_name(b"node\0/usr/lib/node_modules/yarn/bin/yarn.js\0") == "yarn"  # (bare: installs)
+    assert managers.manager_name(b"python3\0-m\0senpi_guard\0watch\0npm\0") is None
+    # running a script is no package manager at work, however long what it runs holds node_modules
+    assert managers.manager_name(b"npm run dev" + b" " * 20) is None
+    assert managers.manager_name(b"node\0/usr/lib/node_modules/yarn/bin/yarn.js\0dev\0") is None
+    assert managers.manager_name(b"npm exec vite" + b" " * 20) is None
+    assert managers.manager_name(b"") is None  # (a zombie's)
+
+
+def test_install_dirs_are_the_package_and_the_node_modules_above(tmp_path):
+    pkg = tmp_path / "lib/node_modules/@code-yeongyu/senpi"
+    pkg.mkdir(parents=True)
+    assert managers.install_dirs(pkg) == (str(pkg), str(tmp_path / "lib/node_modules"))
+    bare = tmp_path / "somewhere/senpi"
+    assert managers.install_dirs(bare) == (str(bare), str(bare.parent))
+
+
+def _orphan_npm(tmp_path: Path, pkg: Path, detach: bool = True) -> tuple[int, Path, subprocess.Popen | None]:
+    """A process named npm whose child works in `pkg`; detached, it is not senpi-guard's own."""
+    bindir, fifo, away = tmp_path / "bin", tmp_path / "release", tmp_path / "away"
+    for folder in (bindir, away):
+        folder.mkdir(exist_ok=True)
+    script = bindir / "npm"
+    script.write_text(FAKE_NPM)
+    script.chmod(0o755)
+    os.mkfifo(fifo)
+    if not detach:
+        return 0, fifo, subprocess.Popen([str(script), str(pkg), str(fifo), "install"], cwd=away)
+    out = subprocess.run(
+        ["sh", "-c", '"$0" "$1" "$2" install >/dev/null 2>&1 & echo $!', str(script), str(pkg), str(fifo)],
+        cwd=away,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout), fifo, None
+
+
+def _release(fifo: Path) -> None:
+    with fifo.open("w"):
+        pass
+
+
+def _held_child(pid: int) -> bool:
+    """Whether npm's child shell is in its read (in the install) yet."""
+    return any(
+        os.readlink(f"/proc/{child}/cwd").endswith("senpi")
+        for child in _children(pid)
+        if os.path.exists(f"/proc/{child}/cwd")
+    )
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            if int(stat[stat.rfind(b")") + 2 :].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def test_a_manager_is_at_work_while_it_runs_and_not_after(tmp_path, caplog):
+    pkg = tmp_path / "lib/node_modules/@code-yeongyu/senpi"
+    pkg.mkdir(parents=True)
+    other = tmp_path / "elsewhere/node_modules/senpi"
+    other.mkdir(parents=True)
+    pid, fifo, _ = _orphan_npm(tmp_path, pkg)
+    tracker = managers.Tracker(HANG_S, interval=0)
+    try:
+        wait_for(lambda: _held_child(pid), what="the fake npm's child in the install")
+        with caplog.at_level(logging.INFO, logger="senpi-guard.watch"):
+            working = tracker.at_work([pkg, other])
+            assert tracker.at_work([pkg, other]) == working
+        assert list(working) == [pkg] and working[pkg].pid == pid and working[pkg].name == "npm"
+        assert [r.getMessage() for r in caplog.records] == [f"waiting for npm (pid {pid}) to finish with {pkg}"]
+    finally:
+        _release(fifo)
+    wait_for(lambda: not os.path.exists(f"/proc/{pid}/cmdline") or not tracker.at_work([pkg]), what="npm gone")
+    assert tracker.at_work([pkg]) == {}
+
+
+def test_a_manager_past_the_ceiling_is_let_go_with_a_warning(tmp_path, caplog):
+    pkg = tmp_path / "lib/node_modules/@code-yeongyu/senpi"
+    pkg.mkdir(parents=True)
+    pid, fifo, _ = _orphan_npm(tmp_path, pkg)
+    tracker = managers.Tracker(0.0, interval=0)
+    try:
+        wait_for(lambda: _held_child(pid), what="the fake npm's child in the install")
+        with caplog.at_level(logging.INFO, logger="senpi-guard.watch"):
+            assert tracker.at_work([pkg]) == {}
+            assert tracker.at_work([pkg]) == {}
+        warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert warned == [f"npm (pid {pid}) has been at work on {pkg} for over 0s; not waiting for it any longer"]
+    finally:
+        _release(fifo)
+
+
+def test_a_manager_senpi_guard_started_itself_is_not_waited_for(tmp_path):
+    pkg = tmp_path / "lib/node_modules/@code-yeongyu/senpi"
+    pkg.mkdir(parents=True)
+    _, fifo, own = _orphan_npm(tmp_path, pkg, detach=False)
+    try:
+        wait_for(lambda: _held_child(own.pid), what="the own npm's child in the install")
+        assert managers.Tracker(HANG_S, interval=0).at_work([pkg]) == {}
+    finally:
+        _release(fifo)
+        own.wait(timeout=HANG_S)
