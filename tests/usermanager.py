@@ -27,26 +27,33 @@ def user_manager(monkeypatch, config_home: Path, work: Path) -> Iterator[Path]:
     stops every service it started."""
     if os.geteuid() != 0 or shutil.which("unshare") is None or not SYSTEMD.exists():
         pytest.skip("a private user manager needs root, unshare and /lib/systemd/systemd")
-    runtime = Path(tempfile.mkdtemp(prefix="manager-runtime-", dir=work))  # (0700, as systemd wants it)
+    # (0700, as systemd wants it; short: its socket's path must fit a unix socket's 108 bytes, which
+    # a test's folder under an xdist worker's does not)
+    runtime = Path(tempfile.mkdtemp(prefix="sg-mgr-"))
     env = [f"XDG_RUNTIME_DIR={runtime}", f"XDG_CONFIG_HOME={config_home}", f"HOME={work}"]
     script = (
         "mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system || exit 90\n"
         f"exec env -i {' '.join(map(shlex.quote, env))} {SYSTEMD} --user"
     )
-    log = runtime.with_name(f"{runtime.name}.log")
+    log = work / "user-manager.log"
     with log.open("w") as out:
         manager = subprocess.Popen(
-            ["unshare", "-m", "--propagation", "private", "sh", "-c", script], stdout=out, stderr=subprocess.STDOUT
+            ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         socket = runtime / "systemd" / "private"
         wait_for(lambda: socket.is_socket() or manager.poll() is not None, what="the user manager's socket")
         if manager.poll() == 90:
             pytest.skip(f"no private mount namespace here: {log.read_text()}")
-        assert manager.poll() is None, log.read_text()
+        assert manager.poll() is None, f"the user manager exited {manager.poll()}: {log.read_text()}"
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
         monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
         yield runtime
     finally:
         manager.terminate()
         manager.wait(timeout=HANG_S)
+        shutil.rmtree(runtime, ignore_errors=True)

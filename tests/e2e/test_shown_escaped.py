@@ -128,6 +128,15 @@ def test_a_users_package_folder_is_shown_escaped_in_roots_status(npm_install, at
     out, err = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")  # (strict: raw bytes fail here)
     assert done.returncode in (0, 1) and "Traceback" not in out + err, out + err
     _no_forged_lines(out + err)
+    assert f"the senpi package {visible(modules / name)} (" not in out  # (a package as wanted: said with -v)
+    verbose = subprocess.run(
+        [sys.executable, "-m", "senpi_guard", "status", "-v", "--root", str(pkg)],
+        capture_output=True,
+        timeout=HANG_S,
+        env={**os.environ, "SENPI_CODING_AGENT_DIR": str(agent)},
+    )
+    out = verbose.stdout.decode("utf-8")
+    _no_forged_lines(out)
     assert f"the senpi package {visible(modules / name)} (" in out, out
 
 

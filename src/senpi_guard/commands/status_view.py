@@ -19,9 +19,8 @@ EXTENSION_QUIET = frozenset({"installed", "package", "absent"})
 def show(rows: list[dict[str, Any]], running: dict[str, Any] | None, idle: str) -> None:
     """`idle`: the watcher line's text when none runs (how to start one here)."""
     if not ui.quiet():
-        print(
-            f"watcher: running, pid {running['pid']} since {when(running['since'])}" if running else f"watcher: {idle}"
-        )
+        now = f"running, pid {running['pid']} since {when(running['since'])}" if running else idle
+        print("\n".join(ui.wrapped(f"watcher: {now}", "", "  ")))
     for row in rows:
         if not (ui.quiet() and row["as_wanted"]):
             _row(row, running)
