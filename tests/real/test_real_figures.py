@@ -36,14 +36,17 @@ def test_the_shipped_figures_are_what_a_replay_measures_on_that_release(shape, u
     assert measured == entry["figures"], "the figures changed: run scripts/figures.py (its docstring says how)"
 
 
-def test_the_readmes_status_example_and_dollars_are_what_status_says_on_the_full_package(unpacked, tmp_path):
-    """What the README shows `status` saying on a fresh 2026.8.22-2 is what it says (at 80 columns:
-    the shipped figures, priced at that package's own model registry)."""
+def test_the_readmes_status_example_and_dollars_are_what_status_says_on_the_full_package(unpacked, monkeypatch):
+    """What the README shows `status` saying on a fresh 2026.8.22-2 (node 24 first on PATH) is what
+    it says at 80 columns: the shipped figures, priced at that package's own model registry."""
+    add_path(monkeypatch, node24_bin())
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     example = readme[readme.index("`status` on a fresh senpi 2026.8.22-2:") :].split("```")[1]
     said = senpi_guard("status", "--root", unpacked[FULL_VERSION], env={"COLUMNS": "80"})
     assert said.returncode == 1, said.stdout + said.stderr  # (not patched: not as wanted)
-    shown = [line for line in said.stdout.splitlines() if line.startswith(("  saves", "            "))]
-    assert len(shown) == 3 and all(line in example.splitlines() for line in shown), said.stdout
+    shown = [line for line in said.stdout.splitlines() if line.startswith("  saves")]
+    at = said.stdout.splitlines().index(shown[0])
+    assert said.stdout.splitlines()[at : at + 3] == example.splitlines()[3:6], said.stdout
+    assert "  node  " not in said.stdout  # (node 24: nothing to say of it without -v)
     price = re.search(r"Claude: (\$[\d.]+) -> (\$[\d.]+) a call", shown[0])
     assert f"({price[1]} → {price[2]} at claude-opus-4-5 list price)" in " ".join(readme.split())
