@@ -86,6 +86,12 @@ def measured_as_key(kind: str, lane: str, result: dict[str, Any]) -> str:
     return "branch" if result.get("exact") else "branch estimate"
 
 
+def _unseen(sizes: dict[str, Any], cache: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A request the extension never saw: no saving is counted for it."""
+    sizes = {**sizes, "extension": sizes["installed"], "both": sizes["dist"]}
+    return sizes, {**cache, "extension": cache.get("installed"), "both": cache.get("dist")} if cache else cache
+
+
 def finish(
     meta: dict[str, Any],
     result: dict[str, Any],
@@ -101,9 +107,8 @@ def finish(
     sizes, cache = result["bytes"], result["cacheWrite"]
     lane = meta["lane"]
     evidence = compaction_evidence(turn, meta, judge)
-    if evidence == "unseen":  # (no saving is counted in a request the extension never saw)
-        sizes = {**sizes, "extension": sizes["installed"], "both": sizes["dist"]}
-        cache = {**cache, "extension": cache.get("installed"), "both": cache.get("dist")} if cache else cache
+    if evidence == "unseen":
+        sizes, cache = _unseen(sizes, cache)
     matches = [c for c in CONFIGS if call.payload_bytes is not None and sizes[c] == call.payload_bytes]
     row = {
         "index": turn.index,
