@@ -67,3 +67,105 @@ def test_prose_wraps_at_the_width_and_never_breaks_a_path_or_a_command():
     assert any("`senpi-guard apply --dry-run -v`" in line for line in lines)
     assert all(len(line) <= 50 for line in lines if path not in line)
     assert " ".join(line.strip() for line in lines).replace("next ", "", 1).split() == text.split()
+
+
+def _row(**over) -> dict:
+    extension = {
+        "state": "installed",
+        "wanted": True,
+        "detail": "",
+        "agent_dir": "/home/u/.senpi/agent",
+        "how": "default",
+        "risk": "",
+        "here": None,
+        "taken_out": None,
+    }
+    sub = {
+        "patch": "directive-dedupe",
+        "state": "patched",
+        "as_wanted": True,
+        "target": "/p/dist/core/prompt-bridge.js",
+        "target_rel": "dist/core/prompt-bridge.js",
+        "shape": "2026.8.4-2 and later",
+        "changes": "per call, upstream's keep-last -> patched (an estimate …). Why: the patch keeps …",
+        "saves": KEEP_LAST,
+        "last_verify": {"ok": True, "checks": 74, "time": 1_700_000_000},
+        "last_verify_of_these_files": True,
+        "last_reconcile": {"ok": True, "time": 1_700_000_000, "before": "unpatched", "after": "patched"},
+        "extension": extension,
+        "detail": "",
+    }
+    row = {
+        "version": "2026.8.22-2",
+        "manager": "npm",
+        "package_dir": "/p",
+        "amiss": [],
+        "state": "patched",
+        "as_wanted": True,
+        "node": {"path": "/usr/bin/node", "version": "v24.1.0", "source": "PATH"},
+        "replay_problem": None,
+        "patches": [sub, {**sub, "patch": "hand-fix-hooks", "state": "clean", "saves": None, "extension": None}],
+        "next": None,
+    }
+    for key, value in over.items():
+        (sub if key in sub else extension if key.startswith("ext_") else row)[key.removeprefix("ext_")] = value
+    return row
+
+
+def shown(capsys, row: dict, verbose: bool, running=None) -> str:
+    ui.configure(1 if verbose else 0, "never")
+    try:
+        status.show([row], running, "not running (start it: senpi-guard daemon install)")
+    finally:
+        ui.configure(0, "never")
+    return capsys.readouterr().out
+
+
+def test_an_install_as_wanted_is_its_state_and_its_saving_and_verbose_is_every_line(capsys):
+    running = {"pid": 7, "since": 1_600_000_000}  # (started before the last reconcile: its own, current)
+    out = shown(capsys, _row(), verbose=False, running=running)
+    labels = [line.split()[0] for line in out.splitlines() if line.startswith("  ") and line[2] != " "]
+    assert labels == ["state", "saves"], out  # (no node, target, verified, watcher, extension line)
+    full = shown(capsys, _row(), verbose=True, running=running)
+    for label in ("node", "saves", "target", "shape", "changes", "verified", "watcher", "extension", "patch"):
+        assert f"  {label} " in full, (label, full)
+    assert "watcher: running, pid 7 since " in full and "passed 74 checks at " in full
+
+
+def test_what_is_amiss_is_said_without_verbose(capsys):
+    row = _row(
+        state="drifted",
+        as_wanted=False,
+        detail="our edit was changed by hand",
+        last_verify={"ok": False, "checks": 3, "time": 1_700_000_000},
+        last_reconcile={"ok": False, "time": 1_700_000_000, "before": "patched", "after": "drifted"},
+        ext_state="absent",
+        ext_taken_out={"agent_dir": "/a"},
+        ext_detail="its proof failed; senpi-guard took it out",
+        ext_risk="the extension is here without the dist layer",
+        ext_here={"agent_dir": "/proj/.senpi/agent", "how": "nearest", "state": "absent"},
+        replay_problem="nobody cannot read it",
+        node={"error": "node was not found on PATH"},
+        next="run `senpi-guard apply`",
+    )
+    out = " ".join(shown(capsys, row, verbose=False).split())
+    for said in (
+        "FAILED 3 checks",
+        "last reconcile",
+        "(",  # (the stale reconcile says when: no watcher runs)
+        "took it out",
+        "risk: the extension is here without the dist layer",
+        "`senpi-guard apply --here` adds it there",
+        "replay error: nobody cannot read it",
+        "node error: node was not found on PATH",
+        "detail our edit was changed by hand",
+        "next run `senpi-guard apply`",
+    ):
+        assert said in out, (said, out)
+    assert "ago, by a watcher not running now" in out
+
+
+def test_a_node_older_than_senpi_needs_is_said_without_verbose(capsys):
+    problem = "v20.1.0 is older than senpi 2026.8.22-2 needs (>=24); put node 24 first on PATH"
+    row = _row(node={"path": "/usr/bin/node", "version": "v20.1.0", "source": "PATH", "problem": problem})
+    assert f"  node      {problem}" in shown(capsys, row, verbose=False)
