@@ -47,6 +47,7 @@ class _Process:
     ppid: int
     start: int
     manager: str | None
+    writes_to: str | None = None  # (a global install's node_modules, from its command line)
 
 
 def available() -> bool:
@@ -101,8 +102,25 @@ def _processes() -> dict[int, _Process]:
             ppid, start = int(fields[1]), int(fields[19])
         except (IndexError, ValueError):
             continue
-        found[pid] = _Process(ppid, start, manager_name(cmdline))
+        manager = manager_name(cmdline)
+        found[pid] = _Process(ppid, start, manager, global_root(pid, cmdline) if manager else None)
     return found
+
+
+def global_root(pid: int, cmdline: bytes) -> str | None:
+    """The node_modules a global install writes into, from its command line: `--prefix P`, else,
+    with -g, the prefix of the node running it (its exe's grandparent). Known before it writes a
+    file there: npm downloads and unpacks before it opens anything in the install."""
+    words = cmdline.replace(b"\0", b" ").decode("utf-8", "replace").split()
+    prefix = next((w.split("=", 1)[1] for w in words if w.startswith("--prefix=")), None)
+    if prefix is None and "--prefix" in words[:-1]:
+        prefix = words[words.index("--prefix") + 1]
+    if prefix is None and ("-g" in words or "--global" in words):
+        try:
+            prefix = os.path.dirname(os.path.dirname(os.readlink(f"{PROC}/{pid}/exe")))
+        except OSError:
+            return None
+    return os.path.join(os.path.abspath(prefix), "lib", "node_modules") if prefix else None
 
 
 def _places(pid: int) -> list[str]:
@@ -183,7 +201,8 @@ class Tracker:
             manager = _manager_of(pid, processes)
             if manager is None or manager in self.let_go:
                 continue
-            touched = {d for place in _places(pid) for d, inside in dirs.items() if _inside(place, inside)}
+            places = [*_places(pid), *filter(None, [processes[pid].writes_to])]
+            touched = {d for place in places for d, inside in dirs.items() if _inside(place, inside)}
             for package_dir in touched:
                 installs = self.seen.setdefault(manager, (time.monotonic(), {}))[1]
                 if package_dir not in installs:

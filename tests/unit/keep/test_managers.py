@@ -139,3 +139,35 @@ def test_a_manager_senpi_guard_started_itself_is_not_waited_for(tmp_path):
     finally:
         _release(fifo)
         own.wait(timeout=HANG_S)
+
+
+def test_a_global_install_names_where_it_writes_before_it_writes():
+    assert managers.global_root(0, b"npm install -g --prefix /opt/p x.tgz   ") == "/opt/p/lib/node_modules"
+    assert managers.global_root(0, b"npm\0install\0--prefix=/opt/q\0-g\0x\0") == "/opt/q/lib/node_modules"
+    node_prefix = os.path.dirname(os.path.dirname(os.readlink("/proc/self/exe")))
+    assert managers.global_root(os.getpid(), b"npm i -g x") == os.path.join(node_prefix, "lib", "node_modules")
+    assert managers.global_root(os.getpid(), b"npm install x") is None  # (a project's own: not global)
+
+
+def test_a_global_install_into_the_prefix_is_at_work_before_it_opens_a_file_there(tmp_path):
+    """npm downloads and unpacks before it opens anything in the install (seen under load: the
+    watcher's rescan patched while npm was still at work); its command line names the prefix."""
+    prefix = tmp_path / "prefix"
+    package_dir = prefix / "lib" / "node_modules" / "@code-yeongyu" / "senpi"
+    package_dir.mkdir(parents=True)
+    # a process called `npm` asked to install into that prefix, its cwd elsewhere, not senpi-guard's own
+    started = subprocess.run(
+        ["bash", "-c", 'exec -a npm sh -c "sleep 600; :" install -g --prefix "$0" x >/dev/null 2>&1 & echo $!', prefix],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        check=True,
+    )
+    pid = int(started.stdout)
+    try:
+        tracker = managers.Tracker(ceiling=HANG_S)
+        found = wait_for(lambda: tracker.at_work([package_dir]), what="the install asked of npm seen at work")
+        assert found[package_dir].pid == pid and found[package_dir].name == "npm"
+    finally:
+        os.kill(pid, 9)
