@@ -149,8 +149,10 @@ def _figures(patch, config, insp, last: dict[str, Any] | None) -> tuple[dict[str
     changes nothing: clean, upstream's, unsupported, an error)."""
     if not patch.headline or not insp.primary or insp.state in (State.CLEAN, State.UPSTREAM, State.ERROR):
         return None, ""
-    if last and last.get("ok") and last.get("patch") == patch.patch_id(config) and last.get("figures"):
-        return last["figures"], "by your last verify"
+    recorded = last.get("figures") if last and last.get("ok") and last.get("patch") == patch.patch_id(config) else None
+    longest = (recorded or {}).get(patch.headline[-1])  # (one an older senpi-guard recorded may lack its bytes)
+    if isinstance(longest, dict) and ("resend" in longest or "originalBytes" in longest):
+        return recorded, "by your last verify"
     found = pipeline.figures.for_shape(patch, config, insp.shape.range if insp.shape else None)
     return (found[0], f"measured on {found[1]}") if found else (None, "")
 
