@@ -21,7 +21,7 @@ from types import ModuleType
 from senpi_guard import __version__, ui
 from senpi_guard.errors import FatalError, UsageError
 from senpi_guard.io import config as config_mod
-from senpi_guard.io import store
+from senpi_guard.io import logs, store
 
 # The subcommands, in the order `--help` lists them, and the module that implements each (it has
 # SUMMARY, EXAMPLE, EXITS, configure(parser) and run(args) -> int). Only the module of the command
@@ -375,9 +375,5 @@ def _main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as exc:  # the last line of defence: one line and a log
-        _fail(
-            args,
-            f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in "
-            f"{store.crash_log(exc)}; please report it",
-        )
+        _fail(args, logs.unexpected(exc))
         return 3

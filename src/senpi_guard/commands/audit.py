@@ -16,7 +16,7 @@ from senpi_guard.commands import audit_view as view
 from senpi_guard.commands import common, metrics
 from senpi_guard.core import agentdir
 from senpi_guard.errors import FatalError, UsageError
-from senpi_guard.io import store
+from senpi_guard.io import logs
 from senpi_guard.layers import pipeline
 
 SUMMARY = "per-call prompt bytes of senpi sessions, as sent, with and without the patch"
@@ -198,12 +198,6 @@ def _print_text(path: Path, server: audit.Serializer) -> dict[str, Any]:
     return report
 
 
-def _unexpected(exc: Exception) -> str:
-    return (
-        f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store.crash_log(exc)}; please report it"
-    )
-
-
 def _audit_each(files: list[Path], server: audit.Serializer, stream: Stream | None, args) -> int:
     """Every session, each failure its own (one bad file does not end --all); the exit code."""
     code = 0
@@ -216,7 +210,7 @@ def _audit_each(files: list[Path], server: audit.Serializer, stream: Stream | No
         except BrokenPipeError:  # the reader went away (`| head`): the cli says nothing more
             raise
         except Exception as exc:  # one session's surprise is that session's error
-            message, failed = _unexpected(exc), 3
+            message, failed = logs.unexpected(exc), 3
         code = max(code, failed)
         print(f"senpi-guard: could not audit {path}: {message}", file=sys.stderr)
         if stream:
@@ -252,7 +246,7 @@ def run(args) -> int:
     except Exception as exc:
         if stream is None:  # nothing written yet: the cli's one line (and one document)
             raise
-        message = f"error: {exc}" if isinstance(exc, FatalError) else _unexpected(exc)
+        message = f"error: {exc}" if isinstance(exc, FatalError) else logs.unexpected(exc)
         print(f"senpi-guard: {message}", file=sys.stderr)
         stream.close(message)
         return 1 if isinstance(exc, FatalError) else 3

@@ -143,11 +143,20 @@ def _patch_row(flow, dist, results, install, record, place) -> dict[str, Any]:
     }
 
 
+def _priced(patch, insp) -> bool:
+    """Whether the patch changes something here that figures can say (not clean, upstream's or an error)."""
+    return (
+        bool(patch.headline)
+        and insp.primary is not None
+        and insp.state not in (State.CLEAN, State.UPSTREAM, State.ERROR)
+    )
+
+
 def _figures(patch, config, insp, last: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
     """The dist layer's figures for this install and where they come from: its last passed replay
     of these settings, else those the patch ships for this compiled shape (None where the patch
     changes nothing: clean, upstream's, unsupported, an error)."""
-    if not patch.headline or not insp.primary or insp.state in (State.CLEAN, State.UPSTREAM, State.ERROR):
+    if not _priced(patch, insp):
         return None, ""
     recorded = last.get("figures") if last and last.get("ok") and last.get("patch") == patch.patch_id(config) else None
     longest = (recorded or {}).get(patch.headline[-1])  # (one an older senpi-guard recorded may lack its bytes)
@@ -159,7 +168,7 @@ def _figures(patch, config, insp, last: dict[str, Any] | None) -> tuple[dict[str
 
 def _changes(patch, insp, measured: tuple[dict[str, Any] | None, str]) -> str | None:
     """What the patch changes on this install, with why (`-v`): priced here, no replay."""
-    if not patch.headline or not insp.primary or insp.state in (State.CLEAN, State.UPSTREAM, State.ERROR):
+    if not _priced(patch, insp):
         return None
     keep_last = "upstream" in insp.present
     found, source = measured

@@ -43,3 +43,8 @@ def crash_log(exc: BaseException) -> str:
         return name
     except OSError:
         return "(could not be written: " + "".join(traceback.format_exception_only(exc)).strip() + ")"
+
+
+def unexpected(exc: BaseException) -> str:
+    """The one line an unexpected error (a bug) is said in, its traceback kept in the crash log."""
+    return f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {crash_log(exc)}; please report it"

@@ -17,7 +17,7 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import store as store_mod
 from senpi_guard.io.store import Store
 from senpi_guard.keep.notify import log, notify
-from senpi_guard.keep.schedule import RETRY_S
+from senpi_guard.keep.schedule import retry_after
 from senpi_guard.layers import pipeline
 
 JOIN_TIMEOUT = 1.5  # seconds a stop waits for a re-proof to end (node is killed within ~0.1 s)
@@ -91,10 +91,5 @@ class Reprover:
     def _retry_later(self, job: pipeline.Reproof, detail: str) -> None:
         """A re-proof that failed for a cause that passes (node out of time on a busy machine): the
         extension stays, and a round is asked for after a wait that doubles with each such failure."""
-        first, longest = RETRY_S
-        wait = min(longest, self.waits[job.key] * 2) if job.key in self.waits else first
-        self.waits[job.key] = wait
+        self.waits[job.key] = wait = retry_after(self.triggers, self.waits.get(job.key))
         log.warning("extension layer %s: %s (in %gs)", job.agent_dir, detail, wait)
-        timer = threading.Timer(wait, self.triggers.put, ("retry after a passing failure",))
-        timer.daemon = True
-        timer.start()

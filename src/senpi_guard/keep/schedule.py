@@ -30,6 +30,17 @@ file_stat = replays.file_identity  # (the watcher's name for it)
 RETRY_S = (5.0, 600.0)
 
 
+def retry_after(triggers: queue.Queue, waited: float | None) -> float:
+    """Ask for a round after a wait that doubles with each failure that passes in a row (`waited`:
+    the last such wait, None after none), up to RETRY_S's ceiling; returns the wait."""
+    first, longest = RETRY_S
+    wait = min(longest, waited * 2) if waited else first
+    timer = threading.Timer(wait + 0.1, triggers.put, ("retry after a passing failure",))
+    timer.daemon = True
+    timer.start()
+    return wait
+
+
 def _sha(path: Path) -> str:
     try:
         return reader.sha256(path, reader.DIST)
@@ -156,9 +167,8 @@ class DistSchedule:
         """A failure that passes (the disk or quota was full): no back-off recorded, the install is
         tried again after a wait that doubles with each such failure in a row (notified once)."""
         inst, key = outcome.install, (outcome.install.real_dir, outcome.patch)
-        first, longest = RETRY_S
         waited = self.retries.get(key, (0.0, 0.0))[1]
-        wait = min(longest, waited * 2) if waited else first
+        wait = retry_after(self.triggers, waited)
         self.retries[key] = (time.monotonic() + wait, wait)
         self.known[key] = Known(outcome.files, ())
         log.error(
@@ -172,9 +182,6 @@ class DistSchedule:
             notify(
                 "senpi-guard could not patch senpi", f"senpi {inst.version}: {outcome.detail[:200]}; tried again later"
             )
-        timer = threading.Timer(wait + 0.1, self.triggers.put, ("retry after a passing failure",))
-        timer.daemon = True
-        timer.start()
 
     def _record(self, inst: discover.Install, patch_name: str, **fields: Any) -> None:
         """Fields of the install's record (under the write lock: it may wait for an apply). A

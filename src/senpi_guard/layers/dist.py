@@ -17,10 +17,11 @@ from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError, fix_of
 from senpi_guard.io import write
 from senpi_guard.io.config import Config
+from senpi_guard.io.logs import unexpected
 from senpi_guard.io.store import Store
 from senpi_guard.layers import dist_apply, dist_files, dist_revert, where
 from senpi_guard.layers import house as house_mod
-from senpi_guard.layers.dist_apply import also, left_for_apply, reshape_cost, reused, unexpected
+from senpi_guard.layers.dist_apply import also, left_for_apply, reshape_cost, reused
 from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, overall_detail, overall_state, reinstall
 from senpi_guard.prove import nodes, verify
 from senpi_guard.prove.replays import ReplayMemo, replay_key

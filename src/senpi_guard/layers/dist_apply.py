@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from senpi_guard.core.patch import apply, reshape
 from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
-from senpi_guard.io import store as store_mod
 from senpi_guard.io import write
 from senpi_guard.layers import dist_files
 from senpi_guard.layers import house as house_mod
@@ -196,13 +195,6 @@ def composed_with(rec: Reconciler, wanted: dict[str, bytes]) -> str:
 
 def also(text: str) -> str:
     return f"; {text}" if text else ""
-
-
-def unexpected(exc: Exception) -> str:
-    return (
-        f"unexpected error: {type(exc).__name__}: {exc}; the traceback is in {store_mod.crash_log(exc)}; "
-        "please report it"
-    )
 
 
 def reused(report: verify.VerifyReport) -> str:

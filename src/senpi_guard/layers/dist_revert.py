@@ -12,8 +12,8 @@ from senpi_guard.core.patch.classify import State
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io import write
+from senpi_guard.io.logs import unexpected
 from senpi_guard.layers import dist_files, house
-from senpi_guard.layers.dist_apply import unexpected
 from senpi_guard.layers.findings import Inspection, Outcome, reinstall
 
 if TYPE_CHECKING:

@@ -14,7 +14,9 @@ writes `patches/<name>/figures.json`; the tests measure them again and compare."
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import Any
 
 from senpi_guard.core.patch.definition import Patch
@@ -37,16 +39,20 @@ def stamp(patch: Patch, config: Config) -> str:
 def shipped(patch: Patch, config: Config) -> dict[str, Any]:
     """The patch's figures file, when it was measured with this patch and `config`'s settings ({}
     otherwise: no figure is better than another patch's)."""
-    path = patch.root / FILE
+    data = _read(patch.root / FILE)
+    return data if data.get("stamp") == stamp(patch, config) else {}
+
+
+@functools.cache
+def _read(path: Path) -> dict[str, Any]:
+    """A figures file, parsed once a run (it ships with senpi-guard); {} when missing or unreadable."""
     if not path.is_file():
         return {}
     try:
         data = json.loads(reader.own_data(path))
     except (FatalError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("stamp") != stamp(patch, config):
-        return {}
-    return data
+    return data if isinstance(data, dict) else {}
 
 
 def for_shape(patch: Patch, config: Config, shape: str | None) -> tuple[dict[str, Any], str] | None:
