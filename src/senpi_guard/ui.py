@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from senpi_guard.core.patch.classify import SETTLED, State
+from senpi_guard.core.states import SETTLED, State
 from senpi_guard.io.visible import visible  # noqa: F401 (the views escape a user's text with it)
 
 BAD = frozenset({State.ERROR, State.DRIFTED, State.UNSUPPORTED})
@@ -25,19 +25,6 @@ class _Settings:
 
 
 settings = _Settings()
-
-NEXT_STEPS = {
-    State.UNPATCHED: "run `senpi-guard apply`",
-    State.STALE: "run `senpi-guard apply` (re-patches it from the original)",
-    State.PARTIAL: "run `senpi-guard apply` (completes the patch)",
-    State.HAND_PATCHED: "run `senpi-guard apply` (removes the hand-applied fix, then patches)",
-    State.DRIFTED: "run `senpi-guard apply` to rebuild it from the backup, or reinstall senpi",
-    State.HELD: "run `senpi-guard apply` to patch it again (this lifts the hold)",
-    State.UNSUPPORTED: "install senpi from npm (npm install -g @code-yeongyu/senpi); "
-    "senpi-guard patches the npm package, not a compiled binary",
-    State.ERROR: "a newer senpi-guard may know this senpi; otherwise report it with the output "
-    "of `senpi-guard status --json`",
-}
 
 
 def configure(verbosity: int, color: str = "auto") -> None:

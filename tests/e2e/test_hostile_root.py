@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HANG_S, SHAPE_REL, field, run_cli, tree_digest, wait_for, write_user_config
+from conftest import HANG_S, SHAPE_REL, run_cli, tree_digest, wait_for, write_user_config
 from test_hostile import one_error_line
 
 USER = "senpi-guard-test"
@@ -398,10 +398,25 @@ def test_a_user_over_roots_senpi_is_told_to_apply_as_root_not_to_apply_again(npm
     assert tree_digest(roots_install) == before
     status = as_user(other_user, env, "status", "--root", str(roots_install)).stdout
     assert "next      run `sudo senpi-guard apply`: senpi's files belong to root" in status, status
-    risk = field(status, "risk:")  # (the user's apply put it in)
-    assert "the extension is here without the dist layer" in risk and risk.endswith(
-        "run `sudo senpi-guard apply`: senpi's files belong to root"
-    ), status
+    # the dist layer failed, so the user's apply left the extension out: no state status calls a risk
+    # (before: the extension was written, and status then said "the extension is here without the
+    # dist layer")
+    assert "risk" not in status and "extension absent" in status, status
+    assert not list((home / ".senpi").rglob("senpi-guard-*.js")), status
+
+
+def test_an_apply_whose_dist_layer_fails_says_why_the_extension_was_left_out(npm_install, other_user, open_dir):
+    roots_install = npm_install(3, prefix=open_dir / "root-prefix")
+    home = open_dir / "user-home"
+    home.mkdir()
+    give_to(other_user, home)
+    env = {"HOME": str(home), **{f"XDG_{k}_HOME": str(home / k.lower()) for k in ("STATE", "CONFIG", "DATA", "CACHE")}}
+    dry = as_user(other_user, env, "apply", "--dry-run", "--json", "--root", str(roots_install))
+    done = as_user(other_user, env, "apply", "--json", "--root", str(roots_install))
+    for run in (dry, done):
+        (row,) = json.loads(run.stdout)["extension"]
+        assert run.returncode == 1 and not row["would_write"] and not row["ok"], run.stdout
+        assert row["detail"].startswith("not written: senpi "), row
 
 
 def test_a_users_edited_extension_kept_by_roots_applies_is_bounded(

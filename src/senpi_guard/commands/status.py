@@ -227,6 +227,7 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
     results: dict[str, list] = {patch.name: [] for patch in patches}
     for layer in flow.layers:  # (what verify judges, without its replay)
         results[layer.patch.name] += layer.inspect(found, pipeline.Run())
+    changes = flow.plan(found, [r for mine in results.values() for r in mine])
     for install in found:
         place = pipeline.placement(install)
         subs = [
@@ -272,6 +273,7 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
             (sub["next"] for sub in sorted(subs, key=lambda sub: sub["as_wanted"]) if sub["next"]), None
         )
         rows[-1]["amiss"] = [what for sub in subs for what in sub["amiss"]]
+        rows[-1]["plan"] = [c.as_json() for c in changes if install.package_dir in c.installs]
     return rows, store
 
 

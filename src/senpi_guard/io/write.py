@@ -139,8 +139,9 @@ def read(path: Path, package_dir: Path) -> Snapshot:
     )
 
 
-def _check_owner(snapshot: Snapshot) -> None:
-    """The new file gets the old one's owner, or nothing is written."""
+def check_owner(snapshot: Snapshot) -> None:
+    """The new file gets the old one's owner, or nothing is written (raised before any write of a
+    run: its proof and the other files' writes wait on it)."""
     euid = os.geteuid()
     if snapshot.uid == euid:
         return
@@ -163,7 +164,7 @@ def replace(snapshot: Snapshot, data: bytes) -> None:
 
     A temp file beside the target is renamed over it, so a hard link into a pnpm or bun store is
     broken rather than edited, and readers only ever see the old or the new bytes."""
-    _check_owner(snapshot)
+    check_owner(snapshot)
     path = snapshot.path
     try:
         with _folder(snapshot.package_dir, snapshot.parts[:-1]) as dir_fd:

@@ -11,7 +11,7 @@ from senpi_guard.core.patch import apply, reshape
 from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
 from senpi_guard.io import write
-from senpi_guard.layers import dist_files
+from senpi_guard.layers import dist_files, dist_plan
 from senpi_guard.layers import house as house_mod
 from senpi_guard.layers.findings import Inspection, Outcome, Reason
 from senpi_guard.prove import verify
@@ -36,11 +36,14 @@ def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> O
     kept = rec._keep_drifted(insp) if not dry_run else []
     pairs = rec.module_pairs(insp)
     wanted = {role: pair.candidate for role, pair in pairs.items()}
-    to_write = [tf for tf in insp.files if wanted[tf.target.role] != tf.snapshot.data]
+    planned = {c.where for c in dist_plan.writes(dist_plan.plan(insp, deferred=False))}
+    to_write = [tf for tf in insp.files if tf.path in planned]
     if insp.state == State.CLEAN:  # a repair with nothing to repair: nothing to prove either
         if not dry_run:  # (where its targets are, or that there are none: status trusts it next time)
             rec.store.update_install(install.package_dir, patch=rec.patch.name, located=rec.remember_location(insp))
         return replace(start, ok=True, detail="nothing to repair here")
+    for tf in to_write:  # (refused before anything is proven or written, a dry run too)
+        write.check_owner(tf.snapshot)
     shas = {tf.rel: apply.sha256(wanted[tf.target.role]) for tf in insp.files}
     if not to_write and rec._verified_before(install, shas):
         return replace(start, ok=True, after=State.PATCHED, detail="already patched and verified")
@@ -135,17 +138,21 @@ def write_files(
 def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep_reshapes: bool = False) -> Outcome:
     rule = f'{rec.patch.defer.setting} = "{rec.patch.defer.value}"'
     cost = rec.patch.defer.cost  # (what handing it over costs: the patch says)
-    hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
-    if hand:
+    changes = dist_plan.plan(insp, deferred=True)
+    if any(not c.executable for c in changes):
+        hand = [tf.rel for tf in insp.files if tf.classified.state == State.HAND_PATCHED]
         return replace(
             start,
             detail=f"{rule}, but {', '.join(hand)} carries the hand-applied "
             f"{rec.patch.hand_fix_function}, which would run before senpi's own code; nothing "
             f"was changed: reinstall senpi to remove it, or change {rec.patch.defer.setting}",
         )
-    ours = [tf for tf in insp.files if tf.classified.header and tf.classified.header.entry(rec.patch.name)]
+    planned = {c.where for c in dist_plan.writes(changes)}
+    ours = [tf for tf in insp.files if tf.path in planned]
     if ours and keep_reshapes:
         return left_for_apply(start, f"{rule} {cost}")
+    for tf in ours:
+        write.check_owner(tf.snapshot)
     plans = [(tf, rec._without_me(insp.install, tf)) for tf in ours]
     if not dry_run:  # (other patches left on a file are proven on what remains)
         house_mod.prove_others(rec, insp.install, ((tf.path, data) for tf, data in plans))

@@ -28,6 +28,7 @@ from senpi_guard.io.store import Store
 from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error, write_private
 from senpi_guard.layers import package
+from senpi_guard.layers.change import Step
 from senpi_guard.layers.extension_replay import replay
 from senpi_guard.layers.extension_state import LayerOutcome, LayerStatus
 from senpi_guard.prove.verify import VerifyReport
@@ -94,7 +95,6 @@ def inspect_file(patch: Patch, config: Config, agent_dir: Path) -> LayerStatus:
     return LayerStatus("installed", path, f"installed, but {off}" if off else "", data, off=off)
 
 
-SWITCH_ON = "tick senpi-guard's extension again in `senpi config` (or take that pattern out of the settings)"
 WRITTEN = "extension_written"  # (the records' list of every agent dir an extension file was written to)
 
 
@@ -274,7 +274,7 @@ def install(
         + (f"; written, but {off}" if off else ""),
         report,
         [kept] if kept else [],
-        step=SWITCH_ON if off else "",
+        step=Step.SWITCH_ON if off else Step.NONE,
         pruned=pruned,
     )
 
@@ -300,7 +300,7 @@ def _settled(
     if not dry_run:
         remember_written(store, agent_dir)
     if status.off:
-        return LayerOutcome(path, "installed", "installed", False, status.detail, step=SWITCH_ON)
+        return LayerOutcome(path, "installed", "installed", False, status.detail, step=Step.SWITCH_ON)
     return LayerOutcome(path, "installed", "installed", True, "already installed")
 
 
@@ -361,12 +361,14 @@ def beside_package(
     """The package is the extension layer of this agent dir: senpi-guard's own file beside it is
     taken out (both would run the dedupe on every call; a dry run says so). `ok` None: as wanted
     when it is current."""
-    step = "" if status.current else f"run `senpi-guard export {visible(status.path)}` (renders the package anew)"
+    step, where = (Step.NONE, "") if status.current else (Step.EXPORT, visible(status.path))
     ok = status.current if ok is None else ok
     if dry_run:
         note = f"; dry run: would take out senpi-guard's own {status.beside.name} beside it" if status.beside else ""
         detail = f"{status.detail}{what}{note}"
-        return LayerOutcome(status.path, "package", "package", ok, detail, step=step, would_write=bool(status.beside))
+        return LayerOutcome(
+            status.path, "package", "package", ok, detail, step=step, step_detail=where, would_write=bool(status.beside)
+        )
     removed = _remove_file(patch, config, store, agent_dir)
     if not removed.ok:
         return removed
@@ -380,6 +382,7 @@ def beside_package(
         kept=removed.kept,
         pruned=removed.pruned,
         step=step,
+        step_detail=where,
         took_out=removed.before != "absent",
     )
 

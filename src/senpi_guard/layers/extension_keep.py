@@ -17,7 +17,7 @@ only schedules it and logs what comes back:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,7 +92,7 @@ def keep_all(
     config: Config,
     store: Store,
     installs: list[Install],
-    present_of: Callable[[Install], set[str]],
+    present: Mapping[Path, set[str]],
     keeping: Keeping,
     cancel: threading.Event,
 ) -> list[LayerOutcome]:
@@ -104,7 +104,7 @@ def keep_all(
     if not installs:
         now.forget_gone()
         return []
-    planned, errors = extension_plan.targets(patch, installs, config, store, present_of)
+    planned, errors = extension_plan.targets(patch, installs, config, store, present)
     for install, line in errors:
         now.standing(("error", line), Path("-"), "error", line, [install])
     for target in planned:

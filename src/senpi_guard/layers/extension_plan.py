@@ -9,13 +9,10 @@ current folder, and senpi-guard remembers it (status, revert and the watcher inc
 
 from __future__ import annotations
 
-import os
-import pwd
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from senpi_guard.core import agentdir
 from senpi_guard.core.patch.classify import State
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
@@ -23,6 +20,10 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import extension, extension_reprove
+from senpi_guard.layers.change import Change, Hold, Step, Want
+from senpi_guard.layers.extension_place import Placement, placement
+
+__all__ = ["AgentTarget", "Placement", "change", "install_all", "judged", "placement", "targets"]
 
 
 @dataclass
@@ -33,127 +34,12 @@ class AgentTarget:
     unsafe: str = ""  # why the extension must not be there with this config ("" when it may)
     deferred: bool = False  # ... because the config leaves these installs to upstream's dedupe
     held: bool = False  # a revert took the extension out and held the agent dir (until `apply`)
+    # who owns the dist files of the installs it serves whose dist layer is not in place (an apply
+    # by anyone else is refused there, so the step names the one who can take it)
+    owners: set[int] = field(default_factory=set)
 
 
-@dataclass(frozen=True)
-class Placement:
-    """One install's agent dirs: the one senpi-guard installs into, and the one senpi uses from here."""
-
-    install: Install
-    user: agentdir.Resolved | None
-    here: agentdir.Resolved | None
-    error: str = ""
-    here_error: str = ""  # (as root) why `apply --here` may not write in `here`
-
-
-def _env() -> dict[str, str]:
-    return dict(os.environ)
-
-
-def _cwd() -> Path | None:
-    try:
-        return Path(os.getcwd())
-    except OSError:  # a deleted folder: senpi itself would start from the home folder
-        return None
-
-
-def served_env(install: Install) -> tuple[dict[str, str], str]:
-    """The environment the agent dir is resolved in: ours, except that root (under sudo, or over
-    another user's senpi) resolves it in the home of the user whose senpi it serves, never in its own
-    by accident; and a line when that user cannot be told."""
-    env = _env()
-    if os.geteuid() != 0:
-        return env, ""
-    uid = _owner(install)
-    sudo = env.get("SUDO_UID", "")
-    if uid == 0 and sudo.isdigit():
-        uid = int(sudo)  # root's own senpi, patched by a user through sudo: that user's agent dir
-    if uid == 0:
-        return env, ""
-    try:
-        return {**env, "HOME": pwd.getpwuid(uid).pw_dir}, ""
-    except KeyError:
-        return env, (
-            f"senpi {install.version} at {install.package_dir}: the extension layer is skipped: its "
-            f"user (uid {uid}) has no entry in the user database to find its agent dir; run "
-            "apply as that user, or set SENPI_CODING_AGENT_DIR"
-        )
-
-
-def _not_owned(top: Path, path: Path, uid: int) -> str:
-    """The first folder there from `top` down to `path` (no link followed) that `uid` does not own,
-    said ("": none)."""
-    chain = [top]
-    for name in path.relative_to(top).parts:
-        chain.append(chain[-1] / name)
-    for folder in chain:
-        try:
-            owner = os.lstat(folder).st_uid
-        except FileNotFoundError:
-            return "" if folder != top else f"in {top}, which does not exist"
-        except OSError as exc:
-            return f"in {folder}, which cannot be looked at ({exc.strerror})"
-        if owner != uid:
-            return f"in {folder}, which belongs to uid {owner}, not to uid {uid}"
-    return ""
-
-
-def _owner(install: Install) -> int:
-    """The uid of the user whose senpi it is (0 when it cannot be told)."""
-    try:
-        return os.stat(os.path.realpath(install.package_dir)).st_uid
-    except OSError:
-        return 0
-
-
-def placement(install: Install) -> Placement:
-    if install.unsupported:
-        return Placement(install, None, None, install.unsupported)
-    env, problem = served_env(install)
-    home = agentdir.node_home(env)
-    try:
-        rule = agentdir.rule_for(install.package_dir)
-        user = agentdir.user_agent_dir(rule, env, home)
-        cwd = _cwd()
-        here = agentdir.resolve(rule, env, cwd, home) if cwd is not None else user
-    except FatalError as exc:
-        return Placement(install, None, None, f"senpi {install.version} at {install.package_dir}: {exc}")
-    if problem and user.how == "default":  # (an agent-dir variable names it: no home is needed)
-        return Placement(install, None, None, problem)
-    refused = _outside_users_home(install, user, home)
-    if refused:
-        return Placement(install, None, None, refused)
-    return Placement(install, user, here, here_error=_outside_users_home(install, here, home))
-
-
-def _outside_users_home(install: Install, resolved: agentdir.Resolved, home: str) -> str:
-    """Why root may not write in an agent dir that another user's senpi makes of its own config ("":
-    it may). Such a path (the home folder or a project, then the user's piConfig.configDir from
-    their package.json) is accepted only inside that user's home, in folders that user owns: a
-    configDir with `..` named a root-only folder, or root's own agent dir. An agent-dir variable is
-    root's own choice and stays as it is."""
-    if os.geteuid() != 0 or resolved.how not in ("default", "project"):
-        return ""
-    uid = _owner(install)
-    if uid == 0:
-        return ""  # (root's own senpi: its config is root's, even when it serves a user through sudo)
-    path, top = Path(resolved.path), Path(os.path.normpath(home))
-    if top == Path("/") or not path.is_relative_to(top):
-        wrong = f"outside the home folder {top} of uid {uid}"
-    else:
-        wrong = _not_owned(top, path, uid)
-    if not wrong:
-        return ""
-    return (
-        f"senpi {install.version} at {install.package_dir}: the extension layer is skipped: its agent dir "
-        f"{path}, made of its owner's config (piConfig.configDir in its package.json), is {wrong}; as root "
-        "senpi-guard writes only in that user's own folders: fix that configDir, or run apply as that user"
-    )
-
-
-def unsafe_reason(
-    patch: Patch, config: Config, installs: list[Install], present_of: Callable[[Install], set[str]]
-) -> str:
+def unsafe_reason(patch: Patch, config: Config, installs: list[Install], present: Mapping[Path, set[str]]) -> str:
     """Why the patch's extension must not be in an agent dir these installs use: beside the target
     the patch names (`unsafe_alone_with`) it is unsafe without the dist layer ("" when it is safe)."""
     layer = patch.extension
@@ -164,8 +50,8 @@ def unsafe_reason(
     unsafe = [
         i
         for i in installs
-        if layer.unsafe_alone_with in (present := present_of(i))
-        and ("dist" not in config.layers or patch.deferred(config, present))
+        if layer.unsafe_alone_with in (roles := present.get(i.package_dir, set()))
+        and ("dist" not in config.layers or patch.deferred(config, roles))
     ]
     if not unsafe:
         return ""
@@ -187,8 +73,9 @@ def targets(
     installs: Iterable[Install],
     config: Config,
     store: Store,
-    present_of: Callable[[Install], set[str]],
+    present: Mapping[Path, set[str]],
     here: bool = False,
+    unplaced: Mapping[Path, set[int]] | None = None,
 ) -> tuple[list[AgentTarget], list[tuple[Install, str]]]:
     """The agent dirs the extension layer serves, each with the installs that use it; and one line for
     each install whose agent dir cannot be told (the others go on), with that install."""
@@ -212,9 +99,10 @@ def targets(
         if path not in found and served and path.is_dir():  # (gone: see gone_projects)
             found[path] = AgentTarget(path, "remembered (apply --here)", list(served))
     for target in found.values():
-        target.unsafe = unsafe_reason(patch, config, target.installs, present_of)
+        target.unsafe = unsafe_reason(patch, config, target.installs, present)
         target.deferred = bool(target.unsafe) and "dist" in config.layers
         target.held = store.hold(target.agent_dir) is not None
+        target.owners = {uid for i in target.installs for uid in (unplaced or {}).get(i.package_dir, ())}
     return list(found.values()), errors
 
 
@@ -254,17 +142,23 @@ def install_all(
     config: Config,
     store: Store,
     found: list[Install],
-    present_of: Callable[[Install], set[str]],
+    present: Mapping[Path, set[str]],
     dry_run: bool = False,
     allow_foreign_root: bool = False,
     here: bool = False,
+    failed: Mapping[Path, str] | None = None,
 ) -> list[extension.LayerOutcome]:
     """apply's extension layer: into every agent dir the installs use (refused where unsafe); with
     `here`, also the agent dir senpi uses from the current folder, remembered from then on. An apply
-    lifts the hold a revert left on an agent dir."""
-    planned, errors = targets(patch, found, config, store, present_of, here)
+    lifts the hold a revert left on an agent dir. `failed`: the installs whose dist layer this run
+    could not put in place (an agent dir that serves one, where the extension alone costs what the
+    patch lists, is left as it is: status would call the extension there a risk)."""
+    planned, errors = targets(patch, found, config, store, present, here)
     outcomes = errors_of(errors) + _forget_gone(patch, store, dry_run)
     for target in planned:
+        if why := without_dist(patch, target, present, failed or {}):
+            outcomes.append(_left(patch, config, target, why))
+            continue
         if target.unsafe:
             refused = extension.refuse(
                 patch, config, store, target.agent_dir, target.unsafe, ok=target.deferred, dry_run=dry_run
@@ -284,13 +178,42 @@ def install_all(
     return outcomes
 
 
+def without_dist(
+    patch: Patch, target: AgentTarget, present: Mapping[Path, set[str]], failed: Mapping[Path, str]
+) -> str:
+    """Why the extension is not written in this agent dir in this run ("" when it may be): an install
+    it serves has a dist layer this run could not put in place, where the extension alone costs what
+    the patch lists (`[[extension.risks]]`) for that install's targets."""
+    if patch.extension is None:
+        return ""
+    for install in target.installs:
+        roles = present.get(install.package_dir, set())
+        costs = [text for role, text in patch.extension.risks if role in roles]
+        if install.package_dir in failed and costs:
+            return (
+                f"not written: senpi {install.version}'s dist layer could not be put in place (see its line), "
+                f"and without it the extension would bring: {'; '.join(costs)}; once the dist layer is in place, "
+                "apply writes it"
+            )
+    return ""
+
+
+def _left(patch: Patch, config: Config, target: AgentTarget, why: str) -> extension.LayerOutcome:
+    path = extension.target_path(patch, target.agent_dir)
+    try:
+        state = extension.inspect(patch, config, target.agent_dir).state
+    except FatalError:
+        state = State.ERROR
+    return extension.LayerOutcome(path, state, state, False, why, installs=list(target.installs))
+
+
 OURS = ("installed", "stale", "modified")
 STEPS = {
-    "absent": "run `senpi-guard apply` (installs the extension layer)",
-    "stale": "run `senpi-guard apply` (renders the extension anew)",
-    "modified": "run `senpi-guard apply` (keeps your edited copy in the data folder, installs it anew)",
-    "foreign": "rename the file that is not senpi-guard's, then run `senpi-guard apply`",
-    "held": "run `senpi-guard apply` to install it again (this lifts the hold)",
+    State.ABSENT: Step.INSTALL_EXTENSION,
+    State.STALE: Step.RENDER_EXTENSION,
+    State.MODIFIED: Step.REPLACE_EDITED,
+    State.FOREIGN: Step.RENAME_FOREIGN,
+    State.HELD: Step.REINSTALL_EXTENSION,
 }
 
 
@@ -300,6 +223,7 @@ def judged(outcome: extension.LayerOutcome, target: AgentTarget) -> extension.La
     or taken out by a revert that holds the agent dir (as asked; for verify, what apply would write
     still passes its replay); and what to run when it is not, or to lift the hold."""
     outcome.installs = list(target.installs)
+    outcome.owners = set(target.owners)
     state = outcome.after
     if target.held and state == "absent" and not target.unsafe:
         outcome.before = outcome.after = State.HELD
@@ -307,15 +231,15 @@ def judged(outcome: extension.LayerOutcome, target: AgentTarget) -> extension.La
         outcome.detail = "held by `senpi-guard revert`: left out until `senpi-guard apply`" + (
             f"; {outcome.detail}" if outcome.detail else ""
         )
-        outcome.step = STEPS["held"]
+        outcome.step = Step.REINSTALL_EXTENSION
     elif target.unsafe:
         outcome.ok = target.deferred and state not in OURS
         outcome.detail = target.unsafe
         out = target.deferred and not outcome.ok
-        outcome.step = "run `senpi-guard apply` (takes the extension out of it)" if out else ""
+        outcome.step = Step.TAKE_OUT if out else Step.NONE
     else:
         outcome.ok = outcome.ok and state in ("installed", "package")
-        outcome.step = "" if outcome.ok else outcome.step or STEPS.get(state, "")
+        outcome.step = Step.NONE if outcome.ok else outcome.step or STEPS.get(state, Step.NONE)
     return outcome
 
 
@@ -328,24 +252,30 @@ def _inspected(patch: Patch, config: Config, store: Store, target: AgentTarget) 
     settled = status.current and status.beside is None and not status.off
     outcome = extension.LayerOutcome(status.path, status.state, status.state, settled, status.detail)
     if status.off:
-        outcome.step = extension.SWITCH_ON
+        outcome.step = Step.SWITCH_ON
     elif not status.current:
-        outcome.step = f"run `senpi-guard export {status.path}` (renders the package anew)"
+        outcome.step, outcome.step_detail = Step.EXPORT, str(status.path)
     elif status.beside is not None:
-        outcome.step = "run `senpi-guard apply` (takes senpi-guard's own file beside the package out)"
+        outcome.step = Step.TAKE_OUT_BESIDE
     outcome = judged(outcome, target)
     out = extension_reprove.shown(store, patch, target.agent_dir) if status.state == "absent" else None
     if out is not None and not target.unsafe:  # (the watcher's failed re-proof: its problem and next step)
-        outcome.ok, outcome.detail, outcome.step = False, str(out.get("problem")), str(out.get("next"))
+        # (the record's step is in words for a reader of the state file; the one it ever names)
+        outcome.ok, outcome.detail, outcome.step = False, str(out.get("problem")), Step.FIX_WHAT_FAILS
     return outcome
 
 
 def inspect_all(
-    patch: Patch, config: Config, store: Store, found: list[Install], present_of: Callable[[Install], set[str]]
+    patch: Patch,
+    config: Config,
+    store: Store,
+    found: list[Install],
+    present: Mapping[Path, set[str]],
+    unplaced: Mapping[Path, set[int]] | None = None,
 ) -> list[extension.LayerOutcome]:
     """status's extension layer: what is in each agent dir the installs use, judged as verify judges
     it, without a replay (read-only)."""
-    planned, errors = targets(patch, found, config, store, present_of)
+    planned, errors = targets(patch, found, config, store, present, unplaced=unplaced)
     return errors_of(errors) + [_inspected(patch, config, store, target) for target in planned]
 
 
@@ -354,15 +284,16 @@ def verify_all(
     config: Config,
     store: Store,
     found: list[Install],
-    present_of: Callable[[Install], set[str]],
+    present: Mapping[Path, set[str]],
     allow_foreign_root: bool = False,
     fresh: bool = False,
+    unplaced: Mapping[Path, set[int]] | None = None,
 ) -> list[extension.LayerOutcome]:
     """verify's extension layer: a replay of what apply would install in each agent dir (`fresh`: run
     with node even when the identical replay passed before), beside the state of the file there (ok:
     it is installed as rendered and the replay passes); where the config keeps it out, judged as
     status judges it (no replay)."""
-    planned, errors = targets(patch, found, config, store, present_of)
+    planned, errors = targets(patch, found, config, store, present, unplaced=unplaced)
     outcomes = errors_of(errors)
     for target in planned:
         if target.unsafe:
@@ -373,3 +304,23 @@ def verify_all(
         )
         outcomes.append(judged(outcome, target))
     return outcomes
+
+
+# what apply does about each step an agent dir's judgment names
+WRITES = frozenset({Step.INSTALL_EXTENSION, Step.RENDER_EXTENSION, Step.REPLACE_EDITED, Step.REINSTALL_EXTENSION})
+REMOVES = frozenset({Step.TAKE_OUT, Step.TAKE_OUT_BESIDE})
+
+
+def change(outcome: extension.LayerOutcome) -> Change:
+    """The plan's change for one agent dir, from its judgment (status's, without a replay): the
+    extension written (proven first), taken out, or left; what the user must do first is not
+    apply's to execute (a foreign file, a package to export, a switch in senpi's settings)."""
+    found = Change("extension", outcome.patch, outcome.path, outcome.after, None, step=outcome.step)
+    served = tuple(i.package_dir for i in outcome.installs)
+    found = replace(found, step_detail=outcome.step_detail, detail=outcome.detail, installs=served)
+    if outcome.step in WRITES or outcome.step == Step.FIX_WHAT_FAILS:
+        hold = Hold.CLEAR if outcome.step == Step.REINSTALL_EXTENSION else Hold.NONE
+        return replace(found, want=Want.WRITE, proof=True, hold=hold, keep_aside=outcome.step == Step.REPLACE_EDITED)
+    if outcome.step in REMOVES:
+        return replace(found, want=Want.REMOVE, keep_aside=outcome.after == State.MODIFIED)
+    return replace(found, executable=outcome.step == Step.NONE)

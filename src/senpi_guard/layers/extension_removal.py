@@ -27,7 +27,7 @@ def _removal_targets(
     """The agent dirs revert takes the extension out of: the installs' and the remembered ones;
     `everywhere` (every install is reverted), also each one an extension file was written to that
     no install found now uses (an agent-dir variable that apply alone had, a senpi removed since)."""
-    planned, errors = targets(patch, found, config, store, lambda _install: set(), here=True)
+    planned, errors = targets(patch, found, config, store, {}, here=True)
     remembered = set(store.agent_dirs())
     for target in planned:
         if target.how == "project" and target.agent_dir in remembered:
@@ -92,7 +92,7 @@ def remove_all(
     alone until `apply`. An agent dir that one of `others` (installs this revert leaves alone) uses
     keeps it."""
     planned, errors = _removal_targets(patch, config, store, found, everywhere)
-    shared, _ = targets(patch, others, config, store, lambda _install: set())
+    shared, _ = targets(patch, others, config, store, {})
     users = {target.agent_dir: target.installs for target in shared if target.installs}
     outcomes = errors_of(errors)
     for target in planned:

@@ -27,12 +27,13 @@ from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.io.write import write_private
 from senpi_guard.layers import extension, extension_replay
+from senpi_guard.layers.change import Step, say
 from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.prove import replays
 
 TAKEN_OUT = "extension-taken-out.json"
 TAKEN_OUT_VERSION = 1
-APPLY_STEP = "fix what fails (`senpi-guard verify` shows it), then run `senpi-guard apply`"
+APPLY_STEP = say(Step.FIX_WHAT_FAILS)
 
 
 def loader_stamp(installs: list[Install], hosts: dict[str, tuple]) -> tuple:
@@ -125,7 +126,9 @@ def _take_out(job: Reproof, store: Store, failure: str, report) -> LayerOutcome:
             record(store, job, problem)
     where = ", ".join(str(i.package_dir) for i in installs)
     detail = f"re-proof FAILED for install={where}: {problem}; next: {APPLY_STEP}"
-    return LayerOutcome(path, "installed", removed.after, False, detail, report, installs=installs, step=APPLY_STEP)
+    return LayerOutcome(
+        path, "installed", removed.after, False, detail, report, installs=installs, step=Step.FIX_WHAT_FAILS
+    )
 
 
 # ---- the record: <state dir>/extension-taken-out.json ----------------------------------------

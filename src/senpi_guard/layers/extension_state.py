@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from senpi_guard.core.patch.classify import State
 from senpi_guard.discover import Install
 from senpi_guard.layers import package
+from senpi_guard.layers.change import Step, say
 from senpi_guard.layers.findings import Reason
 from senpi_guard.prove.verify import VerifyReport
 
@@ -41,7 +42,8 @@ class LayerOutcome:
     kept: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)  # older kept copies removed (extension.KEEP_COPIES)
     installs: list[Install] = field(default_factory=list)  # the installs that use this agent dir
-    step: str = ""  # what to run when it is not as wanted ("" when nothing, or the detail says it)
+    step: Step = Step.NONE  # what to run when it is not as wanted (none: nothing, or the detail says it)
+    step_detail: str = ""  # the path or command the step names
     patch: str = ""
     standing: bool = False  # (the watcher) a problem left alone, reported once
     would_write: bool = False  # (a dry run) apply would write the file (or take one out)
@@ -49,8 +51,14 @@ class LayerOutcome:
     reason: Reason = Reason.NONE
     fix: str = ""  # the command that removes what refused it (a replay's `chmod go-w …`): errors.fix_of
     passing: bool = False  # failed for a cause that passes (node out of time, a full disk): tried again
+    owners: set[int] = field(default_factory=set)  # who can take an apply step here (extension_plan.AgentTarget)
 
     layer: ClassVar[str] = "extension"
+
+    @property
+    def next(self) -> str:
+        """The step in words ("" for none)."""
+        return say(self.step, self.step_detail)
 
     def __post_init__(self) -> None:  # (a state outside the one vocabulary is a bug, found here)
         self.before, self.after = State(self.before), State(self.after)
@@ -68,7 +76,7 @@ class LayerOutcome:
             "pruned": self.pruned,
             "changed": self.before != self.after or self.took_out,
             "would_write": self.would_write,
-            "next": self.step or None,
+            "next": self.next or None,
             "checks": report.checks_run if report else None,
             "verification": None if report is None else {**report.as_json(), "host": report.stats.get("host")},
         }

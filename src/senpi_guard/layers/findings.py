@@ -54,6 +54,8 @@ class Reason(StrEnum):
     NONE = ""
     # (the watcher) a change that would reshape what sent messages look like, left for `apply`
     RESHAPE_LEFT = "reshape-left"
+    # (a plan's change) its write would reshape what sent messages look like (the config changed)
+    RESHAPES = "reshapes"
 
 
 @dataclass

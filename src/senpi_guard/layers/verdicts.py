@@ -8,9 +8,10 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from senpi_guard import ui
 from senpi_guard.core.patch.classify import SETTLED, State
 from senpi_guard.discover import Install
+from senpi_guard.layers import change
+from senpi_guard.layers.change import Step
 from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.findings import Outcome
 
@@ -20,7 +21,7 @@ Result = Outcome | LayerOutcome
 def fix_step(fix: str) -> str | None:
     """A refusal's fix (a replay's `chmod go-w …`: errors.fix_of), as the next step: apply alone
     would only be refused the same way."""
-    return f"{fix}, then senpi-guard apply" if fix else None
+    return change.say(Step.FIX_THEN_APPLY, fix) if fix else None
 
 
 def next_step(result: Result) -> str | None:
@@ -31,12 +32,14 @@ def next_step(result: Result) -> str | None:
     if fix := fix_step(result.fix):
         return fix
     if result.layer == "dist":
-        step = ui.NEXT_STEPS.get(result.after) if result.after not in SETTLED else None
-        return as_owner(step, owners_of(result.files)) if step else None
-    return result.step or None
+        step = change.DIST_STEPS.get(result.after) if result.after not in SETTLED else None
+        return as_owner(change.say(step), owners_of(result.files)) if step else None
+    if result.step in change.BY_APPLY:  # (the installs' dist layer not in place and not yours to write)
+        return as_owner(result.next, result.owners)
+    return result.next or None
 
 
-APPLY = "run `senpi-guard apply`"
+APPLY = change.APPLY
 
 
 def owners_of(paths: Iterable[Path]) -> set[int]:

@@ -56,7 +56,7 @@ def test_with_the_dist_layer_in_error_the_step_is_the_one_apply_takes(install):
     extension = extension_plan.judged(absent(install), target)
     as_wanted, step, amiss = status._judged([error, extension], install, Config())
     assert not as_wanted and amiss == ["extension absent"]
-    assert step == extension_plan.STEPS["absent"]
+    assert step == "run `senpi-guard apply` (installs the extension layer)"
 
 
 def _dist(tmp_path: Path, detail: str, fix: str = "") -> pipeline.Outcome:
@@ -74,5 +74,7 @@ def test_a_refusals_fix_is_the_next_step_whatever_its_message_says(tmp_path):
 def test_a_fix_named_only_in_the_words_is_not_taken_as_the_next_step(tmp_path):
     outcome = _dist(tmp_path, "something (chmod go-w /x/tools.js) said in passing")
     assert "chmod" not in (pipeline.next_step(outcome) or "")
-    layer = pipeline.LayerOutcome(tmp_path / "ext.ts", State.ABSENT, State.ABSENT, False, "(chmod go-w /y)", step="s")
-    assert pipeline.next_step(layer) == "s"
+    layer = pipeline.LayerOutcome(
+        tmp_path / "ext.ts", State.ABSENT, State.ABSENT, False, "(chmod go-w /y)", step=pipeline.Step.INSTALL_EXTENSION
+    )
+    assert pipeline.next_step(layer) == "run `senpi-guard apply` (installs the extension layer)"
