@@ -1,0 +1,75 @@
+"""The pipeline's layer steps in-process, on a sample package written in place: what the plan says
+apply writes is what apply writes (dist files and the extension), a dry run writes nothing, and
+an install whose files apply may not write is refused before anything is proven or written, the
+extension then left out where alone it would be a risk."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from senpi_guard.core.patch.definition import load_all
+from senpi_guard.demo import sample
+from senpi_guard.discover import Install
+from senpi_guard.io.config import Config
+from senpi_guard.layers import pipeline
+
+BRIDGE = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
+
+
+def digest(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
+    }
+
+
+@pytest.fixture
+def world(tmp_path, isolated_dirs) -> tuple[Install, Path]:
+    pkg = tmp_path / "senpi"
+    sample.write_sample_package(pkg, 3, fillers=3)
+    return Install(pkg, sample.SHAPE_VERSIONS[3], "npm"), isolated_dirs / "agent"
+
+
+def flow() -> pipeline.Pipeline:
+    return pipeline.build(load_all(), Config())
+
+
+def test_apply_writes_exactly_what_the_plan_names(world):
+    install, agent = world
+    planned = {c.where for c in flow().plan([install]) if c.writes}
+    before = digest(install.package_dir)
+    dry = flow()
+    dry.run("apply", [install], pipeline.Run(dry_run=True))
+    assert dry.ok and digest(install.package_dir) == before and not agent.exists()
+    done = flow()
+    done.run("apply", [install], pipeline.Run())
+    assert done.ok
+    after = digest(install.package_dir)
+    written = {install.package_dir / rel for rel, sha in after.items() if before.get(rel) != sha}
+    written |= {agent / rel for rel in digest(agent)}
+    assert written == planned and len(planned) == 3  # (the two dist targets and the extension)
+    assert {c.where for c in flow().plan([install]) if c.writes} == set()  # (as wanted now: nothing more)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives a file to another owner (root only)")
+def test_a_file_apply_may_not_write_is_refused_before_its_proof_and_the_extension_left_out(world):
+    install, agent = world
+    bridge = install.package_dir / BRIDGE
+    os.chown(bridge, 54321, 54321)  # (its folder stays root's: root will not give a file another owner)
+    before = digest(install.package_dir)
+    for dry_run in (True, False):
+        done = flow()
+        started = time.monotonic()
+        done.run("apply", [install], pipeline.Run(dry_run=dry_run))
+        dist, extension = done.split()
+        (mine,) = [r for r in dist if r.patch == "directive-dedupe"]
+        assert not mine.ok and "belongs to uid 54321 but its folder to uid 0" in mine.detail
+        assert mine.report is None  # (refused before any replay)
+        (ext,) = extension
+        assert not ext.ok and ext.detail.startswith("not written: senpi ") and not ext.would_write
+        assert time.monotonic() - started < 30
+    assert digest(install.package_dir) == before and not (agent / "extensions").exists()
