@@ -1,5 +1,5 @@
 """Measure: which of senpi-guard's own modules one install's `status` and `apply` pass through (a
-module counts when code of it runs, not when it is only imported), on a sample package of the
+module counts when a function of it runs, not when it is only imported), on a sample package of the
 newest compiled shape, in a throw-away HOME. Prints the count per command and, with -v, the modules.
 
     .venv/bin/python bench/walk.py [-v] [--json]
@@ -24,7 +24,7 @@ def walked(argv: list[str]) -> tuple[int, set[str]]:
     seen: set[str] = set()
 
     def profile(frame, event, _arg) -> None:
-        if event == "call":
+        if event == "call" and frame.f_code.co_name != "<module>":  # (an import is not a visit)
             name = frame.f_globals.get("__name__", "")
             if name.startswith(PACKAGE):
                 seen.add(name)

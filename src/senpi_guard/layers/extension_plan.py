@@ -156,7 +156,7 @@ def install_all(
     planned, errors = targets(patch, found, config, store, present, here)
     outcomes = errors_of(errors) + _forget_gone(patch, store, dry_run)
     for target in planned:
-        if why := without_dist(patch, target, present, failed or {}):
+        if not target.unsafe and (why := without_dist(patch, target, present, failed or {})):
             outcomes.append(_left(patch, config, target, why))
             continue
         if target.unsafe:
