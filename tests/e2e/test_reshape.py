@@ -102,7 +102,7 @@ def test_the_watchers_hands_leave_a_tag_change_to_apply(npm_install, capsys, iso
     unreadable = Store().state_dir / "extension-taken-out.json"
     unreadable.write_text("{not json")
     (_dist, error) = watchers_round()
-    assert error.after == "error" and not error.standing and "cannot read" in error.detail, error.detail
+    assert error.after == "error" and not error.standing and "is corrupt" in error.detail, error.detail
     unreadable.unlink()
     assert [r.layer for r in watchers_round()] == ["dist"]
 

@@ -10,21 +10,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import json
 import os
-import pwd
 import shutil
 import stat
 import sys
 import time
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from senpi_guard import ui
 from senpi_guard.commands import common
 from senpi_guard.commands import daemon as daemon_cmd
+from senpi_guard.commands.uninstall_view import Left, Why, report
 from senpi_guard.errors import FatalError
 from senpi_guard.io import config as config_mod
 from senpi_guard.io import made, write
@@ -52,31 +48,6 @@ DESCRIPTION = (
 WATCHER_STOP_WAIT = 15.0  # seconds for the service's watcher to exit once the service is stopped
 
 
-class Why(StrEnum):
-    """Why a folder senpi-guard made was left."""
-
-    NOT_EMPTY = "not-empty"  # something else keeps files there (as it should: -q says nothing of it)
-    HANDS_OFF = "hands-off"  # the folder above has no write bits
-    FAILED = "failed"  # the system refused (`detail` says how)
-
-
-@dataclass(frozen=True)
-class Left:
-    """A folder senpi-guard made that uninstall left, and why (what is printed is made from it)."""
-
-    folder: Path
-    why: Why
-    detail: str = ""
-
-    def __str__(self) -> str:
-        above = self.folder.parent
-        reason = {
-            Why.NOT_EMPTY: "not empty: something else keeps files there",
-            Why.HANDS_OFF: f"{above} has no write bits: chmod u+w {above}, then remove it",
-        }.get(self.why, self.detail)
-        return f"{self.folder} ({reason})"
-
-
 def configure(parser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="say what it would do; change nothing")
     parser.add_argument(
@@ -95,19 +66,20 @@ def _installs(store: Store) -> tuple[list, set[str]]:
     return found, recorded
 
 
-def _revert_rows(flow: pipeline.Pipeline, found: list, recorded: set[str]) -> tuple[list, list[dict]]:
-    """The installs to revert and what reverting does, layer by layer. An install senpi-guard cannot
-    read as a package (unsupported), or cannot inspect and never recorded, was never patched by
-    it: left out."""
-    rows = flow.revert_plan(found)
+def _revert_rows(flow: pipeline.Pipeline, found: list, recorded: set[str]) -> tuple[list, list[pipeline.Change]]:
+    """The installs to revert and the plan that gives everything its original, layer by layer. An
+    install senpi-guard cannot read as a package (unsupported), or cannot inspect and never
+    recorded, was never patched by it: left out."""
+    changes = flow.revert_plan(found)
     skipped = {
-        r["package_dir"]
-        for r in rows
-        if r["layer"] == "dist"
-        and (r["state"] == "unsupported" or (r["state"] == "error" and r["package_dir"] not in recorded))
+        str(c.installs[0].resolve())
+        for c in changes
+        if c.layer == "dist"
+        and c.installs
+        and (c.found == "unsupported" or (c.found == "error" and str(c.installs[0].resolve()) not in recorded))
     }
     kept = [i for i in found if str(i.package_dir.resolve()) not in skipped]
-    return kept, (flow.revert_plan(kept) if skipped else rows)
+    return kept, (flow.revert_plan(kept) if skipped else changes)
 
 
 def _service_place() -> Path | None:
@@ -116,8 +88,8 @@ def _service_place() -> Path | None:
     return service.systemd_unit_path() if sys.platform.startswith("linux") else None
 
 
-def _blockers(rows: list[dict], store: Store, unit: Path | None) -> list[str]:
-    found = [b for r in rows for b in r["blockers"]]
+def _blockers(changes: list[pipeline.Change], store: Store, unit: Path | None) -> list[str]:
+    found = [c.detail for c in changes if not c.executable]
     watcher = store.running_watcher()
     if watcher and not (unit is not None and unit.exists() and _service_manager_works()):
         found.append(
@@ -217,45 +189,6 @@ def _remove_folders(plan: dict[str, Any]) -> tuple[list[str], list[Left]]:
     return removed, left
 
 
-def _json_report(acted, plan, removed, left, dry_run: bool, flow: pipeline.Pipeline | None) -> dict[str, Any]:
-    doc: dict[str, Any] = {"dry_run": dry_run, "ok": True, "reverts": acted}
-    if flow is not None:
-        outcomes, layers = flow.split()
-        doc["installs"] = [common.outcome_json(o) for o in outcomes]
-        doc["extension"] = [layer.as_json() for layer in layers]
-    else:
-        doc["installs"] = []
-    would = [plan["service"], *map(str, plan["own"])] + (
-        [str(plan["config_removed"])] if plan["config_removed"] else []
-    )
-    doc |= {"removed": removed, "left": [str(item) for item in left], "refused": plan.get("refused", [])}
-    # (whether anything was, or would be, changed: what configuration management reports)
-    doc["changed"] = bool(acted) or (
-        any(Path(w).exists() for w in would if w) or any(p.is_dir() for p in plan["made"]) if dry_run else bool(removed)
-    )
-    if dry_run:
-        doc |= {"would_remove": [w for w in would if w], "would_remove_if_empty": [str(p) for p in plan["made"]]}
-    return doc
-
-
-def _edited(row: dict[str, Any], dry_run: bool, purge: bool) -> str:
-    """What becomes of a hand edit the revert finds (a drifted target, a modified extension)."""
-    if row["state"] not in ("drifted", "modified"):
-        return ""
-    if purge:
-        return "  (edited by hand: your edit is discarded, --purge)"
-    return "  (edited by hand: your copy " + ("would be kept aside" if dry_run else "kept aside, named below") + ")"
-
-
-def _user_name() -> str:
-    """Whose senpi-guard this was (other users' own are theirs); a uid no user database names is
-    said as its number."""
-    try:
-        return pwd.getpwuid(os.geteuid()).pw_name
-    except KeyError:
-        return f"uid {os.geteuid()}"
-
-
 def _remove_all_but(folder: Path, keep: set[Path]) -> None:
     """Everything under `folder` but the files in `keep` and the folders that hold them. Each entry
     is removed relative to its opened folder (os.fwalk, no link followed), as shutil.rmtree does: a
@@ -315,7 +248,7 @@ def run(args) -> int:
     # (checked before the lock too: taking it makes the state folder, and a refusal changes nothing)
     kept, rows = _checked(flow, store, unit)
     if args.dry_run:
-        _report(args, rows, _plan(store, unit, args.purge), [], [], dry_run=True)
+        report(args, rows, _plan(store, unit, args.purge), [], [], dry_run=True, installs=tuple(kept))
         return 0
     before = _plan(store, unit, args.purge)  # (taking the lock makes the state folder: not a change of ours)
     existed = {str(p) for p in [*before["own"], *before["made"], before["config_removed"]] if p and p.exists()}
@@ -335,11 +268,11 @@ def run(args) -> int:
         plan = _plan(store, unit, args.purge)  # (again: the revert's holds may have made the data folder)
     removed, left = _remove_folders(plan)
     removed = [path for path in removed if path in existed]
-    _report(args, rows, plan, said + removed, left, dry_run=False, flow=flow)
+    report(args, rows, plan, said + removed, left, dry_run=False, flow=flow, installs=tuple(kept))
     return 0
 
 
-def _checked(flow: pipeline.Pipeline, store: Store, unit: Path | None) -> tuple[list, list[dict]]:
+def _checked(flow: pipeline.Pipeline, store: Store, unit: Path | None) -> tuple[list, list[pipeline.Change]]:
     """The installs to revert and the plan, after refusing (FatalError) while anything blocks it."""
     found, recorded = _installs(store)
     kept, rows = _revert_rows(flow, found, recorded)
@@ -353,53 +286,3 @@ def _refuse(blockers: list[str]) -> None:
             f"uninstall refused, nothing was changed: {len(blockers)} thing(s) cannot be reverted: "
             + "; ".join(blockers)
         )
-
-
-def _report(args, rows, plan, removed, left, dry_run: bool, flow: pipeline.Pipeline | None = None) -> None:
-    acted = [r for r in rows if r["layer"] == "extension" and r["state"] in ("installed", "stale", "modified")]
-    acted += [r for r in rows if r["layer"] == "dist" and r["files"]]
-    kept = [str(plan["config_kept"])] if plan["config_kept"] else []
-    edits = [str(p) for p in plan["edits"] if not p.name.endswith(".about.json")]
-    # (a senpi package carrying the extension is the user's: left, and said)
-    packages = [r["found"] for r in rows if r["layer"] == "extension" and r["state"] == "package"]
-    if args.json:
-        doc = _json_report(acted, plan, removed, left, dry_run, flow)
-        print(json.dumps(doc | {"kept": kept + edits, "packages_left": packages}, indent=2))
-        return
-    for line in plan.get("refused", ()):
-        print(f"refused   {line}", file=sys.stderr)
-    if ui.quiet() and not dry_run:  # (-q: only what failed: a folder left for a reason other than its files)
-        for item in left:
-            if item.why is not Why.NOT_EMPTY:
-                print(f"left      {item}")
-        return
-    for row in acted:
-        what = row["where"] if row["layer"] == "dist" else f"extension {row['where']}"
-        verb = (
-            ("would revert" if dry_run else "reverted")
-            if row["layer"] == "dist"
-            else ("would remove" if dry_run else "removed ")
-        )
-        print(f"{verb}  {what}  [{row['patch']}]{_edited(row, dry_run, args.purge)}")
-    if dry_run:
-        for item in filter(None, [plan["service"], *plan["own"], plan["config_removed"]]):
-            but = any(Path(edit).is_relative_to(item) for edit in edits)
-            print(f"would remove  {item}" + ("  (all but the hand-edited files kept in it)" if but else ""))
-        for folder in plan["made"]:
-            if folder.is_dir():
-                print(f"would remove  {folder}  (if empty then)")
-    for line in removed:
-        print(f"removed   {line}")
-    for item in left:
-        print(f"left      {item}")
-    for path in kept:
-        print(f"kept      {path}  (your config; --purge removes it)")
-    for path in edits:
-        print(f"kept      {path}  (a file you edited, kept aside by senpi-guard; --purge removes it)")
-    for where in packages:
-        print(f"kept      {where}  (the senpi package carrying the extension: yours; `senpi remove` takes it out)")
-    if not dry_run:
-        who = f"for {_user_name()}" + (", the files kept above aside" if edits else "")
-        print(f"senpi-guard is uninstalled {who}; remove the tool itself: pipx uninstall senpi-guard")
-        if edits:  # (the tool gone, no --purge can come: the way without it)
-            print(f"(once you no longer want them: senpi-guard uninstall --purge, or rm -r {plan['data_dir']})")

@@ -17,7 +17,6 @@ writers everything else uses (io/write, io/folders) can call it."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 import tempfile
@@ -26,7 +25,8 @@ from pathlib import Path
 
 import platformdirs
 
-from senpi_guard.io import flock, reader
+from senpi_guard.errors import FatalError
+from senpi_guard.io import flock, statefile
 
 APP = "senpi-guard"
 VERSION = 1
@@ -147,14 +147,15 @@ def recorded() -> list[Path]:
     return found
 
 
+FOLDERS = statefile.Kind("the folders senpi-guard made", VERSION, "folders", list, "delete it", first_version=0)
+
+
 def _read(path: Path) -> list[Path]:
-    try:  # (through the one reader: a FIFO or a huge file there is refused, never waited on)
-        data = json.loads(reader.read(path, reader.STATE))
-    except (OSError, ValueError, reader.Refused):
+    try:  # (a record that cannot be read names no folder: never a guess)
+        found = statefile.load(path, FOLDERS)
+    except FatalError:
         return []
-    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("folders"), list):
-        return []
-    return [Path(p) for p in data["folders"] if isinstance(p, str) and os.path.isabs(p)]
+    return [Path(p) for p in found if isinstance(p, str) and os.path.isabs(p)]
 
 
 def _inside_own(folder: Path, own: list[Path]) -> bool:
@@ -187,10 +188,12 @@ def _add(path: Path, new: list[Path], own: list[Path]) -> None:
             for folder in [*made_now, *new]:
                 if str(folder) not in known and not _inside_own(folder, own):
                     known.append(str(folder))
-            _write(path, json.dumps({"version": VERSION, "folders": known}, indent=2).encode())
+            if (encoded := statefile.encode(path, FOLDERS, known)) is not None:
+                _write(path, encoded)
 
 
 def _write(path: Path, data: bytes) -> None:
+    """(write_private records the folders it makes here: this record is written on its own)"""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import platformdirs
 
 from senpi_guard.errors import FatalError
-from senpi_guard.io import flock, locks, made
+from senpi_guard.io import flock, locks, made, statefile
 from senpi_guard.io.logs import crash_log as crash_log  # (the commands' one import for it)
 from senpi_guard.io.logs import log_dir as log_dir
 from senpi_guard.io.write import os_error, private_dirs, write_private
@@ -229,18 +229,15 @@ class Store:
 
     def hold(self, package_dir: Path) -> dict[str, Any] | None:
         try:
-            data = json.loads(self.hold_file(package_dir).read_text("utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:  # unreadable: treat as held, never patch against it
+            return statefile.load(self.hold_file(package_dir), HOLD, missing=None)
+        except FatalError as exc:  # unreadable: treat as held, never patch against it
             return {"reason": f"hold file unreadable ({exc})"}
-        return data if isinstance(data, dict) else {"reason": "hold file malformed"}
 
     def set_hold(self, package_dir: Path, reason: str) -> None:
-        write_private(
-            self.hold_file(package_dir),
-            json.dumps({"reason": reason, "time": time.time(), "package_dir": str(package_dir)}).encode(),
-        )
+        held = {"reason": reason, "time": time.time(), "package_dir": str(package_dir)}
+        path = self.hold_file(package_dir)
+        if (encoded := statefile.encode(path, HOLD, held)) is not None:
+            write_private(path, encoded)
 
     def clear_hold(self, package_dir: Path) -> bool:
         try:
@@ -251,46 +248,14 @@ class Store:
 
     # ---- records (last verification, last reconcile, back-off) ------------------------------
     def load_records(self) -> dict[str, Any]:
-        path = self._trusted_chain(self.state_dir, self.state_dir) / "state.json"
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return {"version": RECORDS_VERSION, "installs": {}}
-        except OSError as exc:
-            raise FatalError(
-                f"cannot read state file {path}: {exc.strerror}; fix its permissions "
-                "or delete it (it only holds records)"
-            ) from exc
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or not isinstance(data.get("installs", {}), dict):
-                raise ValueError("unexpected layout")
-            version = data.get("version", 1)
-            if not isinstance(version, int) or isinstance(version, bool):
-                raise ValueError(f"version {version!r} is not a number")
-        except (ValueError, RecursionError) as exc:
-            raise FatalError(
-                f"state file {path} is corrupt ({exc}); nothing was changed: delete it "
-                "(it only holds verification records) and run the command again"
-            ) from exc
-        if version > RECORDS_VERSION:
-            raise FatalError(
-                f"state file {path} was written by a newer senpi-guard (format "
-                f"{version}); upgrade senpi-guard, or delete the file"
-            )
-        data.setdefault("installs", {})
-        if version < 3:
-            _migrate(data)
-        data["version"] = RECORDS_VERSION
+        data = statefile.load(self._trusted_chain(self.state_dir, self.state_dir) / "state.json", RECORDS)
+        if not isinstance(data.setdefault("installs", {}), dict):
+            raise FatalError(f"state file {self.records_file} is not senpi-guard's; {RECORDS.fix}")
         return data
 
     def save_records(self, data: dict[str, Any]) -> None:
-        data["version"] = RECORDS_VERSION
-        encoded = json.dumps(data, indent=2, sort_keys=True).encode()
-        with contextlib.suppress(OSError):
-            if self.records_file.read_bytes() == encoded:  # (an apply with nothing to change writes nothing)
-                return
-        write_private(self.records_file, encoded)
+        if (encoded := statefile.encode(self.records_file, RECORDS, data)) is not None:
+            write_private(self.records_file, encoded)
 
     def update_install(self, package_dir: Path, patch: str | None = None, **fields: Any) -> None:
         """Record fields of an install (with `patch`: of that patch on it), under the write lock:
@@ -392,6 +357,24 @@ class Store:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         return data if flock.held_elsewhere(self.state_dir / "watcher.lock") else None
+
+
+def _migrated(data: dict[str, Any], version: int) -> None:
+    data.setdefault("installs", {})
+    if version < 3 and isinstance(data["installs"], dict):
+        _migrate(data)
+
+
+RECORDS = statefile.Kind(
+    "verification records",
+    RECORDS_VERSION,
+    None,
+    dict,
+    "delete it (it only holds verification records) and run the command again",
+    migrate=_migrated,
+)
+# a revert's hold on an install (no `version` before format 1 had one: the same fields)
+HOLD = statefile.Kind("a revert's hold", 1, None, dict, "delete it to lift the hold, or run `senpi-guard apply`")
 
 
 def _migrate(data: dict[str, Any]) -> None:

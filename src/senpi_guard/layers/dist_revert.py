@@ -14,7 +14,8 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import write
 from senpi_guard.io.logs import unexpected
 from senpi_guard.layers import dist_files, house
-from senpi_guard.layers.findings import Inspection, Outcome, reinstall
+from senpi_guard.layers.change import Change, Hold, Want
+from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, reinstall
 
 if TYPE_CHECKING:
     from senpi_guard.layers.dist import Reconciler
@@ -123,28 +124,28 @@ def _hand_fix_note(reconciler: Reconciler, insp: Inspection, restored: bytes) ->
     )
 
 
-def plan(reconciler: Reconciler, install: Install) -> dict:
-    """What `revert` would do to this install under this patch, and what stops it from giving the
-    original bytes back (`uninstall` refuses while anything does); reads only."""
+def plan(reconciler: Reconciler, install: Install) -> list[Change]:
+    """What `revert` would do to this install under this patch (goal: the original), one change per
+    file the patch is on; a change `revert` cannot make says why in its detail (`uninstall` refuses
+    while any does). An install it cannot use is one change on its folder. Reads only."""
     insp = reconciler.inspect(install, unknown_ok=True)
     where = f"senpi {install.version} at {install.package_dir}"
-    row = {
-        "layer": "dist",
-        "patch": reconciler.patch.name,
-        "where": where,
-        "package_dir": str(install.package_dir.resolve()),
-        "state": str(insp.state),
-    }
-    ours = [tf for tf in insp.files if tf.classified.header is not None]
-    row["files"] = [str(tf.path) for tf in ours]
-    blockers = [f"{where}: {insp.detail}"] if insp.state == State.ERROR else []
-    for tf in ours:  # (a file edited by hand is kept aside by the revert, and uninstall keeps that copy)
-        if write.refused_in(tf.path.parent):
-            blockers.append(f"{where}: {write.refusal_text(tf.path.parent)}")
-    if not blockers and ours:
-        try:
-            _revert_plans(reconciler, insp, from_edit=False)
-        except (FatalError, OSError) as exc:
-            blockers.append(str(exc))
-    row["blockers"] = blockers
-    return row
+    home = Change("dist", reconciler.patch.name, install.package_dir, insp.state, None, installs=(install.package_dir,))
+    if insp.state in (State.UNSUPPORTED, State.ERROR):
+        refused = insp.state == State.ERROR
+        return [replace(home, executable=not refused, detail=f"{where}: {insp.detail}" if refused else "")]
+    return [_file_revert(reconciler, insp, tf, home, where) for tf in insp.files if tf.classified.header is not None]
+
+
+def _file_revert(reconciler: Reconciler, insp: Inspection, tf: TargetFile, home: Change, where: str) -> Change:
+    """One file given its original bytes, the install then held (a hand-edited file kept aside first)."""
+    found = tf.classified.state
+    change = replace(home, where=tf.path, found=found, found_sha=tf.snapshot.sha256, want=Want.WRITE, hold=Hold.SET)
+    change = replace(change, keep_aside=found == State.DRIFTED)
+    if write.refused_in(tf.path.parent):
+        return replace(change, executable=False, detail=f"{where}: {write.refusal_text(tf.path.parent)}")
+    try:
+        _revert_plans(reconciler, replace(insp, files=(tf,)), from_edit=False)
+    except (FatalError, OSError) as exc:
+        return replace(change, executable=False, detail=str(exc))
+    return change

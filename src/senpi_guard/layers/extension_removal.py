@@ -7,15 +7,18 @@ this revert leaves alone still uses (the file is that agent dir's, shared)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from senpi_guard.core.patch.definition import Patch
+from senpi_guard.core.states import State
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import extension
+from senpi_guard.layers.change import Change, Hold, Want
 from senpi_guard.layers.extension_plan import OURS, AgentTarget, errors_of, targets
 
 WRITTEN_HOW = "written to by an earlier apply"
@@ -117,29 +120,32 @@ def remove_all(
     return outcomes
 
 
-def removal(patch: Patch, config: Config, store: Store, found: list[Install]) -> list[dict]:
+def removal(patch: Patch, config: Config, store: Store, found: list[Install]) -> list[Change]:
     """What revert's extension layer would take out of each agent dir (every one: uninstall reverts
-    everything), and what stops it from doing so (`uninstall` refuses while anything does); reads
-    only."""
+    everything), one change per agent dir; one revert cannot make says why in its detail (`uninstall`
+    refuses while any does). Reads only."""
     planned, errors = _removal_targets(patch, config, store, found, everywhere=True)
-    rows = [
-        {"layer": "extension", "patch": patch.name, "where": "-", "state": "error", "blockers": [line]}
+    changes = [
+        Change("extension", patch.name, Path("-"), State.ERROR, None, executable=False, detail=line)
         for _i, line in errors
     ]
     for target in planned:
-        row = {"layer": "extension", "patch": patch.name, "where": str(extension.target_path(patch, target.agent_dir))}
         if target.how == WRITTEN_HOW and not target.agent_dir.is_dir():
             continue
+        path = extension.target_path(patch, target.agent_dir)
+        served = tuple(i.package_dir for i in target.installs)
         try:
             status = extension.inspect(patch, config, target.agent_dir)
         except FatalError as exc:  # (one of those it was once written to: revert says so, and goes on)
-            rows.append({**row, "state": "error", "blockers": [] if target.how == WRITTEN_HOW else [str(exc)]})
+            once = target.how == WRITTEN_HOW
+            changes.append(Change("extension", patch.name, path, State.ERROR, None, executable=once, detail=str(exc)))
             continue
         if target.how == WRITTEN_HOW and status.state == "absent":
             continue
-        blockers = []  # (an edited one is kept aside by the revert, and uninstall keeps that copy)
-        if status.state in OURS and write.refused_in(status.path.parent):
-            blockers.append(write.refusal_text(status.path.parent))
-        row |= {"state": status.state, "agent_dir": str(target.agent_dir), "found": str(status.path)}
-        rows.append({**row, "blockers": blockers})
-    return rows
+        change = Change("extension", patch.name, status.path, State(status.state), None, installs=served)
+        if status.state in OURS:  # (an edited one is kept aside by the revert, and uninstall keeps that copy)
+            change = replace(change, want=Want.REMOVE, hold=Hold.SET, keep_aside=status.state == "modified")
+            if write.refused_in(status.path.parent):
+                change = replace(change, executable=False, detail=write.refusal_text(status.path.parent))
+        changes.append(change)
+    return changes

@@ -12,7 +12,6 @@ watcher leaves the agent dir alone until a successful `senpi-guard apply` clears
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from typing import Any
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
-from senpi_guard.io import reader, write
+from senpi_guard.io import statefile, write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.io.write import write_private
@@ -134,27 +133,19 @@ def _take_out(job: Reproof, store: Store, failure: str, report) -> LayerOutcome:
 # ---- the record: <state dir>/extension-taken-out.json ----------------------------------------
 
 
+TAKEN = statefile.Kind(
+    "the extension's taken-out records", TAKEN_OUT_VERSION, "taken_out", list, "delete it, then run `senpi-guard apply`"
+)
+
+
 def _load(store: Store) -> list[dict[str, Any]]:
-    path = store.state_dir / TAKEN_OUT
-    try:
-        data = json.loads(reader.read(path, reader.STATE))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as exc:
-        raise FatalError(f"cannot read {path} ({exc}); delete it, then run `senpi-guard apply`") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("taken_out"), list):
-        raise FatalError(f"{path} is not senpi-guard's record; delete it, then run `senpi-guard apply`")
-    if data.get("version") != TAKEN_OUT_VERSION:
-        raise FatalError(
-            f"{path} has format {data.get('version')!r} (this senpi-guard writes {TAKEN_OUT_VERSION}): "
-            "upgrade senpi-guard, or delete it"
-        )
-    return [entry for entry in data["taken_out"] if isinstance(entry, dict)]
+    return [entry for entry in statefile.load(store.state_dir / TAKEN_OUT, TAKEN) if isinstance(entry, dict)]
 
 
 def _save(store: Store, entries: list[dict[str, Any]]) -> None:
-    doc = {"version": TAKEN_OUT_VERSION, "taken_out": entries}
-    write_private(store.state_dir / TAKEN_OUT, json.dumps(doc, indent=2).encode())
+    path = store.state_dir / TAKEN_OUT
+    if (encoded := statefile.encode(path, TAKEN, entries)) is not None:
+        write_private(path, encoded)
 
 
 def record(store: Store, job: Reproof, problem: str) -> None:

@@ -120,13 +120,14 @@ class Pipeline:
     def ok(self) -> bool:
         return all(result.ok for result in self.results)
 
-    def revert_plan(self, installs: list[Install]) -> list[dict]:
-        """What `revert` would do, layer by layer (dist per install, extension per agent dir), and
-        what stops it from doing so without keeping a file aside; reads only (for `uninstall`)."""
-        rows: list[dict] = []
+    def revert_plan(self, installs: list[Install]) -> list[Change]:
+        """What `revert` would do to give everything its original (goal: original), layer by layer
+        in revert order (dist per file, extension per agent dir); a change it cannot make says why
+        (`uninstall` refuses while any does). Reads only."""
+        rows: list[Change] = []
         for layer in reversed(self.layers):
             if isinstance(layer, DistLayer):
-                rows += [dist_revert.plan(layer.reconciler, install) for install in installs]
+                rows += [c for install in installs for c in dist_revert.plan(layer.reconciler, install)]
             elif isinstance(layer, AgentDirLayer):
                 rows += removal.removal(layer.patch, layer.config, layer.store, installs)
         return rows

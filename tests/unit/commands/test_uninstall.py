@@ -3,15 +3,13 @@ folder left with the kind of reason), and its lines are made from them."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 import pytest
 
-from senpi_guard import ui
 from senpi_guard.commands import uninstall
-from senpi_guard.commands.uninstall import Left, Why
+from senpi_guard.commands.uninstall_view import Left, Why
 from senpi_guard.io.store import Store
 from senpi_guard.keep import service
 
@@ -42,22 +40,6 @@ def test_a_folder_under_one_without_write_bits_is_left_hands_off(tmp_path):
         above.chmod(0o755)
     assert removed == [] and left == [Left(folder, Why.HANDS_OFF)] and folder.is_dir()
     assert str(left[0]) == f"{folder} ({above} has no write bits: chmod u+w {above}, then remove it)"
-
-
-def _plan() -> dict:
-    return {"service": None, "own": [], "config_removed": None, "made": [], "config_kept": None, "edits": []}
-
-
-def test_quiet_says_a_folder_left_by_the_kind_of_reason_never_by_its_words(tmp_path, capsys):
-    left = [Left(tmp_path / "a", Why.NOT_EMPTY), Left(tmp_path / "b", Why.FAILED, "(not empty: the system's words)")]
-    ui.configure(-1)
-    try:
-        uninstall._report(argparse.Namespace(json=False, purge=False), [], _plan(), [], left, dry_run=False)
-    finally:
-        ui.configure(0)
-    assert capsys.readouterr().out == f"left      {tmp_path / 'b'} ((not empty: the system's words))\n"
-    doc = uninstall._json_report([], _plan(), [], left, False, None)
-    assert doc["left"] == [f"{tmp_path / 'a'} (not empty: something else keeps files there)", str(left[1])]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the systemd user unit")

@@ -68,7 +68,7 @@ def test_the_record_is_kept_versioned_and_cleared(tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "said"),
-    [("{not json", "cannot read"), ('{"version": 2, "taken_out": []}', "format 2"), ("[]", "not senpi-guard's")],
+    [("{not json", "is corrupt"), ('{"version": 2, "taken_out": []}', "format 2"), ("[]", "not senpi-guard's")],
 )
 def test_a_record_it_cannot_use_is_one_line_naming_the_file_and_the_next_step(tmp_path, content, said):
     store = Store(tmp_path / "data", tmp_path / "state")
