@@ -17,7 +17,7 @@ from conftest import HANG_S, SHAPE_REL, run_cli, tree_digest, wait_for, write_us
 from test_hostile import one_error_line
 
 USER = "senpi-guard-test"
-KEPT = 3  # extension.KEEP_COPIES
+KEPT = 3  # extension_kept.KEEP_COPIES
 REL = SHAPE_REL[2]
 PROVIDER = str(Path(REL).parent)
 
@@ -423,7 +423,7 @@ def test_a_users_edited_extension_kept_by_roots_applies_is_bounded(
     users_install, other_user, open_dir, isolated_dirs, capsys, monkeypatch
 ):
     """Each root apply that finds the user's extension edited keeps a copy in root's data folder:
-    never the same bytes twice, and at most 3 (extension.KEEP_COPIES) of that file, the oldest
+    never the same bytes twice, and at most 3 (extension_kept.KEEP_COPIES) of that file, the oldest
     removed (and said)."""
     agent = open_dir / "user-agent"
     agent.mkdir()

@@ -116,6 +116,7 @@ def outcome_json(outcome: pipeline.Outcome, changes: dict[str, Any] | None = Non
         "targets": sorted(outcome.present),
         "held": outcome.after == State.HELD,
         "detail": outcome.detail,
+        "next": pipeline.next_step(outcome),  # (the one next-step vocabulary, as the extension's rows)
         "verification": None if report is None else report.as_json(),
         "millis": outcome.millis,
         "changes": changes or None,

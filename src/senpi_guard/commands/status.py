@@ -217,9 +217,7 @@ def _combined(states: list[State]) -> State:
 def collect(args) -> tuple[list[dict[str, Any]], Any]:
     patches, config = common.load()
     flow = pipeline.build(patches, config, quick_locate=True)
-    store = flow.store
-    records = store.load_records()
-    rows = []
+    records = flow.store.load_records()
     try:
         found = common.installs(args, cache_dir())
     except common.NoInstallFound as exc:
@@ -228,53 +226,55 @@ def collect(args) -> tuple[list[dict[str, Any]], Any]:
     for layer in flow.layers:  # (what verify judges, without its replay)
         results[layer.patch.name] += layer.inspect(found, pipeline.Run())
     changes = flow.plan(found, [r for mine in results.values() for r in mine])
-    for install in found:
-        place = pipeline.placement(install)
-        subs = [
-            _patch_row(
-                flow,
-                dist,
-                results[name],
-                install,
-                store.install_record(install.package_dir, records, patch=name),
-                place,
+    return [_install_row(flow, results, records, install, changes) for install in found], flow.store
+
+
+def _install_row(flow, results, records, install, changes) -> dict[str, Any]:
+    """One install's row: every patch's, the first with targets giving the install's fields."""
+    place = pipeline.placement(install)
+    subs = [
+        _patch_row(
+            flow,
+            dist,
+            results[name],
+            install,
+            flow.store.install_record(install.package_dir, records, patch=name),
+            place,
+        )
+        for name, dist in flow.dists.items()
+    ]
+    first = next((sub for sub in subs if sub["target"]), subs[0])
+    row = {
+        "package_dir": str(install.package_dir),
+        "version": install.version,
+        "manager": install.manager,
+        **{
+            k: first[k]
+            for k in (
+                "target",
+                "target_rel",
+                "targets",
+                "shape",
+                "layers",
+                "extension",
+                "detail",
+                "last_verify",
+                "last_reconcile",
             )
-            for name, dist in flow.dists.items()
-        ]
-        first = next((sub for sub in subs if sub["target"]), subs[0])
-        rows.append(
-            {
-                "package_dir": str(install.package_dir),
-                "version": install.version,
-                "manager": install.manager,
-                **{
-                    k: first[k]
-                    for k in (
-                        "target",
-                        "target_rel",
-                        "targets",
-                        "shape",
-                        "layers",
-                        "extension",
-                        "detail",
-                        "last_verify",
-                        "last_reconcile",
-                    )
-                },
-                "state": _combined([sub["state"] for sub in subs]),
-                "node": _node(install),
-                "patches": subs,
-            }
-        )
-        refused = _replay_problem(install, rows[-1]["node"])
-        rows[-1]["replay_problem"] = None if refused is None else str(refused)
-        rows[-1]["as_wanted"] = all(sub["as_wanted"] for sub in subs) and not rows[-1]["replay_problem"]
-        rows[-1]["next"] = pipeline.fix_step(fix_of(refused) if refused else "") or next(
-            (sub["next"] for sub in sorted(subs, key=lambda sub: sub["as_wanted"]) if sub["next"]), None
-        )
-        rows[-1]["amiss"] = [what for sub in subs for what in sub["amiss"]]
-        rows[-1]["plan"] = [c.as_json() for c in changes if install.package_dir in c.installs]
-    return rows, store
+        },
+        "state": _combined([sub["state"] for sub in subs]),
+        "node": _node(install),
+        "patches": subs,
+    }
+    refused = _replay_problem(install, row["node"])
+    row["replay_problem"] = None if refused is None else str(refused)
+    row["as_wanted"] = all(sub["as_wanted"] for sub in subs) and not row["replay_problem"]
+    row["next"] = pipeline.fix_step(fix_of(refused) if refused else "") or next(
+        (sub["next"] for sub in sorted(subs, key=lambda sub: sub["as_wanted"]) if sub["next"]), None
+    )
+    row["amiss"] = [what for sub in subs for what in sub["amiss"]]
+    row["plan"] = [c.as_json() for c in changes if install.package_dir in c.installs]
+    return row
 
 
 def _extension_alone(flow) -> str:

@@ -33,17 +33,14 @@ def report_drift(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: boo
 
 def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
     install = insp.install
+    to_write = planned_writes(insp, deferred=False)  # (refused here: nothing kept aside, proven or written)
     kept = rec._keep_drifted(insp) if not dry_run else []
     pairs = rec.module_pairs(insp)
     wanted = {role: pair.candidate for role, pair in pairs.items()}
-    planned = {c.where for c in dist_plan.writes(dist_plan.plan(insp, deferred=False))}
-    to_write = [tf for tf in insp.files if tf.path in planned]
     if insp.state == State.CLEAN:  # a repair with nothing to repair: nothing to prove either
         if not dry_run:  # (where its targets are, or that there are none: status trusts it next time)
             rec.store.update_install(install.package_dir, patch=rec.patch.name, located=rec.remember_location(insp))
         return replace(start, ok=True, detail="nothing to repair here")
-    for tf in to_write:  # (refused before anything is proven or written, a dry run too)
-        write.check_owner(tf.snapshot)
     shas = {tf.rel: apply.sha256(wanted[tf.target.role]) for tf in insp.files}
     if not to_write and rec._verified_before(install, shas):
         return replace(start, ok=True, after=State.PATCHED, detail="already patched and verified")
@@ -92,6 +89,16 @@ def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> O
         detail=detail,
         final_shas=final,
     )
+
+
+def planned_writes(insp: Inspection, deferred: bool) -> list:
+    """The target files the plan writes, each refused (raised) before anything is proven or written
+    when this process may not write it as its owner: a dry run is refused as the apply would be."""
+    planned = {c.where for c in dist_plan.writes(dist_plan.plan(insp, deferred))}
+    to_write = [tf for tf in insp.files if tf.path in planned]
+    for tf in to_write:
+        write.check_owner(tf.snapshot)
+    return to_write
 
 
 def write_files(
@@ -147,12 +154,9 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
             f"{rec.patch.hand_fix_function}, which would run before senpi's own code; nothing "
             f"was changed: reinstall senpi to remove it, or change {rec.patch.defer.setting}",
         )
-    planned = {c.where for c in dist_plan.writes(changes)}
-    ours = [tf for tf in insp.files if tf.path in planned]
-    if ours and keep_reshapes:
+    if keep_reshapes and dist_plan.writes(changes):
         return left_for_apply(start, f"{rule} {cost}")
-    for tf in ours:
-        write.check_owner(tf.snapshot)
+    ours = planned_writes(insp, deferred=True)
     plans = [(tf, rec._without_me(insp.install, tf)) for tf in ours]
     if not dry_run:  # (other patches left on a file are proven on what remains)
         house_mod.prove_others(rec, insp.install, ((tf.path, data) for tf, data in plans))

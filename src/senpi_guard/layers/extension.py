@@ -12,7 +12,6 @@ extension layer; apply never writes the file beside it, revert leaves the packag
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from pathlib import Path
@@ -22,13 +21,14 @@ from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError, fix_of
-from senpi_guard.io import reader, write
+from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.io.visible import visible
-from senpi_guard.io.write import os_error, write_private
+from senpi_guard.io.write import os_error
 from senpi_guard.layers import package
 from senpi_guard.layers.change import Step
+from senpi_guard.layers.extension_kept import keep_aside
 from senpi_guard.layers.extension_replay import replay
 from senpi_guard.layers.extension_state import LayerOutcome, LayerStatus
 from senpi_guard.prove.verify import VerifyReport
@@ -104,42 +104,6 @@ def remember_written(store: Store, agent_dir: Path, keep: bool = True) -> None:
     (an agent dir given by SENPI_CODING_AGENT_DIR to that apply alone, a senpi removed since)."""
     if (agent_dir in store.agent_dirs(WRITTEN)) != keep:
         store.remember_agent_dir(agent_dir, keep=keep, key=WRITTEN)
-
-
-KEEP_COPIES = 3  # an agent dir's edited extension copies kept; the oldest go (a cron's applies fill no disk)
-
-
-def _keep_aside(path: Path, store: Store) -> tuple[str, list[str]]:
-    """Move an edited extension out of the extensions folder (where senpi would still load it): a
-    copy in the data folder (unless those bytes are kept already), then the file taken away (both
-    only if it is still what was read); the oldest copies past KEEP_COPIES removed. The copy's
-    path and those removed."""
-    try:
-        data = reader.read(path, reader.EXTENSION)
-    except OSError as exc:
-        raise os_error(exc, "read", path, "move it away by hand, then retry") from exc
-    sha = hashlib.sha256(data).hexdigest()[:12]
-    folder = store.data_dir / "extension-kept"
-    # (named by its bytes and by the file it was: `<time>-<sha>-<file's tag>-<name>`)
-    tag = f"-{hashlib.sha256(os.fsencode(path)).hexdigest()[:8]}-{path.name}"
-    try:
-        mine = [p for p in folder.iterdir() if p.name.endswith(tag) and p.is_file()] if folder.is_dir() else []
-        mine.sort(key=lambda p: (p.stat().st_mtime_ns, p.name))  # (oldest first: two in one second too)
-    except OSError as exc:
-        raise os_error(exc, "list", folder, "fix that folder, then retry") from exc
-    same = [p for p in mine if p.name.split("-")[2] == sha]
-    kept = same[-1] if same else folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{sha}{tag}"
-    if not same:
-        write_private(kept, data)
-    write.take(path.parent, path.name, data)
-    others = [p for p in mine if p != kept]
-    pruned = others[: max(0, len(others) - (KEEP_COPIES - 1))]
-    for old in pruned:
-        try:
-            old.unlink(missing_ok=True)
-        except OSError as exc:
-            raise os_error(exc, "remove", old, "remove it by hand") from exc
-    return str(kept), [str(p) for p in pruned]
 
 
 def _write(path: Path, data: bytes, expected: bytes | None) -> None:
@@ -260,7 +224,7 @@ def install(
         )
     try:
         remember_written(store, agent_dir)  # (before the write: a file written is never one no record names)
-        kept, pruned = _keep_aside(path, store) if status.state == "modified" else ("", [])
+        kept, pruned = keep_aside(path, store) if status.state == "modified" else ("", [])
         _write(path, rendered.encode("utf-8"), status.data if status.state == "stale" else None)
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc), report, passing=write.passes(exc))
@@ -336,7 +300,7 @@ def _remove_file(patch: Patch, config: Config, store: Store, agent_dir: Path) ->
         return LayerOutcome(path, status.state, status.state, True, note)
     if status.state == "modified":
         try:
-            kept, pruned = _keep_aside(path, store)
+            kept, pruned = keep_aside(path, store)
         except FatalError as exc:
             return LayerOutcome(path, "modified", "modified", False, str(exc))
         note = f"removed; it had been edited, so it was kept at {kept}"

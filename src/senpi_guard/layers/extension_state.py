@@ -40,7 +40,7 @@ class LayerOutcome:
     detail: str
     report: VerifyReport | None = None
     kept: list[str] = field(default_factory=list)
-    pruned: list[str] = field(default_factory=list)  # older kept copies removed (extension.KEEP_COPIES)
+    pruned: list[str] = field(default_factory=list)  # older kept copies removed (extension_kept.KEEP_COPIES)
     installs: list[Install] = field(default_factory=list)  # the installs that use this agent dir
     step: Step = Step.NONE  # what to run when it is not as wanted (none: nothing, or the detail says it)
     step_detail: str = ""  # the path or command the step names
