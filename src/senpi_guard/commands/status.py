@@ -50,7 +50,7 @@ def risk(patch, insp, layer_state: str, config) -> str:
     layers without "dist"): the patch's own list (`[[extension.risks]]`), for the targets there."""
     if layer_state not in ("installed", "package") or insp.state == State.PATCHED or patch.extension is None:
         return ""
-    costs = [text for role, text in patch.extension.risks if role in insp.present]
+    costs = pipeline.alone_costs(patch, insp.present)
     if not costs:
         return ""
     owners = {f.snapshot.uid for f in insp.files}

@@ -178,17 +178,20 @@ def install_all(
     return outcomes
 
 
+def alone_costs(patch: Patch, roles: set[str]) -> list[str]:
+    """What the extension costs without the dist layer on an install with these target roles: the
+    patch's own list (`[[extension.risks]]`); status calls that a risk, and apply never leaves it."""
+    return [text for role, text in patch.extension.risks if role in roles] if patch.extension else []
+
+
 def without_dist(
     patch: Patch, target: AgentTarget, present: Mapping[Path, set[str]], failed: Mapping[Path, str]
 ) -> str:
     """Why the extension is not written in this agent dir in this run ("" when it may be): an install
     it serves has a dist layer this run could not put in place, where the extension alone costs what
     the patch lists (`[[extension.risks]]`) for that install's targets."""
-    if patch.extension is None:
-        return ""
     for install in target.installs:
-        roles = present.get(install.package_dir, set())
-        costs = [text for role, text in patch.extension.risks if role in roles]
+        costs = alone_costs(patch, present.get(install.package_dir, set()))
         if install.package_dir in failed and costs:
             return (
                 f"not written: senpi {install.version}'s dist layer could not be put in place (see its line), "

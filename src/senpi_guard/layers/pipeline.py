@@ -47,6 +47,7 @@ from senpi_guard.prove import owners
 # One result type for both layers (layers/verdicts.Result): each carries `layer` ("dist",
 # "extension"), `patch`, `before`, `after` (core.patch.classify.State, the one vocabulary), `ok`,
 # `detail` and `report`.
+alone_costs = extension_plan.alone_costs  # (what the extension costs without the dist layer: status's risk)
 placement = extension_plan.placement  # (which agent dirs an install uses: status and audit show it)
 # the watcher's re-proof of an installed extension, handed over by the extension layer's `keep`
 Reproof = extension_reprove.Reproof

@@ -19,6 +19,7 @@ from senpi_guard.io.config import Config
 from senpi_guard.layers import pipeline
 
 BRIDGE = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
+UPSTREAM = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
 
 
 def digest(root: Path) -> dict[str, str]:
@@ -73,3 +74,19 @@ def test_a_file_apply_may_not_write_is_refused_before_its_proof_and_the_extensio
         assert not ext.ok and ext.detail.startswith("not written: senpi ") and not ext.would_write
         assert time.monotonic() - started < 30
     assert digest(install.package_dir) == before and not (agent / "extensions").exists()
+
+
+def test_the_revert_plan_gives_back_every_file_apply_wrote_and_holds_them(world):
+    install, agent = world
+    applied = flow()
+    applied.run("apply", [install], pipeline.Run())
+    written = {c.where for c in flow().revert_plan([install]) if c.writes}
+    extension = agent / "extensions" / "senpi-guard-directive-dedupe.js"
+    assert written == {install.package_dir / BRIDGE, install.package_dir / UPSTREAM, extension}
+    changes = flow().revert_plan([install])
+    assert {c.hold for c in changes if c.writes} == {pipeline.Hold.SET} and all(c.executable for c in changes)
+    (bridge,) = [c for c in changes if c.where == install.package_dir / BRIDGE]
+    bridge_bytes = bridge.where.read_bytes()
+    bridge.where.write_bytes(bridge_bytes.replace(b"// (code is full of", b"// (edited: code is full of", 1))
+    (edited,) = [c for c in flow().revert_plan([install]) if c.where == install.package_dir / BRIDGE]
+    assert edited.found == "drifted" and edited.keep_aside  # (the hand edit is kept aside first)
