@@ -23,7 +23,7 @@ from senpi_guard.audit.prices import PriceBook
 from senpi_guard.audit.server import NodeServer
 from senpi_guard.audit.summary import Summary
 from senpi_guard.core import agentdir, locate
-from senpi_guard.core.patch.definition import Patch, load_all
+from senpi_guard.core.patch.definition import Patch
 from senpi_guard.demo import sample
 from senpi_guard.discover import Install, describe
 from senpi_guard.errors import FatalError
@@ -61,16 +61,6 @@ class Serializer:
 
     def reply(self) -> dict[str, Any]:
         return self.node.reply()
-
-
-def _house(patch: Patch) -> list[Patch]:
-    """Every patch senpi-guard has, with `patch` as given: a target it shares with another carries
-    both, and is read (composed) through both."""
-    try:
-        known = load_all()
-    except FatalError:  # (a broken patch elsewhere is that command's error, not the audit's)
-        known = []
-    return [p for p in known if p.name != patch.name] + [patch]
 
 
 def _pairs(dist: pipeline.DistLayer, install: Install) -> dict[str, verify.ModulePair]:
@@ -173,7 +163,9 @@ def serializer(
     """senpi's own serialisers, from the first usable install; with `sample_ok`, from a sample senpi
     of this project's when there is none (and the label says so) — never silently. Each step in
     node is bounded by verify_timeout; `cancel` stops it."""
-    flow = pipeline.build(_house(patch), config, allow_foreign_root=allow_foreign_root, only=(patch.name,))
+    flow = pipeline.build(
+        pipeline.house_around(patch), config, allow_foreign_root=allow_foreign_root, only=(patch.name,)
+    )
     dist = flow.dists[patch.name]
     with ExitStack() as stack:
         chosen, pairs, label, own = _chosen(installs, dist, stack, sample_ok)

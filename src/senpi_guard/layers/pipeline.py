@@ -140,6 +140,12 @@ class Pipeline:
         )
 
 
+def house_around(patch: Patch) -> list[Patch]:
+    """Every patch senpi-guard has, with `patch` as given in place of its namesake (a file it shares
+    with another is composed through both: audit builds its pipeline on them)."""
+    return list(House.around(patch).patches)
+
+
 def build(
     patches: list[Patch],
     config: Config,
