@@ -19,7 +19,7 @@ from senpi_guard.io import write
 from senpi_guard.io.config import Config
 from senpi_guard.io.logs import unexpected
 from senpi_guard.io.store import Store
-from senpi_guard.layers import dist_apply, dist_files, dist_revert, where
+from senpi_guard.layers import dist_apply, dist_files, dist_plan, dist_revert, findings, where
 from senpi_guard.layers import house as house_mod
 from senpi_guard.layers.dist_apply import also, left_for_apply, reshape_cost, reused
 from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, overall_detail, overall_state, reinstall
@@ -304,8 +304,10 @@ class Reconciler:
                 result = replace(start, ok=True)
             elif insp.state == State.DRIFTED and on_drift != "rebuild":
                 result = self._report_drift(insp, start, dry_run)
-            elif keep_reshapes and (cost := reshape_cost(insp)):
-                result = left_for_apply(start, cost)
+            elif keep_reshapes and any(
+                c.reason == findings.Reason.RESHAPES for c in dist_plan.plan(insp, deferred=False)
+            ):
+                result = left_for_apply(start, reshape_cost(insp))  # (the watcher's policy, on the plan)
             elif self.patch.deferred(self.config, insp.present):
                 result = self._defer(insp, start, dry_run, keep_reshapes)
             else:
