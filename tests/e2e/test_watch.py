@@ -66,7 +66,7 @@ def test_pnpm_update_swaps_symlink_to_new_dir(env, tarballs, watch, monkeypatch,
     wait_for(lambda: v2_files() and all(patched(p) for p in v2_files()), what="pnpm v3 patched")
     code, out, _ = run_cli(capsys, "status", "--json")
     rows = json.loads(out)["installs"]
-    assert code == 0 and [(r["version"], r["state"]) for r in rows] == [("2026.8.5", "patched")]
+    assert code == 0 and [(r["version"], r["state"]) for r in rows] == [("2026.8.5", "patched")], (out, watcher.text())
     watcher.stop()
 
 

@@ -71,17 +71,19 @@ class Writer:
         self.thread.join(5)
 
 
-def repatched_by_the_next_rescan(target: Path) -> Callable[[str], bool]:
+def repatched_by_the_next_rescan(target: Path, whole: Callable[[], str] = str) -> Callable[[str], bool]:
     """Patched again, at the latest by the first rescan in the log given (from a mark taken after
     the change): a rescan round that ended with the target still unpatched fails (a watcher starved
-    by the events)."""
+    by the events), saying the whole log (`whole`) too: why an earlier round left it may be there."""
 
     def found(text: str) -> bool:
         start = text.find("round started (rescan)")
         over = start >= 0 and ROUND_DONE in text[start:]  # (read before the file: the round wrote first)
         if patched(target):
             return True
-        assert not over, f"a rescan round ended with the install still unpatched: {text[-3000:]}"
+        assert not over, (
+            f"a rescan round ended with the install still unpatched: {text[-3000:]}\n---\n{whole()[-6000:]}"
+        )
         return False
 
     return found
@@ -99,7 +101,7 @@ def test_steady_writes_do_not_starve_the_watcher(reverted_by_hand, watch, busy):
         for _ in range(2):
             revert_target()
             reverted, mark = time.monotonic(), watcher.mark()
-            watcher.wait(repatched_by_the_next_rescan(target), f"re-patch while {busy} is busy", mark)
+            watcher.wait(repatched_by_the_next_rescan(target, watcher.text), f"re-patch while {busy} is busy", mark)
             latencies.append(time.monotonic() - reverted)
         assert writer.count > 20  # the writer really was busy throughout
     finally:

@@ -48,6 +48,9 @@ class _Process:
     start: int
     manager: str | None
     writes_to: str | None = None  # (a global install's node_modules, from its command line)
+    # npm once it has set its process title ("npm install x.tgz"): its flags, --prefix and -g among
+    # them, are gone from its command line, so where it writes can no longer be told from it
+    retitled: bool = False
 
 
 def available() -> bool:
@@ -102,9 +105,18 @@ def _processes() -> dict[int, _Process]:
             ppid, start = int(fields[1]), int(fields[19])
         except (IndexError, ValueError):
             continue
-        manager = manager_name(cmdline)
-        found[pid] = _Process(ppid, start, manager, global_root(pid, cmdline) if manager else None)
+        # (npm's title is "npm" alone for a moment before "npm install x": still the same npm at work)
+        manager = manager_name(cmdline) or ("npm" if cmdline.replace(b"\0", b" ").split() == [b"npm"] else None)
+        writes_to = global_root(pid, cmdline) if manager else None
+        found[pid] = _Process(ppid, start, manager, writes_to, manager == "npm" and retitled(cmdline))
     return found
+
+
+def retitled(cmdline: bytes) -> bool:
+    """Whether a command line is npm's own process title, which keeps its command and the packages
+    named but no flag (the node running npm's script is the first word until npm sets it)."""
+    words = cmdline.replace(b"\0", b" ").split()
+    return bool(words) and words[0] == b"npm" and not any(w.startswith(b"-") for w in words[1:])
 
 
 def global_root(pid: int, cmdline: bytes) -> str | None:
@@ -179,12 +191,22 @@ class Tracker:
         self.scanned = -interval
         self.seen: dict[Manager, tuple[float, dict[Path, None]]] = {}  # -> (first seen, installs)
         self.let_go: set[Manager] = set()
+        self.targets: dict[Manager, str] = {}  # where each writes, as its command line said when first seen
+        self.unplaced: set[Manager] = set()  # npm at work on packages, where it writes unknown (retitled)
 
-    def at_work(self, package_dirs: list[Path]) -> dict[Path, Manager]:
-        """The installs a package manager is at work on now, each with one such manager."""
+    def at_work(self, package_dirs: list[Path], changing: frozenset[Path] = frozenset()) -> dict[Path, Manager]:
+        """The installs a package manager is at work on now, each with one such manager; an install
+        in `changing` (changed since it was last reconciled) counts as one an npm whose target cannot
+        be told is at work on (a round would patch what it may still be writing)."""
         if time.monotonic() - self.scanned >= self.interval:
             self.scanned = time.monotonic()
             self._scan(package_dirs)
+        for package_dir in changing:
+            for manager in sorted(self.unplaced, key=lambda m: m.pid)[:1]:
+                installs = self.seen.setdefault(manager, (time.monotonic(), {}))[1]
+                if package_dir not in installs:
+                    installs[package_dir] = None
+                    log.info("waiting for %s (pid %d) to finish with %s", manager.name, manager.pid, package_dir)
         return self._working(set(package_dirs))
 
     def _scan(self, package_dirs: list[Path]) -> None:
@@ -194,20 +216,31 @@ class Tracker:
         alive = {Manager(pid, p.start, p.manager) for pid, p in processes.items() if p.manager}
         self.seen = {m: seen for m, seen in self.seen.items() if m in alive}
         self.let_go &= alive
+        self.targets = {m: root for m, root in self.targets.items() if m in alive}
+        self.unplaced = set()
         if not alive:
             return
         dirs = {package_dir: install_dirs(package_dir) for package_dir in package_dirs}
+        placed: set[Manager] = set()
         for pid in processes:
             manager = _manager_of(pid, processes)
             if manager is None or manager in self.let_go:
                 continue
-            places = [*_places(pid), *filter(None, [processes[pid].writes_to])]
+            if pid == manager.pid and processes[pid].writes_to:
+                self.targets[manager] = processes[pid].writes_to
+            root = self.targets.get(manager) if pid == manager.pid else processes[pid].writes_to
+            if pid == manager.pid and root is None and processes[pid].retitled:
+                self.unplaced.add(manager)
+            places = [*_places(pid), *filter(None, [root])]
             touched = {d for place in places for d, inside in dirs.items() if _inside(place, inside)}
+            if touched:
+                placed.add(manager)
             for package_dir in touched:
                 installs = self.seen.setdefault(manager, (time.monotonic(), {}))[1]
                 if package_dir not in installs:
                     installs[package_dir] = None
                     log.info("waiting for %s (pid %d) to finish with %s", manager.name, manager.pid, package_dir)
+        self.unplaced -= placed
 
     def _working(self, wanted: set[Path]) -> dict[Path, Manager]:
         working: dict[Path, Manager] = {}

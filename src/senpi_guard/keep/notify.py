@@ -8,10 +8,14 @@ import subprocess
 import sys
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from senpi_guard.io import store
 from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error, private_dirs
+
+if TYPE_CHECKING:
+    from senpi_guard.layers import pipeline
 
 log = logging.getLogger("senpi-guard.watch")
 
@@ -72,3 +76,14 @@ def notify(title: str, message: str) -> None:
         subprocess.run(argv, timeout=10, check=False, capture_output=True)
     except (OSError, subprocess.TimeoutExpired):
         log.info("desktop notification could not be shown")
+
+
+def log_extension(result: pipeline.Result) -> None:
+    """What the extension layer's round did in one agent dir, or a standing problem it saw first."""
+    if result.standing:
+        where = "" if result.path == Path("-") else f" {result.path}"  # ("-": no agent dir could be told)
+        log.warning("extension layer%s: %s", where, result.detail)
+    elif result.ok:
+        log.info("extension layer %s: %s -> %s (%s)", result.path, result.before, result.after, result.detail)
+    else:
+        log.error("extension layer %s: %s", result.path, result.detail)

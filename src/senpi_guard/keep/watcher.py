@@ -31,7 +31,7 @@ from senpi_guard.io import store as store_mod
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.keep import managers
-from senpi_guard.keep.notify import log
+from senpi_guard.keep.notify import log, log_extension
 from senpi_guard.keep.reprove import Reprover
 from senpi_guard.keep.schedule import DistSchedule, Known, file_stat
 from senpi_guard.layers import pipeline
@@ -63,17 +63,6 @@ def _inode(path: Path) -> int | None:
         return path.stat().st_ino
     except OSError:
         return None
-
-
-def _log_extension(result: pipeline.Result) -> None:
-    """What the extension layer's round did in one agent dir, or a standing problem it saw first."""
-    if result.standing:
-        where = "" if result.path == Path("-") else f" {result.path}"  # ("-": no agent dir could be told)
-        log.warning("extension layer%s: %s", where, result.detail)
-    elif result.ok:
-        log.info("extension layer %s: %s -> %s (%s)", result.path, result.before, result.after, result.detail)
-    else:
-        log.error("extension layer %s: %s", result.path, result.detail)
 
 
 class Watcher:
@@ -187,6 +176,15 @@ class Watcher:
         busy = bool(staging) or (present and version is None)
         return (str(package_dir), present, version, staging, tuple(file_stat(f) for f in files)), busy
 
+    def _at_work(self, packages: list[Path], found: list[discover.Install]) -> dict[Path, managers.Manager]:
+        """The installs a package manager is at work on; one changed since the dist layer last looked
+        at it (or no install now) counts as one an npm whose target cannot be told may be at work on."""
+        installs = {i.package_dir: i for i in found}
+        changed = frozenset(
+            d for d in packages if d not in installs or self.schedule.changed(installs[d], self.patches)
+        )
+        return self.managers.at_work(packages, changed)
+
     def settle(self, rescan_at: float) -> bool:
         """Wait until every install looks the same twice and either no relevant event came for
         quiet_period, or package.json and the targets held still for STABLE_PERIODS of them
@@ -197,13 +195,13 @@ class Watcher:
         deadline = min(time.monotonic() + self.config.settle_timeout, rescan_at)
         previous, stable_since, worked_until = None, time.monotonic(), float("-inf")
         while not self.stop.is_set():
-            self.installs()
+            found = self.installs()
             self.rearm()
             packages = self.watched_packages()
             states = [self._package_state(d) for d in packages]
             current = [fingerprint for fingerprint, _ in states]
             busy = any(flag for _, flag in states)
-            if working := self.managers.at_work(packages):
+            if working := self._at_work(packages, found):
                 now = time.monotonic()
                 if worked_until < deadline <= now:  # (said once: why neither a WARNING nor a round comes)
                     package_dir, manager = next(iter(working.items()))
@@ -275,7 +273,7 @@ class Watcher:
                     if result.layer == "dist":
                         self.schedule.recorded(result, trigger)
                     else:
-                        _log_extension(result)
+                        log_extension(result)
 
     # ---- main loop ---------------------------------------------------------------------
     def run(self, logfile: Path | None = None) -> int:
@@ -356,7 +354,7 @@ class Watcher:
                 trigger = self._reload_if_asked(trigger)
             elif time.monotonic() >= next_rescan:
                 trigger = "rescan"  # due: no stream of events may postpone it, a package manager at work may
-                if self.managers.at_work(self.watched_packages()):
+                if self._at_work(self.watched_packages(), self.installs()):
                     self.settle(next_rescan)
             else:
                 log.info("settling (%s; quiet period %gs)", trigger.split(" ", 1)[0], self.config.quiet_period)

@@ -171,3 +171,36 @@ def test_a_global_install_into_the_prefix_is_at_work_before_it_opens_a_file_ther
         assert found[package_dir].pid == pid and found[package_dir].name == "npm"
     finally:
         os.kill(pid, 9)
+
+
+def test_npm_once_retitled_is_at_work_on_an_install_that_changed_and_on_no_other(tmp_path):
+    """npm sets its process title to "npm install x.tgz": its -g and --prefix are gone from its command
+    line (seen under load: a rescan patched what such an npm had just unpacked). Where it writes is
+    then unknown, so it counts as at work on an install that changed since the last round, only."""
+    assert managers.retitled(b"npm install /tmp/x.tgz" + b" " * 30)
+    assert not managers.retitled(b"node\0/usr/bin/npm\0install\0-g\0/tmp/x.tgz\0")  # (before it sets its title)
+    assert not managers.retitled(b"npm install -g --prefix /p x\0")  # (a native npm keeps its flags)
+    changed, still = tmp_path / "changed" / "senpi", tmp_path / "still" / "senpi"
+    for folder in (changed, still):
+        folder.mkdir(parents=True)
+    started = subprocess.run(
+        ["bash", "-c", 'exec -a "npm install /tmp/x.tgz" sleep 600 >/dev/null 2>&1 & echo $!'],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        check=True,
+    )
+    pid = int(started.stdout)
+    try:
+        tracker = managers.Tracker(ceiling=HANG_S, interval=0.0)
+
+        def seen() -> dict:
+            found = tracker.at_work([changed, still], frozenset({changed}))
+            return found if pid in {m.pid for m in tracker.unplaced} else {}
+
+        found = wait_for(seen, what="the retitled npm seen at work")
+        assert set(found) == {changed} and found[changed].name == "npm"  # (it, or another npm of this user's)
+        assert tracker.at_work([still], frozenset()) == {}  # (an install that did not change: not waited on)
+    finally:
+        os.kill(pid, 9)
