@@ -11,7 +11,10 @@ goes by files still changing alone)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,7 @@ INSTALLING = frozenset().union(
     ("uninstall", "un", "unlink", "remove", "rm", "r", "link", "ln", "global"),
 )
 READ_MAX = 4096  # bytes of a process's stat or command line
+LOG_HEAD_MAX = 16384  # bytes of npm's debug log read for its arguments (on its first lines)
 FDS_MAX = 4096  # open files looked at per process
 DEPTH_MAX = 64  # parents followed from a process to the manager that started it
 
@@ -48,9 +52,6 @@ class _Process:
     start: int
     manager: str | None
     writes_to: str | None = None  # (a global install's node_modules, from its command line)
-    # npm once it has set its process title ("npm install x.tgz"): its flags, --prefix and -g among
-    # them, are gone from its command line, so where it writes can no longer be told from it
-    retitled: bool = False
 
 
 def available() -> bool:
@@ -108,15 +109,46 @@ def _processes() -> dict[int, _Process]:
         # (npm's title is "npm" alone for a moment before "npm install x": still the same npm at work)
         manager = manager_name(cmdline) or ("npm" if cmdline.replace(b"\0", b" ").split() == [b"npm"] else None)
         writes_to = global_root(pid, cmdline) if manager else None
-        found[pid] = _Process(ppid, start, manager, writes_to, manager == "npm" and retitled(cmdline))
+        if manager == "npm" and writes_to is None and (logged := logged_argv(pid)) is not None:
+            writes_to = global_root(pid, b"npm\0" + logged)  # (its title keeps no flag: its log does)
+        found[pid] = _Process(ppid, start, manager, writes_to)
     return found
 
 
-def retitled(cmdline: bytes) -> bool:
-    """Whether a command line is npm's own process title, which keeps its command and the packages
-    named but no flag (the node running npm's script is the first word until npm sets it)."""
-    words = cmdline.replace(b"\0", b" ").split()
-    return bool(words) and words[0] == b"npm" and not any(w.startswith(b"-") for w in words[1:])
+def logged_argv(pid: int) -> bytes | None:
+    """npm's arguments as the debug log it holds open records them (`8 verbose argv "install"
+    "--prefix" "P" …`), NUL-separated: once npm sets its process title (bare `npm`, then `npm install
+    x.tgz`) its command line keeps no flag. The log is read through the process's own descriptor
+    (never a path someone may swap), a regular file only, its head only, and only parsed."""
+    try:
+        fds = os.listdir(f"{PROC}/{pid}/fd")[:FDS_MAX]
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            target = os.readlink(f"{PROC}/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if "/_logs/" in target and target.endswith("-debug-0.log"):
+            head = _head_of_open_file(f"{PROC}/{pid}/fd/{fd}")
+            found = re.search(rb"^\d+ verbose argv (.*)$", head or b"", re.MULTILINE)
+            if found:
+                words = [json.loads(w) for w in re.findall(rb'"(?:[^"\\]|\\.)*"', found.group(1))]
+                return "\0".join(w for w in words if isinstance(w, str)).encode()
+    return None
+
+
+def _head_of_open_file(link: str) -> bytes | None:
+    try:
+        fd = os.open(link, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, LOG_HEAD_MAX) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def global_root(pid: int, cmdline: bytes) -> str | None:
@@ -132,7 +164,12 @@ def global_root(pid: int, cmdline: bytes) -> str | None:
             prefix = os.path.dirname(os.path.dirname(os.readlink(f"{PROC}/{pid}/exe")))
         except OSError:
             return None
-    return os.path.join(os.path.abspath(prefix), "lib", "node_modules") if prefix else None
+    if prefix and not os.path.isabs(prefix):  # (relative to where npm runs, not to the watcher)
+        try:
+            prefix = os.path.join(os.readlink(f"{PROC}/{pid}/cwd"), prefix)
+        except OSError:
+            return None
+    return os.path.join(os.path.normpath(prefix), "lib", "node_modules") if prefix else None
 
 
 def _places(pid: int) -> list[str]:
@@ -191,22 +228,12 @@ class Tracker:
         self.scanned = -interval
         self.seen: dict[Manager, tuple[float, dict[Path, None]]] = {}  # -> (first seen, installs)
         self.let_go: set[Manager] = set()
-        self.targets: dict[Manager, str] = {}  # where each writes, as its command line said when first seen
-        self.unplaced: set[Manager] = set()  # npm at work on packages, where it writes unknown (retitled)
 
-    def at_work(self, package_dirs: list[Path], changing: frozenset[Path] = frozenset()) -> dict[Path, Manager]:
-        """The installs a package manager is at work on now, each with one such manager; an install
-        in `changing` (changed since it was last reconciled) counts as one an npm whose target cannot
-        be told is at work on (a round would patch what it may still be writing)."""
+    def at_work(self, package_dirs: list[Path]) -> dict[Path, Manager]:
+        """The installs a package manager is at work on now, each with one such manager."""
         if time.monotonic() - self.scanned >= self.interval:
             self.scanned = time.monotonic()
             self._scan(package_dirs)
-        for package_dir in changing:
-            for manager in sorted(self.unplaced, key=lambda m: m.pid)[:1]:
-                installs = self.seen.setdefault(manager, (time.monotonic(), {}))[1]
-                if package_dir not in installs:
-                    installs[package_dir] = None
-                    log.info("waiting for %s (pid %d) to finish with %s", manager.name, manager.pid, package_dir)
         return self._working(set(package_dirs))
 
     def _scan(self, package_dirs: list[Path]) -> None:
@@ -216,31 +243,20 @@ class Tracker:
         alive = {Manager(pid, p.start, p.manager) for pid, p in processes.items() if p.manager}
         self.seen = {m: seen for m, seen in self.seen.items() if m in alive}
         self.let_go &= alive
-        self.targets = {m: root for m, root in self.targets.items() if m in alive}
-        self.unplaced = set()
         if not alive:
             return
         dirs = {package_dir: install_dirs(package_dir) for package_dir in package_dirs}
-        placed: set[Manager] = set()
         for pid in processes:
             manager = _manager_of(pid, processes)
             if manager is None or manager in self.let_go:
                 continue
-            if pid == manager.pid and processes[pid].writes_to:
-                self.targets[manager] = processes[pid].writes_to
-            root = self.targets.get(manager) if pid == manager.pid else processes[pid].writes_to
-            if pid == manager.pid and root is None and processes[pid].retitled:
-                self.unplaced.add(manager)
-            places = [*_places(pid), *filter(None, [root])]
+            places = [*_places(pid), *filter(None, [processes[pid].writes_to])]
             touched = {d for place in places for d, inside in dirs.items() if _inside(place, inside)}
-            if touched:
-                placed.add(manager)
             for package_dir in touched:
                 installs = self.seen.setdefault(manager, (time.monotonic(), {}))[1]
                 if package_dir not in installs:
                     installs[package_dir] = None
                     log.info("waiting for %s (pid %d) to finish with %s", manager.name, manager.pid, package_dir)
-        self.unplaced -= placed
 
     def _working(self, wanted: set[Path]) -> dict[Path, Manager]:
         working: dict[Path, Manager] = {}

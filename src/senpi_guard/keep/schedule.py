@@ -98,15 +98,6 @@ class DistSchedule:
             and _content_key(inst, backoff.get("target")) == backoff.get("sha256")
         )
 
-    def changed(self, inst: discover.Install, patches: list[Patch]) -> bool:
-        """Whether an install changed since the dist layer last looked at it, for any patch (no
-        side effect, unlike `due`)."""
-        return any(
-            (known := self.known.get((inst.real_dir, patch.name))) is None
-            or known.fingerprint != fingerprint(inst, known.files)
-            for patch in patches
-        )
-
     def due(self, patch: Patch, inst: discover.Install) -> bool:
         """Whether an install is due for the dist layer this round: changed since it was last seen
         and not backed off (its version and bytes failed before)."""

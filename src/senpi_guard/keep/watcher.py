@@ -176,15 +176,6 @@ class Watcher:
         busy = bool(staging) or (present and version is None)
         return (str(package_dir), present, version, staging, tuple(file_stat(f) for f in files)), busy
 
-    def _at_work(self, packages: list[Path], found: list[discover.Install]) -> dict[Path, managers.Manager]:
-        """The installs a package manager is at work on; one changed since the dist layer last looked
-        at it (or no install now) counts as one an npm whose target cannot be told may be at work on."""
-        installs = {i.package_dir: i for i in found}
-        changed = frozenset(
-            d for d in packages if d not in installs or self.schedule.changed(installs[d], self.patches)
-        )
-        return self.managers.at_work(packages, changed)
-
     def settle(self, rescan_at: float) -> bool:
         """Wait until every install looks the same twice and either no relevant event came for
         quiet_period, or package.json and the targets held still for STABLE_PERIODS of them
@@ -195,13 +186,13 @@ class Watcher:
         deadline = min(time.monotonic() + self.config.settle_timeout, rescan_at)
         previous, stable_since, worked_until = None, time.monotonic(), float("-inf")
         while not self.stop.is_set():
-            found = self.installs()
+            self.installs()
             self.rearm()
             packages = self.watched_packages()
             states = [self._package_state(d) for d in packages]
             current = [fingerprint for fingerprint, _ in states]
             busy = any(flag for _, flag in states)
-            if working := self._at_work(packages, found):
+            if working := self.managers.at_work(packages):
                 now = time.monotonic()
                 if worked_until < deadline <= now:  # (said once: why neither a WARNING nor a round comes)
                     package_dir, manager = next(iter(working.items()))
@@ -354,7 +345,7 @@ class Watcher:
                 trigger = self._reload_if_asked(trigger)
             elif time.monotonic() >= next_rescan:
                 trigger = "rescan"  # due: no stream of events may postpone it, a package manager at work may
-                if self._at_work(self.watched_packages(), self.installs()):
+                if self.managers.at_work(self.watched_packages()):
                     self.settle(next_rescan)
             else:
                 log.info("settling (%s; quiet period %gs)", trigger.split(" ", 1)[0], self.config.quiet_period)

@@ -173,18 +173,19 @@ def test_a_global_install_into_the_prefix_is_at_work_before_it_opens_a_file_ther
         os.kill(pid, 9)
 
 
-def test_npm_once_retitled_is_at_work_on_an_install_that_changed_and_on_no_other(tmp_path):
-    """npm sets its process title to "npm install x.tgz": its -g and --prefix are gone from its command
-    line (seen under load: a rescan patched what such an npm had just unpacked). Where it writes is
-    then unknown, so it counts as at work on an install that changed since the last round, only."""
-    assert managers.retitled(b"npm install /tmp/x.tgz" + b" " * 30)
-    assert not managers.retitled(b"node\0/usr/bin/npm\0install\0-g\0/tmp/x.tgz\0")  # (before it sets its title)
-    assert not managers.retitled(b"npm install -g --prefix /p x\0")  # (a native npm keeps its flags)
-    changed, still = tmp_path / "changed" / "senpi", tmp_path / "still" / "senpi"
-    for folder in (changed, still):
-        folder.mkdir(parents=True)
+def test_npm_stays_at_work_on_its_prefix_after_its_title_hides_it(tmp_path):
+    """npm's command line names its --prefix for a moment only: it sets its process title to bare
+    `npm`, then to `npm install x.tgz`, every flag gone (seen under load: a rescan patched what such
+    an npm had just unpacked). The target seen first is kept for as long as that npm runs."""
+    prefix = tmp_path / "prefix"
+    package_dir = prefix / "lib" / "node_modules" / "@code-yeongyu" / "senpi"
+    package_dir.mkdir(parents=True)
+    script = (
+        "setTimeout(()=>{process.title='npm'},1500);"
+        "setTimeout(()=>{process.title='npm install x.tgz'},3000);setTimeout(()=>{},600000)"
+    )
     started = subprocess.run(
-        ["bash", "-c", 'exec -a "npm install /tmp/x.tgz" sleep 600 >/dev/null 2>&1 & echo $!'],
+        ["bash", "-c", 'exec -a npm node -e "$1" install -g --prefix "$0" x >/dev/null 2>&1 & echo $!', prefix, script],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -194,13 +195,45 @@ def test_npm_once_retitled_is_at_work_on_an_install_that_changed_and_on_no_other
     pid = int(started.stdout)
     try:
         tracker = managers.Tracker(ceiling=HANG_S, interval=0.0)
+        wait_for(lambda: package_dir in tracker.at_work([package_dir]), what="npm seen while its flags show")
+        phases = set()
+        while (title := Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]) != b"npm install x.tgz":
+            phases.add(title)
+            assert tracker.at_work([package_dir])[package_dir].pid == pid, title
+        assert tracker.at_work([package_dir])[package_dir].pid == pid  # (its title names no prefix now)
+        assert b"npm" in phases  # (the bare title was seen, and it stayed a manager at work there)
+    finally:
+        os.kill(pid, 9)
 
-        def seen() -> dict:
-            found = tracker.at_work([changed, still], frozenset({changed}))
-            return found if pid in {m.pid for m in tracker.unplaced} else {}
 
-        found = wait_for(seen, what="the retitled npm seen at work")
-        assert set(found) == {changed} and found[changed].name == "npm"  # (it, or another npm of this user's)
-        assert tracker.at_work([still], frozenset()) == {}  # (an install that did not change: not waited on)
+def test_npm_seen_only_after_its_title_hid_its_flags_is_placed_by_the_debug_log_it_holds(tmp_path):
+    """The watcher looks at processes once a file changes, after npm has set its title: where npm
+    writes is then read from the `verbose argv` line of the debug log npm holds open (a relative
+    --prefix is npm's, from its own working dir)."""
+    prefix = tmp_path / "work" / "rel" / "prefix"
+    package_dir = prefix / "lib" / "node_modules" / "@code-yeongyu" / "senpi"
+    package_dir.mkdir(parents=True)
+    logs = tmp_path / "home" / ".npm" / "_logs"
+    logs.mkdir(parents=True)
+    log_file = logs / "2026-12-07T21_57_29_274Z-debug-0.log"
+    log_file.write_text(
+        '0 verbose cli /usr/bin/node /usr/bin/npm\n8 verbose argv "install" "--prefix" "rel/prefix" "x.tgz"\n'
+    )
+    started = subprocess.run(
+        ["bash", "-c", 'exec -a "npm install x.tgz" sleep 600 3<"$0" >/dev/null 2>&1 & echo $!', log_file],
+        cwd=tmp_path / "work",
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        check=True,
+    )
+    pid = int(started.stdout)
+    try:
+        assert managers.logged_argv(pid) == b"install\0--prefix\0rel/prefix\0x.tgz"
+        tracker = managers.Tracker(ceiling=HANG_S)
+        found = wait_for(lambda: tracker.at_work([package_dir]), what="the retitled npm placed by its log")
+        assert found[package_dir].pid == pid
+        elsewhere = tmp_path / "elsewhere" / "lib" / "node_modules" / "@code-yeongyu" / "senpi"
+        assert managers.Tracker(ceiling=HANG_S).at_work([elsewhere]) == {}  # (its prefix only)
     finally:
         os.kill(pid, 9)
