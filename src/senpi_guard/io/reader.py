@@ -111,6 +111,22 @@ def read(path: str | Path, kind: Kind) -> bytes:
         return bounded(handle, path, kind)
 
 
+def held_open(pid: int, fd: int, size: int) -> bytes | None:
+    """The head (at most `size` bytes) of a file another process holds open, read through
+    /proc/<pid>/fd/<fd>: the open file itself, so no path is walked and none can be swapped; a
+    regular file only (a FIFO there is never waited on). None when it cannot be read."""
+    try:
+        handle = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return os.read(handle, size) if stat.S_ISREG(os.fstat(handle).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+
+
 def head(path: str | Path, kind: Kind, size: int) -> bytes:
     """The first `size` bytes (or fewer: the whole of a shorter file)."""
     with opened(path, kind) as handle:

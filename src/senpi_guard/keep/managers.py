@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from senpi_guard.io import reader
 from senpi_guard.keep.notify import log
 
 PROC = "/proc"
@@ -130,25 +130,12 @@ def logged_argv(pid: int) -> bytes | None:
         except OSError:
             continue
         if "/_logs/" in target and target.endswith("-debug-0.log"):
-            head = _head_of_open_file(f"{PROC}/{pid}/fd/{fd}")
+            head = reader.held_open(pid, int(fd), LOG_HEAD_MAX)
             found = re.search(rb"^\d+ verbose argv (.*)$", head or b"", re.MULTILINE)
             if found:
                 words = [json.loads(w) for w in re.findall(rb'"(?:[^"\\]|\\.)*"', found.group(1))]
                 return "\0".join(w for w in words if isinstance(w, str)).encode()
     return None
-
-
-def _head_of_open_file(link: str) -> bytes | None:
-    try:
-        fd = os.open(link, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, LOG_HEAD_MAX) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def global_root(pid: int, cmdline: bytes) -> str | None:

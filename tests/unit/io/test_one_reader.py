@@ -34,13 +34,9 @@ WHOLE_READS = frozenset({"read", "read_bytes", "read_text", "readlines"})
 # (module under src/senpi_guard/io, the call's source text) -> the private file it reads whole.
 OWN = "senpi-guard's own private state, in a folder of the effective uid's"
 WHOLE: dict[tuple[str, str], str] = {
-    ("io/made.py", 'path.read_text("utf-8")'): f"the record of folders senpi-guard made: {OWN}",
     ("io/memo.py", "handle.read()"): "senpi-guard's memo, read once its owner and mode are checked as its own",
     ("io/store.py", 'meta.read_text("utf-8")'): f"a backup's record: {OWN}",
     ("io/store.py", "blob.read_bytes()"): f"a backup: {OWN}",
-    ("io/store.py", 'self.hold_file(package_dir).read_text("utf-8")'): f"a hold: {OWN}",
-    ("io/store.py", "path.read_bytes()"): f"the records file: {OWN}",
-    ("io/store.py", "self.records_file.read_bytes()"): f"the records file: {OWN}",
     ("io/store.py", "self.pid_file.read_text()"): f"the watcher's pid file: {OWN}",
     ("io/reader.py", "(Path(path) if isinstance(path, str) else path).read_bytes()"): "own_data: the package's data",
     ("io/unpack.py", "pipe.read()"): "a pipe from a child senpi-guard forked itself: its one line of error",
