@@ -21,6 +21,19 @@ sh -c 'cd "$0" && read line < "$1"' "$1" "$2"
 """  # (run as `npm DIR FIFO install`)
 
 
+def _detached(script: str, *args: object, cwd: Path) -> int:
+    """The pid of `bash -c SCRIPT ARGS…` started in the background (not senpi-guard's own child)."""
+    started = subprocess.run(
+        ["bash", "-c", f"{script} >/dev/null 2>&1 & echo $!", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        check=True,
+    )
+    return int(started.stdout)
+
+
 def test_a_command_line_is_told_by_its_first_words():
     assert managers.manager_name(b"npm install -g x" + b" " * 40) == "npm"  # (node's process.title)
     assert managers.manager_name(b"node\0/usr/lib/node_modules/pnpm/bin/pnpm.cjs\0add\0-g\0x\0") == "pnpm"
@@ -156,15 +169,7 @@ def test_a_global_install_into_the_prefix_is_at_work_before_it_opens_a_file_ther
     package_dir = prefix / "lib" / "node_modules" / "@code-yeongyu" / "senpi"
     package_dir.mkdir(parents=True)
     # a process called `npm` asked to install into that prefix, its cwd elsewhere, not senpi-guard's own
-    started = subprocess.run(
-        ["bash", "-c", 'exec -a npm sh -c "sleep 600; :" install -g --prefix "$0" x >/dev/null 2>&1 & echo $!', prefix],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=True,
-    )
-    pid = int(started.stdout)
+    pid = _detached('exec -a npm sh -c "sleep 600; :" install -g --prefix "$0" x', prefix, cwd=tmp_path)
     try:
         tracker = managers.Tracker(ceiling=HANG_S)
         found = wait_for(lambda: tracker.at_work([package_dir]), what="the install asked of npm seen at work")
@@ -184,15 +189,7 @@ def test_npm_stays_at_work_on_its_prefix_after_its_title_hides_it(tmp_path):
         "setTimeout(()=>{process.title='npm'},1500);"
         "setTimeout(()=>{process.title='npm install x.tgz'},3000);setTimeout(()=>{},600000)"
     )
-    started = subprocess.run(
-        ["bash", "-c", 'exec -a npm node -e "$1" install -g --prefix "$0" x >/dev/null 2>&1 & echo $!', prefix, script],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=True,
-    )
-    pid = int(started.stdout)
+    pid = _detached('exec -a npm node -e "$1" install -g --prefix "$0" x', prefix, script, cwd=tmp_path)
     try:
         tracker = managers.Tracker(ceiling=HANG_S, interval=0.0)
         wait_for(lambda: package_dir in tracker.at_work([package_dir]), what="npm seen while its flags show")
@@ -219,15 +216,7 @@ def test_npm_seen_only_after_its_title_hid_its_flags_is_placed_by_the_debug_log_
     log_file.write_text(
         '0 verbose cli /usr/bin/node /usr/bin/npm\n8 verbose argv "install" "--prefix" "rel/prefix" "x.tgz"\n'
     )
-    started = subprocess.run(
-        ["bash", "-c", 'exec -a "npm install x.tgz" sleep 600 3<"$0" >/dev/null 2>&1 & echo $!', log_file],
-        cwd=tmp_path / "work",
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=True,
-    )
-    pid = int(started.stdout)
+    pid = _detached('exec -a "npm install x.tgz" sleep 600 3<"$0"', log_file, cwd=tmp_path / "work")
     try:
         assert managers.logged_argv(pid) == b"install\0--prefix\0rel/prefix\0x.tgz"
         tracker = managers.Tracker(ceiling=HANG_S)
