@@ -147,7 +147,8 @@ def recorded() -> list[Path]:
     return found
 
 
-FOLDERS = statefile.Kind("the folders senpi-guard made", VERSION, "folders", list, "delete it", first_version=0)
+# (a record without its version is not taken for one: uninstall removes what it names)
+FOLDERS = statefile.Kind("the folders senpi-guard made", VERSION, "folders", list, "delete it", first_version=None)
 
 
 def _read(path: Path) -> list[Path]:

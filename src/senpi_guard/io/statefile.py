@@ -32,7 +32,7 @@ class Kind:
     body: str | None
     of: type
     fix: str
-    first_version: int = 1  # what a document without `version` is (the oldest format had none)
+    first_version: int | None = 1  # what a document without `version` is (None: refused, it must say)
     migrate: Callable[[dict[str, Any], int], None] | None = None  # an older format's document, brought up to date
 
 

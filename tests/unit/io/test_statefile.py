@@ -63,3 +63,11 @@ def test_a_fifo_in_its_place_is_refused_not_waited_on(tmp_path):
     os.mkfifo(path)
     with pytest.raises(FatalError, match="cannot read"):
         statefile.load(path, LISTED)
+
+
+def test_a_kind_that_must_say_its_format_refuses_a_document_that_does_not(tmp_path):
+    strict = statefile.Kind("folders", 1, "folders", list, "delete it", first_version=None)
+    path = tmp_path / "made.json"
+    path.write_text('{"folders": ["/x"]}')
+    with pytest.raises(FatalError, match="has no format senpi-guard knows"):
+        statefile.load(path, strict)
