@@ -57,6 +57,7 @@ class Step(StrEnum):
     SWITCH_ON = "switch-on"
     FIX_THEN_APPLY = "fix-then-apply"
     FIX_WHAT_FAILS = "fix-what-fails"
+    DELETE_THEN_APPLY = "delete-then-apply"
 
 
 APPLY = "run `senpi-guard apply`"
@@ -83,6 +84,7 @@ TEXT = {
     Step.SWITCH_ON: "tick senpi-guard's extension again in `senpi config` (or take that pattern out of the settings)",
     Step.FIX_THEN_APPLY: "{}, then senpi-guard apply",
     Step.FIX_WHAT_FAILS: "fix what fails (`senpi-guard verify` shows it), then run `senpi-guard apply`",
+    Step.DELETE_THEN_APPLY: "delete {}, then run `senpi-guard apply`",
 }
 # the dist layer's step for each state an install can be found in, where apply has something to do
 # or the user must act

@@ -263,8 +263,11 @@ def _inspected(patch: Patch, config: Config, store: Store, target: AgentTarget) 
     outcome = judged(outcome, target)
     out = extension_reprove.shown(store, patch, target.agent_dir) if status.state == "absent" else None
     if out is not None and not target.unsafe:  # (the watcher's failed re-proof: its problem and next step)
-        # (the record's step is in words for a reader of the state file; the one it ever names)
-        outcome.ok, outcome.detail, outcome.step = False, str(out.get("problem")), Step.FIX_WHAT_FAILS
+        # (the record's step is in words, for a reader of the state file: the step is made again here)
+        outcome.ok, outcome.detail = False, str(out.get("problem"))
+        unreadable = out.get("unreadable")  # (the record itself could not be read)
+        outcome.step = Step.DELETE_THEN_APPLY if unreadable else Step.FIX_WHAT_FAILS
+        outcome.step_detail = str(unreadable or "")
     return outcome
 
 

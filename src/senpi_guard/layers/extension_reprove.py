@@ -174,7 +174,8 @@ def shown(store: Store, patch: Patch, agent_dir: Path) -> dict[str, Any] | None:
     try:
         return taken_out(store, patch, agent_dir)
     except FatalError as exc:
-        return {"problem": str(exc), "next": f"delete {store.state_dir / TAKEN_OUT}, then run `senpi-guard apply`"}
+        where = str(store.state_dir / TAKEN_OUT)
+        return {"problem": str(exc), "next": say(Step.DELETE_THEN_APPLY, where), "unreadable": where}
 
 
 def clear(store: Store, patch: Patch, agent_dir: Path) -> None:

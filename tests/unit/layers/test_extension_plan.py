@@ -71,3 +71,21 @@ def test_an_agent_dir_serving_an_install_whose_dist_layer_failed_is_not_written_
     assert extension_plan.without_dist(patch, TARGET, risky, {}) == ""  # (its dist layer is in place)
     bridge_only = {INSTALL.package_dir: {"bridge"}}  # (no cost listed for that target alone)
     assert extension_plan.without_dist(patch, TARGET, bridge_only, failed) == ""
+
+
+def test_a_taken_out_record_it_cannot_read_names_the_file_to_delete_as_the_step(tmp_path):
+    from senpi_guard.core.patch.definition import load
+    from senpi_guard.io.config import Config
+    from senpi_guard.io.store import Store
+    from senpi_guard.layers import extension_reprove
+
+    store = Store(tmp_path / "data", tmp_path / "state")
+    record = tmp_path / "state" / extension_reprove.TAKEN_OUT
+    record.parent.mkdir()
+    record.write_text("{not json")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    target = extension_plan.AgentTarget(agent, "default", [INSTALL])
+    outcome = extension_plan._inspected(load("directive-dedupe"), Config(), store, target)
+    assert not outcome.ok and "is corrupt" in outcome.detail
+    assert outcome.next == f"delete {record}, then run `senpi-guard apply`"
