@@ -13,6 +13,7 @@ from senpi_guard.errors import FatalError
 from senpi_guard.io import write
 from senpi_guard.layers import dist_files, dist_plan
 from senpi_guard.layers import house as house_mod
+from senpi_guard.layers.change import Change
 from senpi_guard.layers.findings import Inspection, Outcome, Reason
 from senpi_guard.prove import verify
 
@@ -33,7 +34,9 @@ def report_drift(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: boo
 
 def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
     install = insp.install
-    to_write = planned_writes(insp, deferred=False)  # (refused here: nothing kept aside, proven or written)
+    to_write = planned_writes(
+        insp, dist_plan.plan(insp, deferred=False)
+    )  # (refused here: nothing kept aside, proven or written)
     kept = rec._keep_drifted(insp) if not dry_run else []
     pairs = rec.module_pairs(insp)
     wanted = {role: pair.candidate for role, pair in pairs.items()}
@@ -91,10 +94,11 @@ def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> O
     )
 
 
-def planned_writes(insp: Inspection, deferred: bool) -> list:
-    """The target files the plan writes, each refused (raised) before anything is proven or written
-    when this process may not write it as its owner: a dry run is refused as the apply would be."""
-    planned = {c.where for c in dist_plan.writes(dist_plan.plan(insp, deferred))}
+def planned_writes(insp: Inspection, changes: list[Change]) -> list:
+    """The target files the plan (`changes`, of this inspection) writes, each refused (raised) before
+    anything is proven or written when this process may not write it as its owner: a dry run is
+    refused as the apply would be."""
+    planned = {c.where for c in dist_plan.writes(changes)}
     to_write = [tf for tf in insp.files if tf.path in planned]
     for tf in to_write:
         write.check_owner(tf.snapshot)
@@ -156,7 +160,7 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
         )
     if keep_reshapes and dist_plan.writes(changes):
         return left_for_apply(start, f"{rule} {cost}")
-    ours = planned_writes(insp, deferred=True)
+    ours = planned_writes(insp, changes)
     plans = [(tf, rec._without_me(insp.install, tf)) for tf in ours]
     if not dry_run:  # (other patches left on a file are proven on what remains)
         house_mod.prove_others(rec, insp.install, ((tf.path, data) for tf, data in plans))
