@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -85,7 +86,7 @@ class Watcher:
         self.seen: dict[Path, None] = {}
         self._real_packages: tuple[str, ...] = ()
         self.reload_requested = False
-        self.keeping = pipeline.Keeping(due=self.schedule.due)  # the layers' memory between rounds
+        self.keeping = pipeline.Keeping()  # the layers' memory between rounds
         self.reprover = Reprover(self.store, self.stop, self.keeping, self.triggers)
         self.managers = managers.Tracker(MANAGER_CEILING_S)
 
@@ -260,11 +261,24 @@ class Watcher:
                     return
                 self.schedule.trigger = trigger
                 self.schedule.quiet_period = self.config.quiet_period
-                for result in layer.keep(installs, run):
+                for result in self._kept(layer, installs, run):
                     if result.layer == "dist":
                         self.schedule.recorded(result, trigger)
                     else:
                         log_extension(result)
+
+    def _kept(self, layer: pipeline.Layer, installs: list[discover.Install], run: pipeline.Run) -> Iterator:
+        """One layer's round: the dist layer's one install at a time, each only when the schedule
+        says it is due, asked after the one before was recorded (the schedule judges a failure by
+        the bytes it failed on, and its quiet-period wait comes between the installs)."""
+        if layer.name != "dist":
+            yield from layer.keep(installs, run)
+            return
+        for install in installs:
+            if self.stop.is_set():
+                return
+            if self.schedule.due(layer.patch, install):
+                yield from layer.keep([install], run)
 
     # ---- main loop ---------------------------------------------------------------------
     def run(self, logfile: Path | None = None) -> int:

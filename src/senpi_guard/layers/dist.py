@@ -335,13 +335,6 @@ class Reconciler:
         result.millis = int((time.monotonic() - started) * 1000)
         return result
 
-    def _keep_drifted(self, insp: Inspection) -> list[str]:
-        return [
-            str(self.store.save_drifted(insp.install.package_dir, insp.install.version, tf.rel, tf.snapshot.data))
-            for tf in insp.files
-            if tf.classified.state == State.DRIFTED
-        ]
-
     def _report_drift(self, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
         return dist_apply.report_drift(self, insp, start, dry_run)
 
@@ -351,9 +344,10 @@ class Reconciler:
     def _defer(self, insp: Inspection, start: Outcome, dry_run: bool, keep_reshapes: bool = False) -> Outcome:
         return dist_apply.defer(self, insp, start, dry_run, keep_reshapes)
 
-    def verify(self, install: Install) -> Outcome:
-        """Replay the fixtures through the installed patch (or the one apply would write)."""
-        insp = self.inspect(install)
+    def verify(self, install: Install, insp: Inspection | None = None) -> Outcome:
+        """Replay the fixtures through the installed patch (or the one apply would write); `insp`:
+        the install as this run inspected it already."""
+        insp = insp or self.inspect(install)
         start = Outcome.of(insp)
         if insp.state in (State.UNSUPPORTED, State.ERROR):
             return start

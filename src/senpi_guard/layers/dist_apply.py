@@ -11,10 +11,11 @@ from senpi_guard.core.patch import apply, reshape
 from senpi_guard.core.patch.classify import State
 from senpi_guard.errors import FatalError
 from senpi_guard.io import write
-from senpi_guard.layers import dist_files, dist_plan
+from senpi_guard.layers import dist_plan
 from senpi_guard.layers import house as house_mod
 from senpi_guard.layers.change import Change
-from senpi_guard.layers.findings import Inspection, Outcome, Reason
+from senpi_guard.layers.execute import Done, Ready, execute
+from senpi_guard.layers.findings import Inspection, Outcome, Reason, TargetFile
 from senpi_guard.prove import verify
 
 if TYPE_CHECKING:
@@ -22,7 +23,11 @@ if TYPE_CHECKING:
 
 
 def report_drift(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
-    kept = [] if dry_run else rec._keep_drifted(insp)
+    """(on_drift = "report") a hand-edited file is kept in the data folder, and left as it is."""
+    install = insp.install
+    drifted = [] if dry_run else [tf for tf in insp.files if tf.classified.state == State.DRIFTED]
+    save = rec.store.save_drifted
+    kept = [str(save(install.package_dir, install.version, tf.rel, tf.snapshot.data)) for tf in drifted]
     where = f"; a copy is kept at {', '.join(kept)}" if kept else ""
     return replace(
         start,
@@ -34,10 +39,8 @@ def report_drift(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: boo
 
 def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> Outcome:
     install = insp.install
-    to_write = planned_writes(
-        insp, dist_plan.plan(insp, deferred=False)
-    )  # (refused here: nothing kept aside, proven or written)
-    kept = rec._keep_drifted(insp) if not dry_run else []
+    # (refused here: nothing proven or written)
+    to_write = planned_writes(insp, dist_plan.plan(insp, deferred=False))
     pairs = rec.module_pairs(insp)
     wanted = {role: pair.candidate for role, pair in pairs.items()}
     if insp.state == State.CLEAN:  # a repair with nothing to repair: nothing to prove either
@@ -57,93 +60,82 @@ def patch(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool) -> O
             f"({len(report.failures)} failed of {report.checks_run} checks){composed_with(rec, wanted)}"
         )
     # every other patch on a file about to be written is proven on the composed bytes too
-    house_mod.prove_others(rec, install, ((tf.path, wanted[tf.target.role]) for tf in to_write))
+    house_mod.prove_others(rec, install, ((tf.path, wanted[tf.target.role]) for _c, tf in to_write))
+    proven = f"verified: {report.checks_run} checks passed (node {report.node_version}{reused(report)})"
     if dry_run:
-        from senpi_guard import ui
-        from senpi_guard.diffview import window_diff
-
-        diff = "".join(
-            window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role], whole=ui.very_verbose()) for tf in to_write
-        )
-        return replace(
-            start,
-            ok=True,
-            report=report,
-            diff=diff,
-            would_write=[tf.rel for tf in to_write],
-            detail=f"dry run: verified: {report.checks_run} checks passed (node {report.node_version}"
-            f"{reused(report)}); nothing written" + also(reshape_cost(insp)),
-        )
-    written = write_files(rec, insp, start, sorted(to_write, key=lambda t: rec.patch.write_rank(t.target.role)), pairs)
-    if isinstance(written, Outcome):  # (stopped after a first write)
-        return written
-    changed, backups, final = written
-    detail = f"verified: {report.checks_run} checks passed (node {report.node_version}{reused(report)})"
-    detail += also(reshape_cost(insp))
-    if kept:
-        detail += f"; the hand-edited file was kept at {', '.join(kept)}"
+        return _dry_patch(start, report, to_write, wanted, proven, insp)
+    ready = [
+        Ready(c, wanted[tf.target.role], tf.snapshot, install, tf.rel, _backup_under(tf, pairs))
+        for c, tf in sorted(to_write, key=lambda ct: rec.patch.write_rank(ct[1].target.role))
+    ]
+    done = execute(ready, rec.store, rec.cancel)
+    if done.error is not None:
+        return stopped(start, done, "apply")
+    detail = proven + also(reshape_cost(insp))
+    if done.kept:
+        detail += f"; the hand-edited file was kept at {', '.join(done.kept)}"
     return replace(
         start,
         ok=True,
         after=State.PATCHED,
         report=report,
-        changed=changed,
-        backups=backups + kept,
+        changed=done.changed,
+        backups=done.backups + done.kept,
         detail=detail,
-        final_shas=final,
+        final_shas={**start.final_shas, **done.final},
     )
 
 
-def planned_writes(insp: Inspection, changes: list[Change]) -> list:
-    """The target files the plan (`changes`, of this inspection) writes, each refused (raised) before
-    anything is proven or written when this process may not write it as its owner: a dry run is
-    refused as the apply would be."""
-    planned = {c.where for c in dist_plan.writes(changes)}
-    to_write = [tf for tf in insp.files if tf.path in planned]
-    for tf in to_write:
+def _backup_under(tf: TargetFile, pairs: dict[str, verify.ModulePair]) -> str:
+    """The original's sha256 a file is backed up under before it is written ("": it has our header)."""
+    return apply.sha256(pairs[tf.target.role].original) if tf.classified.header is None else ""
+
+
+def _dry_patch(
+    start: Outcome, report: verify.VerifyReport, to_write: list, wanted: dict[str, bytes], proven: str, insp: Inspection
+) -> Outcome:
+    from senpi_guard import ui
+    from senpi_guard.diffview import window_diff
+
+    diff = "".join(
+        window_diff(tf.rel, tf.snapshot.data, wanted[tf.target.role], whole=ui.very_verbose()) for _c, tf in to_write
+    )
+    return replace(
+        start,
+        ok=True,
+        report=report,
+        diff=diff,
+        would_write=[tf.rel for _c, tf in to_write],
+        detail=f"dry run: {proven}; nothing written" + also(reshape_cost(insp)),
+    )
+
+
+def stopped(start: Outcome, done: Done, command: str) -> Outcome:
+    """The outcome of a run the executor stopped (`done.error`): raised when nothing was written (the
+    install's error, as a refusal before a write is), else a partial outcome saying what was."""
+    assert done.error is not None
+    if not done.changed:
+        raise done.error
+    return replace(
+        start,
+        after=State.PARTIAL,
+        changed=done.changed,
+        backups=done.backups + done.kept,
+        final_shas={**start.final_shas, **done.final},
+        detail=f"wrote {', '.join(done.changed)}, then stopped: {done.error}; run {command} again to complete it",
+        passing=write.passes(done.error),
+    )
+
+
+def planned_writes(insp: Inspection, changes: list[Change]) -> list[tuple[Change, TargetFile]]:
+    """The target files the plan (`changes`, of this inspection) writes, with their changes, each
+    refused (raised) before anything is proven or written when this process may not write it as its
+    owner: a dry run is refused as the apply would be."""
+    planned = {c.where: c for c in dist_plan.writes(changes)}
+    to_write = [(planned[tf.path], tf) for tf in insp.files if tf.path in planned]
+    for _c, tf in to_write:
         write.check_owner(tf.snapshot)
     return to_write
-
-
-def write_files(
-    rec: Reconciler, insp: Inspection, start: Outcome, to_write: list, pairs: dict
-) -> Outcome | tuple[list[str], list[str], dict[str, str]]:
-    """Write each file its wanted bytes in turn (a backup of a file without our header first); a
-    failure after the first write is a partial outcome saying what was written; else what was
-    written, the backups made and the files' new sha256s."""
-    install = insp.install
-    wanted = {role: pair.candidate for role, pair in pairs.items()}
-    changed, backups, final = [], [], start.final_shas
-    for tf in to_write:
-        try:
-            if tf.classified.header is None:  # (a file without our header is the original, or hand-fixed)
-                backups.append(
-                    str(
-                        rec.store.save_backup(
-                            install.package_dir,
-                            install.version,
-                            tf.rel,
-                            tf.snapshot.data,
-                            apply.sha256(pairs[tf.target.role].original),
-                        )
-                    )
-                )
-            dist_files.write_target(tf.snapshot, wanted[tf.target.role], rec.cancel)
-        except (FatalError, OSError) as exc:
-            if not changed:
-                raise
-            return replace(
-                start,
-                after=State.PARTIAL,
-                changed=changed,
-                backups=backups,
-                final_shas=final,
-                detail=f"wrote {', '.join(changed)}, then stopped: {exc}; run apply again to complete it",
-                passing=write.passes(exc),
-            )
-        changed.append(tf.rel)
-        final = {**final, str(tf.path): apply.sha256(wanted[tf.target.role])}
-    return changed, backups, final
 
 
 def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep_reshapes: bool = False) -> Outcome:
@@ -161,12 +153,9 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
     if keep_reshapes and dist_plan.writes(changes):
         return left_for_apply(start, f"{rule} {cost}")
     ours = planned_writes(insp, changes)
-    plans = [(tf, rec._without_me(insp.install, tf)) for tf in ours]
-    if not dry_run:  # (other patches left on a file are proven on what remains)
-        house_mod.prove_others(rec, insp.install, ((tf.path, data) for tf, data in plans))
-    for tf, base in plans if not dry_run else []:
-        dist_files.write_target(tf.snapshot, base, rec.cancel)
-    rels = [tf.rel for tf in ours]
+    rels = [tf.rel for _c, tf in ours]
+    # (each file rebuilt without this patch, in a dry run too: what apply cannot make, it refuses)
+    ready = [Ready(c, rec._without_me(insp.install, tf), tf.snapshot, insp.install, tf.rel) for c, tf in ours]
     if dry_run:
         return replace(
             start,
@@ -175,13 +164,18 @@ def defer(rec: Reconciler, insp: Inspection, start: Outcome, dry_run: bool, keep
             detail=f"dry run: would remove the patch "
             f"and leave the install to senpi's own code ({rule})" + (f"; that {cost}" if ours else ""),
         )
+    # (other patches left on a file are proven on what remains)
+    house_mod.prove_others(rec, insp.install, ((r.change.where, r.data) for r in ready))
+    done = execute(ready, rec.store, rec.cancel)
+    if done.error is not None:
+        return stopped(start, done, "apply")
     detail = (
         f"{rule}: removed the patch, senpi's own code is in charge ({cost})"
         if ours
         else f"{rule}: left to senpi's own code"
     )
-    final = {**start.final_shas, **{str(tf.path): apply.sha256(base) for tf, base in plans}}
-    return replace(start, ok=True, after=State.UPSTREAM, changed=rels, detail=detail, final_shas=final)
+    final = {**start.final_shas, **done.final}
+    return replace(start, ok=True, after=State.UPSTREAM, changed=done.changed, detail=detail, final_shas=final)
 
 
 def left_for_apply(start: Outcome, what: str) -> Outcome:

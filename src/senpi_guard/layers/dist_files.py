@@ -1,19 +1,15 @@
-"""What apply and revert both do to a target file of the dist layer: find the backup that fits it,
-and write its new bytes (unless the run was stopped first)."""
+"""The backup that fits a target file of the dist layer (apply rebuilds from it, revert restores it)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 
 from senpi_guard.core.patch import apply, reverse
 from senpi_guard.core.patch.definition import Patch
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
-from senpi_guard.io import write
 from senpi_guard.io.store import Backup, Store
 from senpi_guard.layers.findings import TargetFile
-from senpi_guard.prove import verify
 
 
 def fitting_backup(
@@ -38,10 +34,3 @@ def fitting_backup(
             "revert with --from-edit"
         )
     return backup
-
-
-def write_target(snapshot: write.Snapshot, data: bytes, cancel: threading.Event) -> None:
-    """Replace the file `snapshot` read with `data`, unless `cancel` is set (nothing more is written)."""
-    if cancel.is_set():
-        raise verify.Cancelled("stopped before writing; nothing more was written")
-    write.replace(snapshot, data)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from senpi_guard.core.patch import apply
 from senpi_guard.core.patch.classify import State
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
@@ -15,10 +14,13 @@ from senpi_guard.io import write
 from senpi_guard.io.logs import unexpected
 from senpi_guard.layers import dist_files, house
 from senpi_guard.layers.change import Change, Hold, Want
+from senpi_guard.layers.execute import Ready, execute
 from senpi_guard.layers.findings import Inspection, Outcome, TargetFile, reinstall
 
 if TYPE_CHECKING:
     from senpi_guard.layers.dist import Reconciler
+
+REVERTED = "reverted by `senpi-guard revert`"
 
 
 def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False, alone: bool = False) -> Outcome:
@@ -38,27 +40,23 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False,
         return replace(start, detail=str(exc))
     except Exception as exc:  # a bug: this install's error, the others go on
         return replace(start, detail=unexpected(exc))
-    # a hand-edited file is kept aside before it is rewritten (as apply does)
-    kept = reconciler._keep_drifted(replace(insp, files=tuple(tf for tf, _ in plans)))
-    if kept:
-        how = [*how, f"the hand-edited file was kept at {', '.join(kept)}"]
-    changed: list[str] = []
-    try:  # (a file that cannot be written is this install's failure: the others are still reverted)
-        for tf, data in sorted(plans, key=lambda p: -reconciler.patch.write_rank(p[0].target.role)):
-            dist_files.write_target(tf.snapshot, data, reconciler.cancel)
-            changed.append(tf.rel)
-        reconciler.store.set_hold(install.package_dir, "reverted by `senpi-guard revert`")
-    except (FatalError, OSError) as exc:
+    # a hand-edited file is kept aside before it is rewritten (as apply does); the hold set once all are
+    ordered = sorted(plans, key=lambda p: -reconciler.patch.write_rank(p[0].target.role))
+    ready = [Ready(_file_revert_change(insp, tf), data, tf.snapshot, install, tf.rel) for tf, data in ordered]
+    done = execute(ready, reconciler.store, reconciler.cancel, hold=(install.package_dir, REVERTED))
+    if done.kept:
+        how = [*how, f"the hand-edited file was kept at {', '.join(done.kept)}"]
+    changed = done.changed
+    if done.error is not None:  # (this install's failure: the others are still reverted)
         written = f" ({', '.join(changed)} was reverted before it: run revert again once fixed)" if changed else ""
-        return replace(start, changed=changed, backups=backups + kept, detail=f"{exc}{written}")
-    final = {**start.final_shas, **{str(tf.path): apply.sha256(data) for tf, data in plans}}
+        return replace(start, changed=changed, backups=backups + done.kept, detail=f"{done.error}{written}")
     return replace(
         start,
         ok=True,
         after=reconciler.inspect(install).state,
         changed=changed,
-        backups=backups + kept,
-        final_shas=final,
+        backups=backups + done.kept,
+        final_shas={**start.final_shas, **done.final},
         detail="; ".join(how) if how else "not patched by senpi-guard; nothing to revert",
     )
 
@@ -134,14 +132,12 @@ def plan(reconciler: Reconciler, install: Install) -> list[Change]:
     if insp.state in (State.UNSUPPORTED, State.ERROR):
         refused = insp.state == State.ERROR
         return [replace(home, executable=not refused, detail=f"{where}: {insp.detail}" if refused else "")]
-    return [_file_revert(reconciler, insp, tf, home, where) for tf in insp.files if tf.classified.header is not None]
+    return [_file_revert(reconciler, insp, tf, where) for tf in insp.files if tf.classified.header is not None]
 
 
-def _file_revert(reconciler: Reconciler, insp: Inspection, tf: TargetFile, home: Change, where: str) -> Change:
+def _file_revert(reconciler: Reconciler, insp: Inspection, tf: TargetFile, where: str) -> Change:
     """One file given its original bytes, the install then held (a hand-edited file kept aside first)."""
-    found = tf.classified.state
-    change = replace(home, where=tf.path, found=found, found_sha=tf.snapshot.sha256, want=Want.WRITE, hold=Hold.SET)
-    change = replace(change, keep_aside=found == State.DRIFTED)
+    change = _file_revert_change(insp, tf)
     if write.refused_in(tf.path.parent):
         return replace(change, executable=False, detail=f"{where}: {write.refusal_text(tf.path.parent)}")
     try:
@@ -149,3 +145,18 @@ def _file_revert(reconciler: Reconciler, insp: Inspection, tf: TargetFile, home:
     except (FatalError, OSError) as exc:
         return replace(change, executable=False, detail=str(exc))
     return change
+
+
+def _file_revert_change(insp: Inspection, tf: TargetFile) -> Change:
+    found = tf.classified.state
+    return Change(
+        "dist",
+        insp.patch,
+        tf.path,
+        found,
+        tf.snapshot.sha256,
+        want=Want.WRITE,
+        hold=Hold.SET,
+        keep_aside=found == State.DRIFTED,
+        installs=(insp.install.package_dir,),
+    )

@@ -19,6 +19,7 @@ from pathlib import Path
 from senpi_guard.core.patch import reshape
 from senpi_guard.core.patch.apply import header_of
 from senpi_guard.core.patch.definition import Patch
+from senpi_guard.core.states import State
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError, fix_of
 from senpi_guard.io import write
@@ -27,8 +28,8 @@ from senpi_guard.io.store import Store
 from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error
 from senpi_guard.layers import package
-from senpi_guard.layers.change import Step
-from senpi_guard.layers.extension_kept import keep_aside
+from senpi_guard.layers.change import Change, Step, Want
+from senpi_guard.layers.execute import Ready, execute
 from senpi_guard.layers.extension_replay import replay
 from senpi_guard.layers.extension_state import LayerOutcome, LayerStatus
 from senpi_guard.prove.verify import VerifyReport
@@ -104,10 +105,6 @@ def remember_written(store: Store, agent_dir: Path, keep: bool = True) -> None:
     (an agent dir given by SENPI_CODING_AGENT_DIR to that apply alone, a senpi removed since)."""
     if (agent_dir in store.agent_dirs(WRITTEN)) != keep:
         store.remember_agent_dir(agent_dir, keep=keep, key=WRITTEN)
-
-
-def _write(path: Path, data: bytes, expected: bytes | None) -> None:
-    write.place(path.parent, path.name, data, expected)  # (the folders made on the way, as io/folders says)
 
 
 def verify(
@@ -224,10 +221,13 @@ def install(
         )
     try:
         remember_written(store, agent_dir)  # (before the write: a file written is never one no record names)
-        kept, pruned = keep_aside(path, store) if status.state == "modified" else ("", [])
-        _write(path, rendered.encode("utf-8"), status.data if status.state == "stale" else None)
     except FatalError as exc:
         return LayerOutcome(path, status.state, status.state, False, str(exc), report, passing=write.passes(exc))
+    change = _change(patch, status, Want.WRITE)
+    done = execute([Ready(change, rendered.encode("utf-8"), found=status.data)], store, cancel or threading.Event())
+    if done.error is not None:
+        error = done.error
+        return LayerOutcome(path, status.state, status.state, False, str(error), report, passing=write.passes(error))
     off = package.switched_off(agent_dir, path)
     return LayerOutcome(
         path,
@@ -237,9 +237,9 @@ def install(
         f"verified: {report.checks_run} checks passed through {host_text(report)}{cost}"
         + (f"; written, but {off}" if off else ""),
         report,
-        [kept] if kept else [],
+        done.kept,
         step=Step.SWITCH_ON if off else Step.NONE,
-        pruned=pruned,
+        pruned=done.pruned,
     )
 
 
@@ -298,18 +298,19 @@ def _remove_file(patch: Patch, config: Config, store: Store, agent_dir: Path) ->
     if status.state in ("absent", "foreign"):
         note = "not installed" if status.state == "absent" else f"{status.detail}; left alone"
         return LayerOutcome(path, status.state, status.state, True, note)
-    if status.state == "modified":
-        try:
-            kept, pruned = keep_aside(path, store)
-        except FatalError as exc:
-            return LayerOutcome(path, "modified", "modified", False, str(exc))
-        note = f"removed; it had been edited, so it was kept at {kept}"
-        return LayerOutcome(path, "modified", "absent", True, note, kept=[kept], pruned=pruned)
-    try:
-        write.take(path.parent, path.name, status.data)
-    except FatalError as exc:
-        return LayerOutcome(path, status.state, status.state, False, str(exc))
+    done = execute([Ready(_change(patch, status, Want.REMOVE), None, found=status.data)], store, threading.Event())
+    if done.error is not None:
+        return LayerOutcome(path, status.state, status.state, False, str(done.error))
+    if done.kept:
+        note = f"removed; it had been edited, so it was kept at {done.kept[0]}"
+        return LayerOutcome(path, "modified", "absent", True, note, kept=done.kept, pruned=done.pruned)
     return LayerOutcome(path, status.state, "absent", True, "removed")
+
+
+def _change(patch: Patch, status: LayerStatus, want: Want) -> Change:
+    """The executor's change for senpi-guard's own file in an agent dir (an edited one kept aside first)."""
+    modified = status.state == "modified"
+    return Change("extension", patch.name, status.path, State(status.state), None, want=want, keep_aside=modified)
 
 
 def beside_package(

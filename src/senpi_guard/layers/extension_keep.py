@@ -17,7 +17,7 @@ only schedules it and logs what comes back:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,10 +32,6 @@ from senpi_guard.layers.extension import LayerOutcome
 from senpi_guard.layers.findings import Reason
 
 
-def _always(_patch: Patch, _install: Install) -> bool:
-    return True
-
-
 @dataclass
 class Keeping:
     """What the watcher carries from one round to the next (the layers' memory, not theirs to keep:
@@ -45,9 +41,6 @@ class Keeping:
     # whole round is forgotten, so that it is reported again if it comes back
     noted: set[tuple[str, str, str]] = field(default_factory=set)
     failed: set[tuple[str, str]] = field(default_factory=set)  # (patch id, agent dir) whose replay failed
-    # whether an install is due for the dist layer (the watcher's schedule: changed since last seen,
-    # not backed off)
-    due: Callable[[Patch, Install], bool] = _always
     # (patch, agent dir) -> the loader stamp its installed extension was last proven on
     stamps: dict[tuple[str, str], tuple] = field(default_factory=dict)
     hosts: dict[str, tuple] = field(default_factory=dict)  # (extension_reprove.loader_stamp's)

@@ -84,7 +84,7 @@ class DistLayer:
         return {d: {f.snapshot.uid for f in insp.files} for d, insp in found.items() if insp.state not in AS_ASKED}
 
     def inspection(self, install: Install) -> Inspection:
-        """What is there, once per read-only run (status shows it and judges by it)."""
+        """What is there, once per read-only run (status and verify judge by it)."""
         if install.package_dir not in self.inspections:
             self.inspections[install.package_dir] = self.reconciler.inspect(install)
         return self.inspections[install.package_dir]
@@ -119,7 +119,7 @@ class DistLayer:
         results: list[Result] = []
         for install in installs:
             with ui.said_if_slow(self._replaying(install)):
-                results.append(self.reconciler.verify(install))
+                results.append(self.reconciler.verify(install, self.inspection(install)))
         return results
 
     def _replaying(self, install: Install) -> str:
@@ -146,17 +146,12 @@ class DistLayer:
         return insp.state, insp.detail
 
     def keep(self, installs: list[Install], run: Run) -> Iterator[Result]:
-        """The watcher's round: each install its schedule says is due, reconciled as the config's
-        on_drift says, a change that would reshape sent messages left to `apply`. Each outcome is
-        handed over as it comes (the store's lock released), before the next install is looked at:
-        the schedule judges a failure by the bytes it failed on, and its quiet-period wait comes
-        between the installs, as a stop does."""
-        keeping = run.keeping or Keeping()
+        """The watcher's round over the installs its schedule says are due: each reconciled as the
+        config's on_drift says, a change that would reshape sent messages left to `apply`. Each
+        outcome is handed over as it comes (the store's lock released), before the next install."""
         for install in installs:
             if self.reconciler.cancel.is_set():
                 return
-            if not keeping.due(self.patch, install):
-                continue
             with self.reconciler.store.lock():
                 outcome = self.reconciler.reconcile(
                     install, on_drift=self.reconciler.config.on_drift, keep_reshapes=True

@@ -90,3 +90,18 @@ def test_the_revert_plan_gives_back_every_file_apply_wrote_and_holds_them(world)
     bridge.where.write_bytes(bridge_bytes.replace(b"// (code is full of", b"// (edited: code is full of", 1))
     (edited,) = [c for c in flow().revert_plan([install]) if c.where == install.package_dir / BRIDGE]
     assert edited.found == "drifted" and edited.keep_aside  # (the hand edit is kept aside first)
+
+
+def test_verify_reads_each_install_once_for_both_layers(world):
+    install, _ = world
+    done = flow()
+    done.run("apply", [install], pipeline.Run())
+    again = flow()
+    seen: list[Path] = []
+    for layer in again.dists.values():  # (a spy on what each dist layer reads: its inspections)
+        inspect = layer.reconciler.inspect
+        layer.reconciler.inspect = lambda i, *a, _inspect=inspect, **k: (
+            seen.append(i.package_dir) or _inspect(i, *a, **k)
+        )
+    again.run("verify", [install], pipeline.Run())
+    assert again.ok and seen == [install.package_dir] * len(again.dists)
