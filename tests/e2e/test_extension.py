@@ -114,7 +114,7 @@ def test_layers_config_chooses(npm_install, capsys, isolated_dirs):
     assert status_row(capsys, pkg)["layers"] == {"dist": "unpatched", "extension": "installed"}
     write_user_config(isolated_dirs, 'layers = ["dist"]\n')
     code, doc, _ = apply_json(capsys, "--root", pkg)
-    assert code == 0 and "extension" not in doc and doc["installs"][0]["state"] == "patched"
+    assert code == 0 and doc["extension"] == [] and doc["installs"][0]["state"] == "patched"
     write_user_config(isolated_dirs, 'layers = ["dist", "everything"]\n')
     code, _, err = run_cli(capsys, "apply", "--root", pkg)
     assert code == 1 and "'layers'" in err and len(err.strip().splitlines()) == 1

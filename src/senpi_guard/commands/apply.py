@@ -3,7 +3,7 @@ anything is written."""
 
 from __future__ import annotations
 
-from senpi_guard.commands import common
+from senpi_guard.commands import common, results_view
 from senpi_guard.layers import pipeline
 
 SUMMARY = "patch every senpi install (verified with node before writing)"
@@ -39,5 +39,5 @@ def run(args) -> int:
             found,
             pipeline.Run(dry_run=args.dry_run, here=args.here, allow_foreign_root=args.allow_foreign_root),
         )
-    common.print_results(flow, args.json)
+    results_view.print_results(flow, args.json)
     return 0 if flow.ok else 1

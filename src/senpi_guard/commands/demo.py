@@ -11,7 +11,7 @@ from pathlib import Path
 
 from senpi_guard.audit import replay as audit
 from senpi_guard.audit import resend
-from senpi_guard.commands import common
+from senpi_guard.commands import common, results_view
 from senpi_guard.core.patch.classify import State
 from senpi_guard.demo import sample, sample_session
 from senpi_guard.discover import Install, describe
@@ -107,7 +107,7 @@ def _demo(work: Path) -> int:
     applying = flow()
     with applying.store.lock():
         applying.run("apply", installs, pipeline.Run())
-    common.print_results(applying, False, say_changes=False)  # (step 4 says what it changes)
+    results_view.print_results(applying, False, say_changes=False)  # (step 4 says what it changes)
     outcomes, layers = applying.split()
     if not applying.ok or not all(o.report is not None for o in outcomes) or not layers:
         return 1

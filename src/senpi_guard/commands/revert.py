@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from senpi_guard.commands import common
+from senpi_guard.commands import common, results_view
 from senpi_guard.errors import FatalError
 from senpi_guard.io.store import Store
 from senpi_guard.layers import pipeline
@@ -52,7 +52,7 @@ def run(args) -> int:
             from_edit=args.from_edit, alone=bool(args.patch), everywhere=not args.root, others=_others(args, found)
         )
         flow.run("revert", found, asked)
-    common.print_results(flow, args.json)
+    results_view.print_results(flow, args.json)
     return 0 if flow.ok else 1
 
 

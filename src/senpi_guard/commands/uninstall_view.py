@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from senpi_guard import ui
-from senpi_guard.commands import common
+from senpi_guard.commands import results_view
 from senpi_guard.layers import pipeline
 
 
@@ -46,8 +46,7 @@ def _json_report(acted, plan, removed, left, dry_run: bool, flow: pipeline.Pipel
     doc: dict[str, Any] = {"dry_run": dry_run, "ok": True, "reverts": acted}
     if flow is not None:
         outcomes, layers = flow.split()
-        doc["installs"] = [common.outcome_json(o) for o in outcomes]
-        doc["extension"] = [layer.as_json() for layer in layers]
+        doc |= results_view.documents([*outcomes, *layers])
     else:
         doc["installs"] = []
     would = [plan["service"], *map(str, plan["own"])] + (

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from senpi_guard.commands import common
+from senpi_guard.commands import common, results_view
 from senpi_guard.errors import FatalError
 from senpi_guard.layers import pipeline
 from senpi_guard.prove import engines, nodes
@@ -37,7 +37,7 @@ def run(args) -> int:
     found = common.installs(args)
     flow = pipeline.build(patches, config, allow_foreign_root=args.allow_foreign_root, fresh_proofs=args.fresh)
     flow.run("verify", found, pipeline.Run(allow_foreign_root=args.allow_foreign_root))
-    common.print_results(flow, args.json, next_steps=True)
+    results_view.print_results(flow, args.json, next_steps=True)
     for install in found:  # (after the results: the node they were proven with is not one senpi runs on)
         with contextlib.suppress(FatalError):  # (no node: the results said so)
             problem = engines.node_problem(install.package_dir, nodes.node_for(install.package_dir))

@@ -85,9 +85,10 @@ def manager_name(cmdline: bytes) -> str | None:
     return None
 
 
-def _processes() -> dict[int, _Process]:
-    """Every process senpi-guard may look at: its pid, parent, start time and manager name."""
-    me, found = os.geteuid(), {}
+def _processes(roots: dict[tuple[int, int], str] | None = None) -> dict[int, _Process]:
+    """Every process senpi-guard may look at: its pid, parent, start time and manager name; `roots`:
+    where each manager (pid, start time) was seen to write in an earlier scan (not looked up again)."""
+    me, found, roots = os.geteuid(), {}, roots or {}
     try:
         pids = [int(entry) for entry in os.listdir(PROC) if entry.isdigit()]
     except OSError:
@@ -108,7 +109,7 @@ def _processes() -> dict[int, _Process]:
             continue
         # (npm's title is "npm" alone for a moment before "npm install x": still the same npm at work)
         manager = manager_name(cmdline) or ("npm" if cmdline.replace(b"\0", b" ").split() == [b"npm"] else None)
-        writes_to = global_root(pid, cmdline) if manager else None
+        writes_to = (roots.get((pid, start)) or global_root(pid, cmdline)) if manager else None
         if manager == "npm" and writes_to is None and (logged := logged_argv(pid)) is not None:
             writes_to = global_root(pid, b"npm\0" + logged)  # (its title keeps no flag: its log does)
         found[pid] = _Process(ppid, start, manager, writes_to)
@@ -215,6 +216,8 @@ class Tracker:
         self.scanned = -interval
         self.seen: dict[Manager, tuple[float, dict[Path, None]]] = {}  # -> (first seen, installs)
         self.let_go: set[Manager] = set()
+        # where each manager at work writes, once known (npm's log is read once, not every scan)
+        self.roots: dict[tuple[int, int], str] = {}
 
     def at_work(self, package_dirs: list[Path]) -> dict[Path, Manager]:
         """The installs a package manager is at work on now, each with one such manager."""
@@ -226,8 +229,9 @@ class Tracker:
     def _scan(self, package_dirs: list[Path]) -> None:
         if not available():
             return
-        processes = _processes()
+        processes = _processes(self.roots)
         alive = {Manager(pid, p.start, p.manager) for pid, p in processes.items() if p.manager}
+        self.roots = {(m.pid, m.start): root for m in alive if (root := processes[m.pid].writes_to)}
         self.seen = {m: seen for m, seen in self.seen.items() if m in alive}
         self.let_go &= alive
         if not alive:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from senpi_guard.core.patch.classify import State
 from senpi_guard.discover import Install
@@ -62,21 +62,3 @@ class LayerOutcome:
 
     def __post_init__(self) -> None:  # (a state outside the one vocabulary is a bug, found here)
         self.before, self.after = State(self.before), State(self.after)
-
-    def as_json(self) -> dict[str, Any]:
-        report = self.report
-        return {
-            "layer": "extension",
-            "path": str(self.path),
-            "state_before": self.before,
-            "state": self.after,
-            "ok": self.ok,
-            "detail": self.detail,
-            "kept": self.kept,
-            "pruned": self.pruned,
-            "changed": self.before != self.after or self.took_out,
-            "would_write": self.would_write,
-            "next": self.next or None,
-            "checks": report.checks_run if report else None,
-            "verification": None if report is None else {**report.as_json(), "host": report.stats.get("host")},
-        }

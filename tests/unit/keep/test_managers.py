@@ -226,3 +226,28 @@ def test_npm_seen_only_after_its_title_hid_its_flags_is_placed_by_the_debug_log_
         assert managers.Tracker(ceiling=HANG_S).at_work([elsewhere]) == {}  # (its prefix only)
     finally:
         os.kill(pid, 9)
+
+
+def test_where_npm_writes_is_read_from_its_log_once_for_as_long_as_it_runs(tmp_path):
+    """A scan runs up to four times a second while files change: npm's debug log is read for its
+    arguments the first time only; that npm is placed from then on (its log emptied meanwhile),
+    until it ends."""
+    prefix = tmp_path / "prefix"
+    package_dir = prefix / "lib" / "node_modules" / "@code-yeongyu" / "senpi"
+    package_dir.mkdir(parents=True)
+    log_file = tmp_path / "_logs" / "2026-12-07T22_00_00_000Z-debug-0.log"
+    log_file.parent.mkdir()
+    log_file.write_text(f'8 verbose argv "install" "--prefix" "{prefix}" "x.tgz"\n')
+    pid = _detached('exec -a "npm install x.tgz" sleep 600 3<"$0"', log_file, cwd=tmp_path)
+    try:
+        tracker = managers.Tracker(ceiling=HANG_S, interval=0.0)
+        wait_for(lambda: tracker.at_work([package_dir]), what="npm placed by its log")
+        log_file.write_text("")  # (what a second reading of the log would find: nothing)
+        assert managers.logged_argv(pid) is None
+        tracker.seen.clear()  # (not by what it was seen at before: by where it writes, known still)
+        assert tracker.at_work([package_dir])[package_dir].pid == pid
+        assert managers.Tracker(ceiling=HANG_S, interval=0.0).at_work([package_dir]) == {}
+    finally:
+        os.kill(pid, 9)
+    wait_for(lambda: not tracker.at_work([package_dir]), what="npm gone")
+    assert tracker.roots == {}
