@@ -167,12 +167,20 @@ def kb(size: int) -> str:
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    """sha256 of every file under root (to prove nothing changed)."""
+    """sha256 of every file under root (to prove nothing changed; {} when there is no root): the one
+    byte-exact comparison of a tree before and after."""
+    if not root.exists():
+        return {}
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
         if p.is_file() and not p.is_symlink()
     }
+
+
+def tree_entries(root: Path) -> dict[str, bytes | None]:
+    """Every folder (None) and file (its bytes) under root: a tree left byte-exact, folders too."""
+    return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes() for p in sorted(root.rglob("*"))}
 
 
 def sha(path: Path) -> str:

@@ -8,27 +8,16 @@ in a subprocess). Used on sample packages (tests/e2e) and on a real build (tests
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import hand_patched, run_console
+from conftest import hand_patched, run_console, tree_digest
 
 BRIDGE = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
 UPSTREAM = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
 EXT = "senpi-guard-directive-dedupe.js"
-
-
-def digest(root: Path) -> dict[str, str]:
-    if not root.exists():
-        return {}
-    return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and not path.is_symlink()
-    }
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
@@ -54,8 +43,8 @@ class World:
 
     def files(self) -> dict[str, str]:
         return {
-            **{f"pkg/{k}": v for k, v in digest(self.pkg).items()},
-            **{f"agent/{k}": v for k, v in digest(self.agent).items()},
+            **{f"pkg/{k}": v for k, v in tree_digest(self.pkg).items()},
+            **{f"agent/{k}": v for k, v in tree_digest(self.agent).items()},
         }
 
 

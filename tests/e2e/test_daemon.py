@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import HANG_S, run_cli, wait_for
+from conftest import HANG_S, run_cli, tree_entries, wait_for
 from usermanager import user_manager
 
 from senpi_guard.io import store
@@ -21,11 +21,6 @@ def no_user_manager(monkeypatch, tmp_path: Path) -> None:
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
-
-
-def tree(root: Path) -> dict[str, bytes | None]:
-    """Every folder (None) and file (its bytes) under root."""
-    return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes() for p in sorted(root.rglob("*"))}
 
 
 def analyze(unit: Path, runtime: Path) -> subprocess.CompletedProcess[str]:
@@ -67,9 +62,9 @@ def test_without_a_user_manager_install_writes_nothing_and_status_points_at_watc
     assert (
         out.splitlines()[0] == "watcher: not running (no user service manager here: run `senpi-guard watch` yourself)"
     )
-    before = tree(isolated_dirs)
+    before = tree_entries(isolated_dirs)
     code, out, err = run_cli(capsys, "daemon", "install")
-    assert code == 1 and tree(isolated_dirs) == before  # nothing written, not even a folder
+    assert code == 1 and tree_entries(isolated_dirs) == before  # nothing written, not even a folder
     [line] = err.splitlines()  # what, why, what to do; then the command on a line of its own
     assert line.startswith("senpi-guard: error: no user service manager here (systemctl") and len(line) < 180, err
     assert line.endswith("; nothing written. Run the watcher yourself:"), err

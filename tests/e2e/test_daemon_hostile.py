@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import HANG_S, add_path, run_cli, wait_for
+from conftest import HANG_S, add_path, run_cli, tree_entries, wait_for
 from test_daemon import analyze, no_user_manager
 from usermanager import user_manager
 
@@ -205,10 +205,6 @@ def _unit_is_not_text(unit: Path) -> Path:
     return unit
 
 
-def snapshot(root: Path) -> dict[str, bytes | None]:
-    return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes() for p in sorted(root.rglob("*"))}
-
-
 @pytest.mark.parametrize("action", ["install", "uninstall", "status"])
 @pytest.mark.parametrize(
     ("layout", "advice"),
@@ -221,11 +217,11 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
 def test_a_blocked_unit_place_is_one_line_and_nothing_changes(capsys, isolated_dirs, action, layout, advice):
     unit = unit_path(isolated_dirs)
     blocker = layout(unit)
-    before = snapshot(isolated_dirs / "xdg_config_home")
+    before = tree_entries(isolated_dirs / "xdg_config_home")
     code, _out, err = run_cli(capsys, "daemon", action)
     assert code == 1 and len(err.strip().splitlines()) == 1, err
     assert str(blocker) in err and advice in err and f"then run `senpi-guard daemon {action}` again" in err
-    assert snapshot(isolated_dirs / "xdg_config_home") == before
+    assert tree_entries(isolated_dirs / "xdg_config_home") == before
 
 
 def test_a_unit_that_is_not_text(capsys, isolated_dirs, tmp_path, monkeypatch):

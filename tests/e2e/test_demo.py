@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import HANG_S, run_console
+from conftest import HANG_S, run_console, tree_entries
 
 
 def test_demo_runs_on_a_fresh_machine_and_cleans_up(tmp_path):
@@ -88,7 +88,7 @@ def test_demo_leaves_every_folder_of_home_untouched(tmp_path):
     (home / ".config").mkdir()  # (a folder of the user's own, empty: it stays empty)
     unset = ("npm_config_cache", "NPM_CONFIG_CACHE")
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_") and k not in unset}
-    before = tree(home)
+    before = tree_entries(home)
     result = subprocess.run(
         [sys.executable, "-m", "senpi_guard", "demo"],
         capture_output=True,
@@ -98,10 +98,5 @@ def test_demo_leaves_every_folder_of_home_untouched(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert tree(home) == before, sorted(set(tree(home)) - set(before))
+    assert tree_entries(home) == before, sorted(set(tree_entries(home)) - set(before))
     assert list(scratch.iterdir()) == []
-
-
-def tree(root: Path) -> dict[str, bytes | None]:
-    """Every entry under root: a folder (None) or a file (its bytes)."""
-    return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes() for p in sorted(root.rglob("*"))}

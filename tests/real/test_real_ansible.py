@@ -4,7 +4,6 @@ second changes nothing, `state: absent` restores every byte, and a failure is se
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -16,21 +15,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import HANG_S
+from conftest import HANG_S, tree_digest
 from realsenpi import REPO
 
 pytestmark = pytest.mark.real
 
 MODULE_FQCN = "senpi_guard.fleet.senpi_guard"
 EXTENSION = "senpi-guard-directive-dedupe.js"
-
-
-def tree_hashes(folder: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
 
 
 @pytest.fixture
@@ -73,19 +64,19 @@ def playbook(tmp_path, isolated_dirs):
 
 def test_present_is_apply_check_mode_writes_nothing_and_absent_restores_every_byte(dist_only, playbook, isolated_dirs):
     package = dist_only("2026.8.9")
-    pristine = tree_hashes(package)
+    pristine = tree_digest(package)
     extension = isolated_dirs / "agent" / "extensions" / EXTENSION
     root = {"root": str(package)}
 
     result, stats = playbook(root, "--check", "--diff")
     assert stats["changed"] == 1 and stats["failed"] == 0, result
-    assert tree_hashes(package) == pristine and not extension.exists()  # check mode wrote nothing
+    assert tree_digest(package) == pristine and not extension.exists()  # check mode wrote nothing
     shown = result["stdout"]  # (Ansible shows a task's diff, and takes it out of the result)
     assert "+++" in shown and "prompt-bridge.js" in shown and EXTENSION in shown, shown[-3000:]
 
     result, stats = playbook(root)
     assert stats["changed"] == 1 and stats["failed"] == 0, result
-    assert tree_hashes(package) != pristine and extension.is_file()
+    assert tree_digest(package) != pristine and extension.is_file()
     states = {i["patch"]: i["state"] for i in result["senpi_guard"]["installs"]}
     assert states["directive-dedupe"] == "patched", states
 
@@ -93,11 +84,11 @@ def test_present_is_apply_check_mode_writes_nothing_and_absent_restores_every_by
     assert stats["changed"] == 0 and stats["failed"] == 0, result
 
     result, stats = playbook({**root, "state": "absent"}, "--check")
-    assert stats["changed"] == 1 and tree_hashes(package) != pristine and extension.is_file()
+    assert stats["changed"] == 1 and tree_digest(package) != pristine and extension.is_file()
 
     result, stats = playbook({**root, "state": "absent"})
     assert stats["changed"] == 1 and stats["failed"] == 0, result
-    assert tree_hashes(package) == pristine and not extension.exists()
+    assert tree_digest(package) == pristine and not extension.exists()
     result, stats = playbook({**root, "state": "absent"})
     assert stats["changed"] == 0, result
 
@@ -139,7 +130,7 @@ def test_a_failed_apply_after_the_config_was_written_says_it_changed(playbook, i
 
 def test_absent_without_root_is_uninstall_and_a_second_run_changes_nothing(dist_only, playbook, isolated_dirs):
     package = dist_only("2026.8.1")
-    pristine = tree_hashes(package)
+    pristine = tree_digest(package)
     extension = isolated_dirs / "agent" / "extensions" / EXTENSION
     state = isolated_dirs / "xdg_state_home" / "senpi-guard"
     _result, stats = playbook({"root": str(package)})
@@ -147,11 +138,11 @@ def test_absent_without_root_is_uninstall_and_a_second_run_changes_nothing(dist_
 
     result, stats = playbook({"state": "absent"}, "--check")
     assert stats["changed"] == 1 and stats["failed"] == 0, result
-    assert tree_hashes(package) != pristine and extension.is_file() and state.is_dir()  # (check mode)
+    assert tree_digest(package) != pristine and extension.is_file() and state.is_dir()  # (check mode)
 
     result, stats = playbook({"state": "absent"})
     assert stats["changed"] == 1 and stats["failed"] == 0, result
-    assert tree_hashes(package) == pristine and not extension.exists() and not state.exists()
+    assert tree_digest(package) == pristine and not extension.exists() and not state.exists()
     result, stats = playbook({"state": "absent"})
     assert stats["changed"] == 0 and stats["failed"] == 0, result
 

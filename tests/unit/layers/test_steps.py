@@ -5,12 +5,12 @@ extension then left out where alone it would be a risk."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
 
 import pytest
+from conftest import tree_digest
 
 from senpi_guard.core.patch.definition import load_all
 from senpi_guard.demo import sample
@@ -20,12 +20,6 @@ from senpi_guard.layers import pipeline
 
 BRIDGE = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
 UPSTREAM = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
-
-
-def digest(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
-    }
 
 
 @pytest.fixture
@@ -42,16 +36,16 @@ def flow() -> pipeline.Pipeline:
 def test_apply_writes_exactly_what_the_plan_names(world):
     install, agent = world
     planned = {c.where for c in flow().plan([install]) if c.writes}
-    before = digest(install.package_dir)
+    before = tree_digest(install.package_dir)
     dry = flow()
     dry.run("apply", [install], pipeline.Run(dry_run=True))
-    assert dry.ok and digest(install.package_dir) == before and not agent.exists()
+    assert dry.ok and tree_digest(install.package_dir) == before and not agent.exists()
     done = flow()
     done.run("apply", [install], pipeline.Run())
     assert done.ok
-    after = digest(install.package_dir)
+    after = tree_digest(install.package_dir)
     written = {install.package_dir / rel for rel, sha in after.items() if before.get(rel) != sha}
-    written |= {agent / rel for rel in digest(agent)}
+    written |= {agent / rel for rel in tree_digest(agent)}
     assert written == planned and len(planned) == 3  # (the two dist targets and the extension)
     assert {c.where for c in flow().plan([install]) if c.writes} == set()  # (as wanted now: nothing more)
 
@@ -61,7 +55,7 @@ def test_a_file_apply_may_not_write_is_refused_before_its_proof_and_the_extensio
     install, agent = world
     bridge = install.package_dir / BRIDGE
     os.chown(bridge, 54321, 54321)  # (its folder stays root's: root will not give a file another owner)
-    before = digest(install.package_dir)
+    before = tree_digest(install.package_dir)
     for dry_run in (True, False):
         done = flow()
         started = time.monotonic()
@@ -73,7 +67,7 @@ def test_a_file_apply_may_not_write_is_refused_before_its_proof_and_the_extensio
         (ext,) = extension
         assert not ext.ok and ext.detail.startswith("not written: senpi ") and not ext.would_write
         assert time.monotonic() - started < 30
-    assert digest(install.package_dir) == before and not (agent / "extensions").exists()
+    assert tree_digest(install.package_dir) == before and not (agent / "extensions").exists()
 
 
 def test_the_revert_plan_gives_back_every_file_apply_wrote_and_holds_them(world):
