@@ -88,7 +88,7 @@ def test_revert_patch_keeps_a_hand_edit_in_another_patchs_region(dist_only):
     target.write_bytes(data.replace(b"\n    return text;\n", b"\n    return text; // HANDEDIT\n"))
     reverted = run("revert", "--root", pkg, "--patch", "directive-dedupe", env=env)
     mine = next(r for r in reverted["installs"] if r["patch"] == "directive-dedupe")
-    kept = [Path(b) for b in mine.get("backups", []) if "drifted" in b]
+    kept = [Path(b) for b in mine["kept"] if "drifted" in b]
     assert kept and b"HANDEDIT" in kept[0].read_bytes(), mine
     assert "HANDEDIT" not in mine["detail"] and "kept at" in mine["detail"], mine
 

@@ -1,6 +1,6 @@
 """Inspect, reconcile, verify and revert one install: the dist layer's engine, which binds the patch,
-the config and the store once. It is built in one place, layers/pipeline.build (its variants by
-`Reconciler.variant`); every command and the watcher reach it through the pipeline's layer steps."""
+the config and the store once. It is built in one place, layers/pipeline.build; every command and
+the watcher reach it through the pipeline's layer steps."""
 
 from __future__ import annotations
 
@@ -58,22 +58,6 @@ class Reconciler:
         self.replays = ReplayMemo(self.store.state_dir / "replays.json")
         self.cancel = cancel or threading.Event()
         self.allow_foreign_root = allow_foreign_root
-        self.overlay: dict[Path, bytes] = {}  # files seen as these bytes instead of the disk's (house.prove_others)
-
-    def variant(self, patch: Patch | None = None, config: Config | None = None, **options: Any) -> Reconciler:
-        """This reconciler with another patch, config or option (`reuse_stored_replays`, ...), sharing
-        its store, stop event and house; a sibling patch's also shares the replays run so far."""
-        kept = {
-            "cancel": self.cancel,
-            "allow_foreign_root": self.allow_foreign_root,
-            "quick_locate": self.quick_locate,
-            "reuse_stored_replays": self.reuse_stored_replays,
-            "house": self.house,
-        }
-        other = Reconciler(patch or self.patch, config or self.config, self.store, **(kept | options))
-        if patch is not None and "reuse_stored_replays" not in options:
-            other.replays = self.replays
-        return other
 
     # ---- looking -----------------------------------------------------------------------
     def inspect(self, install: Install, unknown_ok: bool = False, held: bool = True) -> Inspection:
@@ -150,8 +134,6 @@ class Reconciler:
 
     def _target_file(self, install: Install, target: Target, path: Path, unknown_ok: bool = False) -> TargetFile:
         snapshot = write.read(path, install.package_dir)
-        if path in self.overlay:  # (a proof of bytes about to be written: this reconciler never writes)
-            snapshot = snapshot._replace(data=self.overlay[path], sha256=apply.sha256(self.overlay[path]))
         if not unknown_ok:
             house_mod.unknown_on(self, apply.read_file_header(snapshot.data), path)
         recovered = reverse.recover(snapshot.data, self.patch, self.house.by_name)
@@ -225,13 +207,20 @@ class Reconciler:
         node = nodes.node_for(install.package_dir).path
         return Sandbox.judged(self.store.state_dir / "verify", install.package_dir, node, self.allow_foreign_root)
 
-    def replay(self, install: Install, pairs: dict[str, verify.ModulePair]) -> verify.VerifyReport:
-        key = replay_key(self.patch, self.config, install.package_dir, pairs)
+    def replay(
+        self,
+        install: Install,
+        pairs: dict[str, verify.ModulePair],
+        patch: Patch | None = None,
+        config: Config | None = None,
+    ) -> verify.VerifyReport:
+        """This patch's replay on `pairs` (or another patch's, with its settings: one sharing a file
+        with it, proven on the composed bytes before they are written: house.prove_others)."""
+        patch, config = patch or self.patch, config or self.config
+        key = replay_key(patch, config, install.package_dir, pairs)
         report = self.replays.get(key, self.reuse_stored_replays)
         if report is None:
-            report = verify.replay(
-                install.package_dir, pairs, self.patch, self.config, self.sandbox(install, pairs), self.cancel
-            )
+            report = verify.replay(install.package_dir, pairs, patch, config, self.sandbox(install, pairs), self.cancel)
             self.replays.put(key, report)
         return report
 

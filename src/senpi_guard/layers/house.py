@@ -5,18 +5,20 @@ are written."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from senpi_guard.core import jssyntax
-from senpi_guard.core.patch import apply, reshape
-from senpi_guard.core.patch.classify import State
+from senpi_guard.core.patch import apply, reshape, reverse
 from senpi_guard.core.patch.definition import Patch, load_all
 from senpi_guard.core.patch.extra import EXTRA_PATCHES
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
+from senpi_guard.io import write
 from senpi_guard.io.config import Config
+from senpi_guard.layers import where
+from senpi_guard.prove.verify import ModulePair
 
 if TYPE_CHECKING:
     from senpi_guard.layers.dist import Reconciler
@@ -129,12 +131,12 @@ def prove_others(rec: Reconciler, install: Install, files: Iterable[tuple[Path, 
             if entry.name != rec.patch.name and entry.name not in others:
                 others[entry.name] = recorded_config(rec, entry, data, path)
     for name, config in others.items():
-        other = rec.variant(rec.house.by_name[name], config)
-        other.overlay = candidates  # (it sees the files as they are about to be written)
-        insp = other.inspect(install)
-        if insp.state in (State.UNSUPPORTED, State.ERROR):
-            raise FatalError(f"{name}, which shares a file with {rec.patch.name}, cannot be proven: {insp.detail}")
-        report = other.replay(install, other.module_pairs(insp))
+        other = rec.house.by_name[name]
+        try:
+            pairs = pairs_on(rec, other, install, candidates)
+        except FatalError as exc:
+            raise FatalError(f"{name}, which shares a file with {rec.patch.name}, cannot be proven: {exc}") from exc
+        report = rec.replay(install, pairs, other, config)
         if not report.ok:
             first = report.failures[0] if report.failures else "no checks ran"
             raise FatalError(
@@ -142,3 +144,26 @@ def prove_others(rec: Reconciler, install: Install, files: Iterable[tuple[Path, 
                 f"changed: {first} ({len(report.failures)} failed of {report.checks_run} checks)"
             )
     return list(others)
+
+
+def pairs_on(rec: Reconciler, patch: Patch, install: Install, files: Mapping[Path, bytes]) -> dict[str, ModulePair]:
+    """`patch`'s modules as they would be with `files` (path -> the bytes about to be written there)
+    in place of the disk's: each target located as an inspection locates it, its original recovered
+    from those bytes through every patch of the house."""
+    dist = install.package_dir / "dist"
+    house = rec.house
+    hits, _ = where.locate_targets(patch, rec.store, install, dist, rec.quick_locate, house.walked, house.functions)
+    pairs = {}
+    for target in patch.targets:
+        located = hits[target.function]
+        if len(located) != 1:
+            if located or target.required:
+                raise FatalError(f"{len(located)} definitions of {target.function} under {dist}")
+            continue
+        path = located[0].path
+        data = files[path] if path in files else write.read(path, install.package_dir).data
+        base = reverse.recover(data, patch, house.by_name).base
+        if base is None:
+            raise FatalError(f"{path}: the original bytes of {target.function} cannot be recovered")
+        pairs[target.role] = ModulePair(path, target.function, base, data)
+    return pairs
