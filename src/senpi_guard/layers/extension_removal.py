@@ -112,7 +112,7 @@ def remove_all(
             extension.remember_written(store, target.agent_dir, keep=False)
         if outcome.ok and target.how == WRITTEN_HOW and outcome.before == "absent":
             continue  # (taken out since by hand, or the folder is gone: nothing to say)
-        if outcome.ok:
+        if outcome.ok and outcome.after != "error":  # (one not looked in, and forgotten, is not held either)
             store.set_hold(target.agent_dir, "extension removed by `senpi-guard revert`")
         if outcome.ok and target.how.startswith("remembered"):
             store.remember_agent_dir(target.agent_dir, keep=False)

@@ -139,7 +139,7 @@ def test_a_written_to_agent_dir_it_cannot_read_is_said_and_forgotten_not_a_failu
     assert [(c.where.parents[1], c.executable) for c in planned] == [(other, True)]  # (uninstall goes on)
     (said,) = [o for o in remove_all(patch, Config(), store, [install]) if o.path.parents[1] == other]
     assert said.ok and said.detail.startswith("not looked in, and forgotten: ") and "remove it by hand" in said.detail
-    assert other not in store.agent_dirs(extension.WRITTEN)
+    assert other not in store.agent_dirs(extension.WRITTEN) and store.hold(other) is None  # (not held either)
 
 
 def test_the_installs_own_agent_dir_it_cannot_read_fails_the_revert(patch, store, world):
