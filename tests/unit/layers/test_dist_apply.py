@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -226,6 +227,31 @@ def test_a_file_apply_may_not_write_is_refused_before_anything_is_proven(install
     before = digest(install.package_dir)
     done = rec.reconcile(install)
     assert not done.ok and done.report is None and digest(install.package_dir) == before
+
+
+def test_a_release_the_patch_cannot_be_proven_on_is_refused_with_nothing_written(tmp_path, store):
+    # (a bridge that already drops every block: the checks find the copies gone before the patch)
+    dropping = sample.prompt_bridge_source(3).replace("    return blocks;\n}", "    return [];\n}")
+    install = sample_install(tmp_path / "dropping", bridge_source=dropping)
+    before = digest(install.package_dir)
+    rec = Reconciler(dedupe(), Config(), store)
+    done = rec.reconcile(install)
+    assert not done.ok and done.changed == [] and digest(install.package_dir) == before
+    assert done.detail.startswith("verification failed, nothing was changed: original-keeps-every-copy failed")
+    assert re.search(r"\(\d+ failed of \d+ checks\)$", done.detail)
+    last = store.install_record(install.package_dir, patch="directive-dedupe")["last_verify"]
+    assert last["ok"] is False  # (status shows the failed proof)
+
+
+@pytest.mark.parametrize("config", [Config(), DEFER], ids=["apply", "defer"])
+def test_a_stop_asked_for_before_the_writes_writes_nothing(install, store, config):
+    if config is DEFER:
+        applied(install, store)
+    before = digest(install.package_dir)
+    rec = Reconciler(dedupe(), config, store)
+    rec.cancel.set()  # (the watcher stopping: its replay is the stored one, its writes never start)
+    done = rec.reconcile(install)
+    assert not done.ok and done.changed == [] and done.detail and digest(install.package_dir) == before
 
 
 def test_a_stopped_run_says_what_it_wrote_or_is_the_error_when_it_wrote_nothing(install, store):

@@ -219,6 +219,27 @@ def test_the_plan_names_each_patched_file_written_then_held_a_hand_edited_one_ke
     assert changes[UPSTREAM].found == State.PATCHED and not changes[UPSTREAM].keep_aside
 
 
+def test_a_stop_asked_for_before_the_writes_writes_nothing_and_sets_no_hold(install, store):
+    rec = applied(install, store)
+    patched = digest(install.package_dir)
+    rec.cancel.set()
+    done = rec.revert(install)
+    assert not done.ok and done.changed == [] and done.detail and digest(install.package_dir) == patched
+    assert store.hold(install.package_dir) is None
+
+
+def test_the_plan_refuses_a_file_in_a_folder_without_write_bits(install, store):
+    rec = applied(install, store)
+    folder = (install.package_dir / BRIDGE).parent
+    folder.chmod(0o555)
+    try:
+        changes = dist_revert.plan(rec, install)
+    finally:
+        folder.chmod(0o755)
+    assert changes and all(not c.executable for c in changes)
+    assert all(f"{folder} has no write bits (mode 0555): chmod u+w {folder}, then retry" in c.detail for c in changes)
+
+
 def shared(install: Install, store: Store) -> tuple[Reconciler, Reconciler, bytes]:
     """The sample patched as apply writes it with prompt-blocks beside directive-dedupe on the bridge
     (no replay: the bytes are written as composed); returns both patches' reconcilers and the bridge

@@ -6,6 +6,7 @@ composed file before it is written."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,12 @@ def test_the_house_orders_its_patches_and_names_each_function_once():
     )
 
 
+def test_a_house_around_a_patch_is_that_patch_alone_when_the_others_do_not_load(monkeypatch, tmp_path):
+    blocks = extra_patch("prompt-blocks")
+    monkeypatch.setenv("SENPI_GUARD_EXTRA_PATCHES", str(tmp_path / "not-a-folder"))
+    assert House.around(blocks).patches == (blocks,)
+
+
 def test_steps_are_the_targets_a_file_defines_in_the_houses_order(install):
     shared = House([extra_patch("prompt-blocks"), extra_patch("prompt-text"), dedupe()])
     _, base = base_of(install)
@@ -146,12 +153,25 @@ def test_another_version_of_a_patch_on_the_file_is_refused(install, two):
     )
 
 
-def test_settings_that_cannot_be_read_back_are_refused(install, two):
+@pytest.mark.parametrize("slot", ["as-written", "not-a-setting", "none"])
+def test_settings_that_cannot_be_read_back_are_refused(install, two, slot):
     rec, other = two
     path, base = base_of(install)
-    unknown = reheader(house.compose(rec, install, path, base, None), "directive-dedupe", config_sha256="0" * 16)
-    with pytest.raises(FatalError, match="with settings this senpi-guard cannot read back; prompt-blocks leaves"):
+    composed = house.compose(rec, install, path, base, None)
+    # (its header's settings digest is no config's; its region holds its settings, bad ones, or none)
+    unknown = reheader(composed, "directive-dedupe", config_sha256="0" * 16)
+    if slot == "not-a-setting":
+        unknown = re.sub(rb'(/\*senpi-guard:config\*/\{)"tags":\[[^\]]*\]', rb'\1"tags":5', unknown, count=1)
+        assert b'{"tags":5,' in unknown
+    elif slot == "none":
+        unknown = unknown.replace(b"/*senpi-guard:config-end*/", b"", 1)
+    with pytest.raises(FatalError) as refused:
         house.compose(other, install, path, base, unknown)
+    assert str(refused.value) == (
+        f"{path}: directive-dedupe v{rec.patch.version} is on this file with settings this senpi-guard cannot "
+        "read back; prompt-blocks leaves the file as it is: run `senpi-guard apply` (its own run re-sets "
+        "directive-dedupe)"
+    )
 
 
 def test_a_file_carrying_a_patch_that_is_not_loaded_is_refused(install, two):
@@ -199,3 +219,21 @@ def test_another_patch_that_cannot_be_proven_on_this_install_is_refused(install,
     with pytest.raises(FatalError) as refused:
         house.prove_others(rec, install, [(path, claims)])
     assert str(refused.value).startswith("prompt-stream, which shares a file with directive-dedupe, cannot be proven: ")
+
+
+def test_a_replay_of_another_patch_that_fails_refuses_the_composed_file(tmp_path, store):
+    pkg = tmp_path / "broken"
+    # (a release whose bridge imports a module it does not ship: no replay of it can import it)
+    sample.write_sample_package(
+        pkg, 3, fillers=3, bridge_source=sample.prompt_bridge_source(3) + '\nimport "./gone.js";'
+    )
+    install = Install(pkg, sample.SHAPE_VERSIONS[3], "npm")
+    shared = House([dedupe(), extra_patch("prompt-blocks")])
+    rec, other = (Reconciler(p, Config(), store, house=shared) for p in shared.patches)
+    path, base = base_of(install)
+    both = house.compose(rec, install, path, base, house.compose(other, install, path, base, None))
+    with pytest.raises(FatalError) as refused:
+        house.prove_others(rec, install, [(path, both)])
+    said = str(refused.value)
+    assert said.startswith("verification of prompt-blocks on the file it shares with directive-dedupe failed, nothing")
+    assert re.search(r"\(\d+ failed of \d+ checks\)$", said) and path.read_bytes() == base

@@ -12,7 +12,7 @@ import pytest
 
 from senpi_guard.core import locate
 from senpi_guard.core.patch.classify import State
-from senpi_guard.core.patch.definition import Patch, load_all
+from senpi_guard.core.patch.definition import Patch, load, load_all
 from senpi_guard.demo import sample
 from senpi_guard.discover import Install
 from senpi_guard.io.config import Config
@@ -124,6 +124,7 @@ def test_a_reinstall_of_the_same_release_is_found_without_a_walk(install, store,
     hits, searched = look(reinstalled, store, walked=walked)
     assert searched == 2 and found(hits, reinstalled)["buildPromptBlocks"] == [BRIDGE]
     assert walked[reinstalled.package_dir]["stamp"] == package_stamp(reinstalled.package_dir)
+    assert look(reinstalled, store)[1] == 2  # (with no walk of this run to fill in, too)
 
 
 def test_status_looks_in_the_known_folders_first_and_remembers_nothing(install, store, tmp_path):
@@ -146,3 +147,9 @@ def test_status_trusts_one_definition_in_the_known_folders_and_walks_when_they_h
     shutil.copy(install.package_dir / BRIDGE, install.package_dir / PROVIDER / "prompt-bridge-2.js")
     hits, searched = look(install, store, quick=True)
     assert len(hits["buildPromptBlocks"]) == 2 and searched == all_js(install)
+
+
+def test_a_patch_that_names_no_known_folders_walks_even_for_status(install, store):
+    blocks = load("prompt-blocks", Path(__file__).resolve().parents[2] / "patches" / "prompt-blocks")
+    hits, searched = where.locate_targets(blocks, store, install, install.package_dir / "dist", True)
+    assert found(hits, install) == {"buildPromptBlocks": [BRIDGE]} and searched == all_js(install)
