@@ -91,13 +91,17 @@ def test_a_file_whose_edit_cannot_be_taken_out_is_given_its_backup(rec, install)
     assert fits(rec, install).data == original
 
 
-@pytest.mark.parametrize("kind", ["other-bytes", "edit-not-removable"])
+@pytest.mark.parametrize("kind", ["other-bytes", "edit-not-removable", "other-bytes-for-an-edited-file"])
 def test_a_backup_that_does_not_reduce_to_the_original_is_refused(rec, install, kind):
     original, patched = patched_bridge(rec, install)
     data = {
         "other-bytes": original.replace(b"buildPromptBlocks", b"buildPromptBlocksNext"),
         "edit-not-removable": patched.replace(b"// senpi-guard: end directive-dedupe", b""),  # (its end line gone)
+        "other-bytes-for-an-edited-file": original.replace(b"buildPromptBlocks", b"buildPromptBlocksNext"),
     }[kind]
+    if kind == "other-bytes-for-an-edited-file":  # (nothing but the backup says what the original was)
+        patched = b"// edited by hand\n" + patched
+        (install.package_dir / BRIDGE).write_bytes(patched)
     saved = backup(rec, install, data)
     with pytest.raises(FatalError) as refused:
         fits(rec, install)

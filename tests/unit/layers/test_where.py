@@ -153,3 +153,15 @@ def test_a_patch_that_names_no_known_folders_walks_even_for_status(install, stor
     blocks = load("prompt-blocks", Path(__file__).resolve().parents[2] / "patches" / "prompt-blocks")
     hits, searched = where.locate_targets(blocks, store, install, install.package_dir / "dist", True)
     assert found(hits, install) == {"buildPromptBlocks": [BRIDGE]} and searched == all_js(install)
+
+
+def test_status_walks_when_the_known_folders_lack_a_target_and_remembers_nothing_of_it(install, store, tmp_path):
+    moved = install.package_dir / "dist/core/other/prompt-bridge.js"
+    moved.parent.mkdir()
+    (install.package_dir / BRIDGE).rename(moved)
+    hits, searched = look(install, store, quick=True)
+    assert found(hits, install)["buildPromptBlocks"] == ["dist/core/other/prompt-bridge.js"]
+    assert searched == all_js(install)
+    reinstalled = Install(tmp_path / "again", install.version, "npm")
+    shutil.copytree(install.package_dir, reinstalled.package_dir)
+    assert look(reinstalled, store)[1] == all_js(reinstalled)  # (status wrote nothing: this one walks too)
