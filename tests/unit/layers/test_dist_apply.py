@@ -1,9 +1,10 @@
 """apply of the dist layer in-process, on a sample package: a dry run proves and names the files but
 writes nothing; apply writes each file (upstream's first) with its original backed up, and a second
-apply writes nothing; a file edited by hand is rebuilt with the edited copy kept aside, or (on_drift
-= "report") only kept; `upstream_dedupe = "defer"` takes the patch out of the files, but is left to
-apply by the watcher and refused over a hand-applied fix; a file apply may not write is refused
-before its proof; and a run stopped part-way says what it wrote."""
+apply writes nothing; a release the patch fails its proof on is refused with nothing written; a
+file edited by hand is rebuilt with the edited copy kept aside, or (on_drift = "report") only kept;
+`upstream_dedupe = "defer"` takes the patch out of the files (the patches left on a shared file
+proven), but is left to apply by the watcher and refused over a hand-applied fix; a file apply may
+not write is refused before its proof; and a run stopped before or part-way says what it wrote."""
 
 from __future__ import annotations
 

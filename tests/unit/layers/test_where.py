@@ -52,11 +52,8 @@ def found(hits: dict, install: Install) -> dict[str, list[str]]:
 
 
 def all_js(install: Install) -> int:
-    return len(locate_js(install))
-
-
-def locate_js(install: Install) -> list[str]:
-    return locate.js_files(install.package_dir / "dist")
+    """How many .js files a walk of the install's dist/ reads."""
+    return len(locate.js_files(install.package_dir / "dist"))
 
 
 def test_each_target_is_found_once_where_it_is_defined(install, store):
