@@ -203,3 +203,60 @@ def test_a_sessions_file_instead_of_a_folder_holds_no_sessions(tmp_path):
     (tmp_path / "agent").mkdir()
     (tmp_path / "agent" / "sessions").write_text("not a folder")
     assert session_io.session_files([tmp_path / "agent"]) == []
+
+
+# ---- as `senpi-guard audit FILE` says it -----------------------------------------------------------
+
+
+def audit_says(capsys, path: Path, *more: str) -> str:
+    """What `senpi-guard audit` says of `path`: exit 1 and one error line naming it, never a traceback."""
+    from conftest import run_cli
+
+    code, out, err = run_cli(capsys, "audit", *more, path)
+    assert code == 1 and out == "", (out, err)
+    assert err.startswith("senpi-guard: ") and len(err.strip().splitlines()) == 1, err
+    assert str(path) in err and "Traceback" not in err
+    return err
+
+
+@pytest.fixture
+def users_cap(isolated_dirs) -> Iterator[int]:
+    """A user's config.toml lowering the line cap to its floor, and the caps as a new process has
+    them (another test's config may have set them)."""
+    from conftest import write_user_config
+
+    write_user_config(isolated_dirs, "session_line_max_bytes = 1000000\n")
+    reader.use(Config())
+    yield 1_000_000
+    reader.use(Config())
+
+
+@pytest.mark.parametrize("what", ["invalid-json", "truncated", "fifo"])
+def test_audit_of_a_file_that_is_no_session_is_one_error_line(tmp_path, users_cap, capsys, what):
+    path = tmp_path / "s.jsonl"
+    header = json.dumps(HEADER)
+    if what == "invalid-json":
+        path.write_text("{not json\n" + header + "\n")
+    elif what == "truncated":
+        path.write_text(header[: len(header) // 2])
+    else:
+        os.mkfifo(path)
+    audit_says(capsys, path)
+
+
+def test_audit_of_a_later_line_past_the_users_cap_is_one_error_line(tmp_path, users_cap, capsys):
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(HEADER) + "\n" + '{"type":"label","id":"l","pad":"' + "x" * users_cap + '"}\n')
+    assert "line 2 is longer than 1,000,000 bytes" in audit_says(capsys, path, "--sample")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="commands/audit.py reads a named file's header (session.read_header) before common.load applies "
+    "the config's caps: line 1 is held to the default session_line_max_bytes, not the user's (a user who "
+    "raises it, as the refusal says, is still refused for a long first line)",
+)
+def test_audit_holds_the_first_line_to_the_users_cap_before_anything_else(tmp_path, users_cap, capsys):
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({**HEADER, "pad": "x" * users_cap}) + "\n")
+    assert "line 1 is longer than 1,000,000 bytes" in audit_says(capsys, path)
