@@ -2,7 +2,8 @@
 files only, oldest first, each once), and reading a session's header from hostile input. A first
 line that is not JSON, not a header, not UTF-8, nested past Python's limit, cut short, or longer
 than the line cap is one line naming the file and what to do, never a traceback; a FIFO is refused
-without waiting on it; a file that cannot be opened names the reason."""
+without waiting on it; a file that cannot be opened names the reason. `senpi-guard audit FILE` of such
+a file exits 1 with that one line."""
 
 from __future__ import annotations
 
