@@ -220,13 +220,13 @@ def _audit_each(files: list[Path], server: audit.Serializer, stream: Stream | No
 
 def run(args) -> int:
     fmt = metrics.chosen(args)
+    patches, config = common.load()  # (first: the config's caps hold for every file read, a session's too)
     found = discover.explicit(args.root) if args.root else discover.discover()
     files = _sessions(args, _agent_dirs(found.installs) if not args.session else [agentdir.default_agent_dir()])
     if args.session:
         session.read_header(files[0])  # a bad file named by hand is refused before anything runs
     if args.plot:
         plot.check(Path(args.plot))
-    patches, config = common.load()
     patch = next((p for p in patches if p.audit), None)
     if patch is None:
         raise FatalError("no installed patch says how to audit a session; reinstall senpi-guard")

@@ -251,12 +251,6 @@ def test_audit_of_a_later_line_past_the_users_cap_is_one_error_line(tmp_path, us
     assert "line 2 is longer than 1,000,000 bytes" in audit_says(capsys, path, "--sample")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="commands/audit.py reads a named file's header (session.read_header) before common.load applies "
-    "the config's caps: line 1 is held to the default session_line_max_bytes, not the user's (a user who "
-    "raises it, as the refusal says, is still refused for a long first line)",
-)
 def test_audit_holds_the_first_line_to_the_users_cap_before_anything_else(tmp_path, users_cap, capsys):
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps({**HEADER, "pad": "x" * users_cap}) + "\n")

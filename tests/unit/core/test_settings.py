@@ -82,11 +82,6 @@ def test_any_other_render_is_refused_by_name(render):
         Setting.parse("mode", {"kind": "choice", "default": "a", "render": render})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="settings.py: render = 1 passes the render check (1 == True) but `is True` reads it as false: "
-    "taken silently as not rendered",
-)
 def test_render_one_is_refused_not_taken_as_false():
     with pytest.raises(ValueError, match=r"setting 'mode' has render = 1"):
         Setting.parse("mode", {"kind": "choice", "default": "a", "render": 1})

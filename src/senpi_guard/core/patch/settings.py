@@ -131,7 +131,7 @@ def _extension_only(name: str, data: dict[str, Any]) -> bool:
     """`render = "extension"`: the value is in the extension's code and config digest only, so a change
     makes the extension stale and leaves the patched dist files current."""
     render = data.get("render", False)
-    if render not in (True, False, "extension"):
+    if not (isinstance(render, bool) or render == "extension"):  # (1 == True: a number is refused too)
         raise ValueError(f'setting {name!r} has render = {render!r}; use true, false or "extension"')
     return render == "extension"
 
