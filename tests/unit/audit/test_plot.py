@@ -1,8 +1,8 @@
 """audit/plot: --plot refuses a file name that is neither .png nor .svg, and says how to get
 matplotlib when it is missing, before any auditing; it writes the image (its folder made when
-missing, a link in its place replaced and never followed) titled with the session's figures, a
-money panel in dollars when every call is priced and in tokens otherwise. No pixel is compared:
-an SVG's words are text, read back as such."""
+missing, an earlier one or a link in its place replaced, a link never followed) titled with the
+session's figures, a money panel in dollars when every call is priced and in tokens otherwise.
+No pixel is compared: an SVG's words are text, read back as such."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def test_an_older_report_of_two_series_is_drawn_as_installed_and_patched(tmp_pat
     assert "context window" not in text and "over the window" not in text
 
 
-def test_a_link_in_the_images_place_is_replaced_not_followed(tmp_path):
+def test_an_earlier_image_or_a_link_in_its_place_is_replaced_and_a_link_never_followed(tmp_path):
     elsewhere = tmp_path / "elsewhere.png"
     elsewhere.write_text("not to be touched\n")
     out = tmp_path / "bytes.png"
@@ -126,3 +126,6 @@ def test_a_link_in_the_images_place_is_replaced_not_followed(tmp_path):
     plot.draw(report(), out)
     assert not out.is_symlink() and out.read_bytes().startswith(b"\x89PNG")
     assert elsewhere.read_text() == "not to be touched\n"
+    out.write_bytes(b"an earlier plot")
+    plot.draw(report(), out)  # (audit --plot run again)
+    assert out.read_bytes().startswith(b"\x89PNG")

@@ -89,10 +89,11 @@ def test_priced_the_line_gives_dollars_first_and_the_why(tmp_path):
 
 
 def test_where_keep_last_is_cheaper_the_line_names_the_setting_that_defers_to_it(tmp_path):
-    said = resend.sentence({"short": SHORT}, ("short",), True, package_with_prices(tmp_path))
+    short = {**SHORT, "pipelineBytes": 9_000}  # (no keep-last bytes to set beside it)
+    said = resend.sentence({"short": short}, ("short",), True, package_with_prices(tmp_path))
     assert 'upstream\'s keep-last is cheaper for this shape: set upstream_dedupe = "defer"' in said["text"]
     assert 'keep-last is cheaper: upstream_dedupe = "defer"' in said["short"]
-    assert "is larger" not in said["text"]  # (no bytes figures for it)
+    assert "is larger" not in said["text"]  # (no keep-last figure for one full re-send)
 
 
 def test_unpriced_the_line_says_why_and_where_the_prices_would_break_even():

@@ -142,6 +142,7 @@ def test_after_the_watchers_stop_a_job_is_dropped_undone(tmp_path, watcher, patc
     assert not watcher.reprover.thread.is_alive()
     assert watcher.keeping.proving == set() and watcher.keeping.stamps == {} and watcher.asked() == []
     assert path.read_text() == patch.render_extension(Config()) and watcher.said.records == []
+    assert not (tmp_path / "state").exists()  # (no proof was begun: nothing made for one)
 
 
 def test_a_passing_reproof_keeps_the_extension_and_records_its_stamp(tmp_path, watcher, patch, install):
