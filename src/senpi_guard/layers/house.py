@@ -47,16 +47,18 @@ class House:
 
     def steps(
         self, base: bytes, config_of: Callable[[Patch], Config], skip: Callable[[Patch], bool]
-    ) -> list[apply.Step]:
-        """Each patch's target that `base` defines (and exports), in order, with its settings."""
+    ) -> tuple[list[apply.Step], jssyntax.Tree | None]:
+        """Each patch's target that `base` defines (and exports), in order, with its settings; and
+        the syntax tree of `base` (None: none was needed, or it does not parse) for the edits."""
         mentioned = [(p, t) for p in self.patches if not skip(p) for t in p.targets if t.function.encode() in base]
         if not mentioned:
-            return []
+            return [], None
         try:
             tree = jssyntax.parse(base)
         except jssyntax.JsSyntaxError:
-            return [apply.Step(p, t, config_of(p)) for p, t in mentioned]  # (the edit says where it breaks)
-        return [apply.Step(p, t, config_of(p)) for p, t in mentioned if jssyntax.find_definitions(tree, t.function)]
+            return [apply.Step(p, t, config_of(p)) for p, t in mentioned], None  # (the edit says where it breaks)
+        defined = [apply.Step(p, t, config_of(p)) for p, t in mentioned if jssyntax.find_definitions(tree, t.function)]
+        return defined, tree
 
 
 def compose(
@@ -71,10 +73,10 @@ def compose(
     for entry in header.entries if header else ():
         if entry.name != rec.patch.name and entry.name not in without:
             configs[entry.name] = recorded_config(rec, entry, current, path)
-    steps = rec.house.steps(
+    steps, tree = rec.house.steps(
         base, lambda patch: configs[patch.name], lambda patch: patch.name in without or patch.name not in configs
     )
-    return apply.compose(base, steps, str(path), own=rec.patch.name)[0]
+    return apply.compose(base, steps, str(path), own=rec.patch.name, tree=tree)[0]
 
 
 def unknown_on(rec: Reconciler, header: apply.FileHeader | None, path: Path) -> None:

@@ -91,23 +91,25 @@ def test_steps_are_the_targets_a_file_defines_in_the_houses_order(install):
     shared = House([extra_patch("prompt-blocks"), extra_patch("prompt-text"), dedupe()])
     _, base = base_of(install)
     configs = {p.name: Config().with_patch(p.name) for p in shared.patches}
-    steps = shared.steps(base, lambda p: configs[p.name], lambda p: False)
+    steps, tree = shared.steps(base, lambda p: configs[p.name], lambda p: False)
+    assert tree is not None and tree.root_node.text == base  # (the edits reuse it: the file is parsed once)
     assert [(s.patch.name, s.target.function) for s in steps] == [
         ("directive-dedupe", "buildPromptBlocks"),
         ("prompt-blocks", "buildPromptBlocks"),
     ]  # (contentToText is not in this file; dedupe's other targets are in other files)
     assert all(s.config is configs[s.patch.name] for s in steps)
-    skipped = shared.steps(base, lambda p: configs[p.name], lambda p: p.name == "prompt-blocks")
+    skipped, _ = shared.steps(base, lambda p: configs[p.name], lambda p: p.name == "prompt-blocks")
     assert [s.patch.name for s in skipped] == ["directive-dedupe"]
     filler = (install.package_dir / "dist/core/agent/module0.js").read_bytes()
-    assert b"buildPromptBlocks" in filler and shared.steps(filler, configs.get, lambda p: False) == []
+    assert b"buildPromptBlocks" in filler and shared.steps(filler, configs.get, lambda p: False)[0] == []
 
 
 def test_a_file_that_does_not_parse_gives_a_step_to_every_patch_it_mentions():
     shared = House([extra_patch("prompt-blocks"), dedupe()])
     broken = b"export function buildPromptBlocks( {\n"
-    steps = shared.steps(broken, lambda p: Config(), lambda p: False)
-    assert [s.patch.name for s in steps] == ["directive-dedupe", "prompt-blocks"]  # (the edit says where it breaks)
+    steps, tree = shared.steps(broken, lambda p: Config(), lambda p: False)
+    assert tree is None  # (the edit says where it breaks)
+    assert [s.patch.name for s in steps] == ["directive-dedupe", "prompt-blocks"]
 
 
 def test_a_file_is_composed_from_its_original_through_every_patch_on_it(install, two):

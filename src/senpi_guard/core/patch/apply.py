@@ -174,12 +174,15 @@ def region_of(data: bytes, name: str) -> bytes | None:
     return None if end is None else data[start.start() : end.end()]
 
 
-def edit(patch: Patch, config: Config, target: Target, source: bytes, where: str) -> bytes | None:
+def edit(
+    patch: Patch, config: Config, target: Target, source: bytes, where: str, tree: jssyntax.Tree | None = None
+) -> bytes | None:
     """One patch's edit of one target over `source` (the original, or it with earlier patches
-    applied), by the target's edit kind, with the patch's region (its payload and what the kind keeps
-    there); None when a repair finds nothing to repair."""
+    applied; `tree`: its syntax tree, when the caller parsed it already), by the target's edit kind,
+    with the patch's region (its payload and what the kind keeps there); None when a repair finds
+    nothing to repair."""
     try:
-        tree = jssyntax.parse(source)
+        tree = tree or jssyntax.parse(source)
     except jssyntax.JsSyntaxError as exc:
         raise FatalError(f"{where}: the unpatched code has a {exc}; reinstall senpi") from exc
     edited = kinds.KINDS[target.edit].render(
@@ -199,15 +202,18 @@ class Step(NamedTuple):
     config: Config
 
 
-def compose(base: bytes, steps: Sequence[Step], where: str, own: str | None = None) -> tuple[bytes, dict[str, str]]:
-    """The file made from its original bytes `base` by every step in order, under one header naming
-    each patch that changed it and the original's sha256; and each patch's result: "applied",
-    "skipped" (nothing to repair) or "failed: why". A failure of patch `own` (or of any, when None)
-    is raised; another patch's failure leaves that patch out (its own run reports it)."""
+def compose(
+    base: bytes, steps: Sequence[Step], where: str, own: str | None = None, tree: jssyntax.Tree | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """The file made from its original bytes `base` (`tree`: its syntax tree, when parsed already) by
+    every step in order, under one header naming each patch that changed it and the original's
+    sha256; and each patch's result: "applied", "skipped" (nothing to repair) or "failed: why". A
+    failure of patch `own` (or of any, when None) is raised; another patch's failure leaves that
+    patch out (its own run reports it)."""
     buffer, entries, results = base, [], {}
     for step in steps:
         try:
-            out = edit(step.patch, step.config, step.target, buffer, where)
+            out = edit(step.patch, step.config, step.target, buffer, where, tree if buffer is base else None)
         except (FatalError, EditError) as exc:
             if own is None or step.patch.name == own:
                 raise
