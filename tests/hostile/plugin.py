@@ -8,11 +8,13 @@ times the test's own count (default 1)."""
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,38 @@ def users_dir(open_dir, attacker) -> Path:
     folder.mkdir()
     os.chown(folder, attacker.pw_uid, attacker.pw_gid)
     return folder
+
+
+def as_user(user: pwd.struct_passwd, work: Callable[[], dict]) -> dict:
+    """`work()` in a forked child that has become `user` (no other group): what it returned, or the
+    one-line refusal (`fatal`) or the OS error (`oserror`, its errno) that stopped it."""
+    from senpi_guard.errors import FatalError
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # (the child: never returns into pytest)
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
+            os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
+            try:
+                said = work()
+            except FatalError as exc:
+                said = {"fatal": str(exc)}
+            except OSError as exc:
+                said = {"oserror": exc.errno}
+            os.write(write_end, json.dumps(said).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        said = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, said
+    return json.loads(said)
 
 
 def runs(default: int) -> int:

@@ -7,12 +7,12 @@ follows them, and a folder the user may not write is the OS's refusal, not a fol
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 from pathlib import Path
 
 import pytest
+from hostile.plugin import as_user
 
 from senpi_guard.errors import FatalError
 from senpi_guard.io import folders, made
@@ -164,32 +164,12 @@ def test_a_relative_path_is_walked_from_the_working_folder(tmp_path, monkeypatch
 
 def run_as(user: pwd.struct_passwd, folder: Path, create: bool) -> dict:
     """`folders.opened` in a forked child that has become `user`: what it found, as JSON."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # (the child: never returns into pytest)
-        code = 1
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
-            os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
-            try:
-                with folders.opened(folder, create=create) as fd:
-                    found: dict = {"fd": None if fd is None else [os.fstat(fd).st_ino, os.fstat(fd).st_dev]}
-            except FatalError as exc:
-                found = {"fatal": str(exc)}
-            except OSError as exc:
-                found = {"oserror": exc.errno}
-            os.write(write_end, json.dumps(found).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        said = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, said
-    return json.loads(said)
+
+    def work() -> dict:
+        with folders.opened(folder, create=create) as fd:
+            return {"fd": None if fd is None else [os.fstat(fd).st_ino, os.fstat(fd).st_dev]}
+
+    return as_user(user, work)
 
 
 def inode(path: Path) -> list[int]:

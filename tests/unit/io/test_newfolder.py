@@ -9,7 +9,6 @@ refusal."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 import pwd
 import stat
@@ -17,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hostile.plugin import as_user
 
 from senpi_guard.errors import FatalError
 from senpi_guard.io import newfolder
@@ -168,32 +168,12 @@ def test_no_files_make_an_empty_folder(tmp_path):
 
 def put_as(user: pwd.struct_passwd, dest: Path) -> dict:
     """`newfolder.put(dest, FILES)` in a forked child that has become `user`: what happened."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # (the child: never returns into pytest)
-        code = 1
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
-            os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
-            try:
-                newfolder.put(dest, FILES)
-                said: dict = {"put": True}
-            except FatalError as exc:
-                said = {"fatal": str(exc)}
-            except OSError as exc:
-                said = {"oserror": exc.errno}
-            os.write(write_end, json.dumps(said).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        said = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, said
-    return json.loads(said)
+
+    def work() -> dict:
+        newfolder.put(dest, FILES)
+        return {"put": True}
+
+    return as_user(user, work)
 
 
 @pytest.fixture

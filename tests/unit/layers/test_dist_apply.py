@@ -8,76 +8,39 @@ not write is refused before its proof; and a run stopped before or part-way says
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
 
 import pytest
-from conftest import hand_patched
+from conftest import hand_patched, tree_digest
+from layerkit import BRIDGE, TEST_PATCHES, UPSTREAM, dedupe, dry_run_once, sample_install, store_with
 
 from senpi_guard.core.patch import apply
 from senpi_guard.core.patch.classify import State
-from senpi_guard.core.patch.definition import Patch, load, load_all
+from senpi_guard.core.patch.definition import load
 from senpi_guard.demo import sample
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.io.write import write_private
 from senpi_guard.layers import dist_apply, dist_plan
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.execute import Done
 from senpi_guard.layers.findings import Outcome, Reason
 from senpi_guard.layers.house import House
 
-BRIDGE = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
-UPSTREAM = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
-TEST_PATCHES = Path(__file__).resolve().parents[2] / "patches"
-XDG = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 DEFER = Config().with_patch("directive-dedupe", upstream_dedupe="defer")
-
-
-def dedupe() -> Patch:
-    (patch,) = [p for p in load_all() if p.name == "directive-dedupe"]
-    return patch
-
-
-def digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*.js")}
-
-
-def sample_install(pkg: Path, bridge_source: str | None = None) -> Install:
-    sample.write_sample_package(pkg, 3, fillers=3, bridge_source=bridge_source)
-    return Install(pkg, sample.SHAPE_VERSIONS[3], "npm")
 
 
 @pytest.fixture(scope="module")
 def proven(tmp_path_factory) -> tuple[Outcome, dict[str, str], dict[str, str], bytes]:
-    """A dry run of apply on the sample package, with its replay run once for this file (each test's
-    store starts with it stored, so its apply trusts it rather than replaying the same bytes again);
-    the outcome, the package's files before and after it, and the stored replays."""
-    root = tmp_path_factory.mktemp("proven")
-    with pytest.MonkeyPatch.context() as env:
-        for key in XDG:
-            env.setenv(key, str(root / key.lower()))
-        store = Store(root / "data", root / "state")
-        install = sample_install(root / "senpi")
-        before = digest(install.package_dir)
-        dry = Reconciler(dedupe(), Config(), store).reconcile(install, dry_run=True)
-    return dry, before, digest(install.package_dir), (store.state_dir / "replays.json").read_bytes()
+    return dry_run_once(tmp_path_factory.mktemp("proven"))
 
 
 @pytest.fixture
 def store(tmp_path: Path, proven) -> Store:
-    store = Store(tmp_path / "data", tmp_path / "state")
-    write_private(store.state_dir / "replays.json", proven[-1])
-    return store
-
-
-@pytest.fixture
-def install(tmp_path: Path) -> Install:
-    return sample_install(tmp_path / "senpi")
+    return store_with(tmp_path, proven[-1])
 
 
 def applied(install: Install, store: Store) -> Reconciler:
@@ -118,10 +81,10 @@ def test_apply_writes_upstreams_file_first_backs_up_the_originals_and_then_has_n
         assert apply.read_file_header((pkg / rel).read_bytes()).names == ("directive-dedupe",)
         assert done.final_shas[str(pkg / rel)] == apply.sha256((pkg / rel).read_bytes())
     assert sorted(Path(b).read_bytes() for b in done.backups) == sorted(originals.values())
-    patched = digest(pkg)
+    patched = tree_digest(pkg)
     again = rec.reconcile(install)
     assert again.ok and again.changed == [] and again.detail == "already patched and verified"
-    assert digest(pkg) == patched
+    assert tree_digest(pkg) == patched
 
 
 def test_a_file_edited_by_hand_is_rebuilt_and_the_edited_copy_kept(install, store):
@@ -152,18 +115,18 @@ def test_on_drift_report_keeps_a_copy_and_leaves_the_file(install, store):
 
 def test_defer_takes_the_patch_out_of_the_files_and_leaves_the_install_to_senpis_code(install, store):
     pkg = install.package_dir
-    original = digest(pkg)
+    original = tree_digest(pkg)
     applied(install, store)
-    patched = digest(pkg)
+    patched = tree_digest(pkg)
     rec = Reconciler(dedupe(), DEFER, store)
     dry = rec.reconcile(install, dry_run=True)
-    assert dry.ok and sorted(dry.would_write) == [BRIDGE, UPSTREAM] and digest(pkg) == patched
+    assert dry.ok and sorted(dry.would_write) == [BRIDGE, UPSTREAM] and tree_digest(pkg) == patched
     rule = 'upstream_dedupe = "defer"'
     leave = f"leave the install to senpi's own code ({rule}); that hands full re-sends"
     assert dry.detail.startswith(f"dry run: would remove the patch and {leave}")
     done = rec.reconcile(install)
     assert done.ok and done.after == State.UPSTREAM and sorted(done.changed) == [BRIDGE, UPSTREAM]
-    assert digest(pkg) == original
+    assert tree_digest(pkg) == original
     assert done.detail.startswith(f"{rule}: removed the patch, senpi's own code is in charge (hands full re-sends")
     again = rec.reconcile(install)
     assert again.ok and again.changed == [] and again.detail == f"{rule}: left to senpi's own code"
@@ -188,9 +151,9 @@ def test_defer_leaves_the_other_patches_on_a_shared_file_proven_on_what_remains(
 def test_the_watcher_leaves_a_deferral_of_a_patched_install_to_apply(install, store):
     pkg = install.package_dir
     applied(install, store)
-    patched = digest(pkg)
+    patched = tree_digest(pkg)
     done = Reconciler(dedupe(), DEFER, store).reconcile(install, keep_reshapes=True)
-    assert done.ok and done.changed == [] and done.reason == Reason.RESHAPE_LEFT and digest(pkg) == patched
+    assert done.ok and done.changed == [] and done.reason == Reason.RESHAPE_LEFT and tree_digest(pkg) == patched
     assert done.detail.startswith('left as it is: upstream_dedupe = "defer" hands full re-sends')
     assert done.detail.endswith("; run `senpi-guard apply` to make that change")
 
@@ -198,10 +161,10 @@ def test_the_watcher_leaves_a_deferral_of_a_patched_install_to_apply(install, st
 def test_the_watcher_leaves_settings_that_reshape_sent_messages_to_apply(install, store):
     pkg = install.package_dir
     applied(install, store)
-    patched = digest(pkg)
+    patched = tree_digest(pkg)
     fewer = Config().with_patch("directive-dedupe", tags=["ultrawork-mode"])
     done = Reconciler(dedupe(), fewer, store).reconcile(install, keep_reshapes=True)
-    assert done.ok and done.reason == Reason.RESHAPE_LEFT and digest(pkg) == patched
+    assert done.ok and done.reason == Reason.RESHAPE_LEFT and tree_digest(pkg) == patched
     assert (
         done.detail.startswith("left as it is: ")
         and dist_apply.reshape_cost(Reconciler(dedupe(), fewer, store).inspect(install)) in done.detail
@@ -210,9 +173,9 @@ def test_the_watcher_leaves_settings_that_reshape_sent_messages_to_apply(install
 
 def test_defer_is_refused_over_a_hand_applied_fix(tmp_path, store):
     install = sample_install(tmp_path / "hand", bridge_source=hand_patched(sample.prompt_bridge_source(3)))
-    before = digest(install.package_dir)
+    before = tree_digest(install.package_dir)
     done = Reconciler(dedupe(), DEFER, store).reconcile(install)
-    assert done.changed == [] and digest(install.package_dir) == before
+    assert done.changed == [] and tree_digest(install.package_dir) == before
     assert f"{BRIDGE} carries the hand-applied dedupeRepeatedDirectiveBlocks, which would run before" in done.detail
     assert done.detail.endswith("nothing was changed: reinstall senpi to remove it, or change upstream_dedupe")
 
@@ -225,19 +188,19 @@ def test_a_file_apply_may_not_write_is_refused_before_anything_is_proven(install
     insp = rec.inspect(install)
     with pytest.raises(FatalError, match="belongs to uid 54321"):
         dist_apply.planned_writes(insp, dist_plan.plan(insp, deferred=False))
-    before = digest(install.package_dir)
+    before = tree_digest(install.package_dir)
     done = rec.reconcile(install)
-    assert not done.ok and done.report is None and digest(install.package_dir) == before
+    assert not done.ok and done.report is None and tree_digest(install.package_dir) == before
 
 
 def test_a_release_the_patch_cannot_be_proven_on_is_refused_with_nothing_written(tmp_path, store):
     # (a bridge that already drops every block: the checks find the copies gone before the patch)
     dropping = sample.prompt_bridge_source(3).replace("    return blocks;\n}", "    return [];\n}")
     install = sample_install(tmp_path / "dropping", bridge_source=dropping)
-    before = digest(install.package_dir)
+    before = tree_digest(install.package_dir)
     rec = Reconciler(dedupe(), Config(), store)
     done = rec.reconcile(install)
-    assert not done.ok and done.changed == [] and digest(install.package_dir) == before
+    assert not done.ok and done.changed == [] and tree_digest(install.package_dir) == before
     assert done.detail.startswith("verification failed, nothing was changed: original-keeps-every-copy failed")
     assert re.search(r"\(\d+ failed of \d+ checks\)$", done.detail)
     last = store.install_record(install.package_dir, patch="directive-dedupe")["last_verify"]
@@ -248,11 +211,11 @@ def test_a_release_the_patch_cannot_be_proven_on_is_refused_with_nothing_written
 def test_a_stop_asked_for_before_the_writes_writes_nothing(install, store, config):
     if config is DEFER:
         applied(install, store)
-    before = digest(install.package_dir)
+    before = tree_digest(install.package_dir)
     rec = Reconciler(dedupe(), config, store)
     rec.cancel.set()  # (the watcher stopping: its replay is the stored one, its writes never start)
     done = rec.reconcile(install)
-    assert not done.ok and done.changed == [] and done.detail and digest(install.package_dir) == before
+    assert not done.ok and done.changed == [] and done.detail and tree_digest(install.package_dir) == before
 
 
 def test_a_stopped_run_says_what_it_wrote_or_is_the_error_when_it_wrote_nothing(install, store):

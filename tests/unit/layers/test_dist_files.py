@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 from conftest import hand_patched
+from layerkit import BRIDGE, dedupe
 
 from senpi_guard.core.patch import apply
 from senpi_guard.core.patch.classify import State
-from senpi_guard.core.patch.definition import Patch, load_all
-from senpi_guard.demo import sample
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io.config import Config
@@ -21,20 +20,6 @@ from senpi_guard.io.store import Store
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.dist_files import fitting_backup
 from senpi_guard.layers.findings import TargetFile
-
-BRIDGE = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
-
-
-def dedupe() -> Patch:
-    (patch,) = [p for p in load_all() if p.name == "directive-dedupe"]
-    return patch
-
-
-@pytest.fixture
-def install(tmp_path: Path) -> Install:
-    pkg = tmp_path / "senpi"
-    sample.write_sample_package(pkg, 3, fillers=3)
-    return Install(pkg, sample.SHAPE_VERSIONS[3], "npm")
 
 
 @pytest.fixture

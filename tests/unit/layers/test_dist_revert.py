@@ -6,69 +6,36 @@ without that patch alone; and `plan` says each of these before anything is done.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import hand_patched
+from conftest import hand_patched, tree_digest
+from layerkit import BRIDGE, TEST_PATCHES, UPSTREAM, dedupe, dry_run_once, sample_install, store_with
 
 from senpi_guard.core.patch import apply
 from senpi_guard.core.patch.classify import State
-from senpi_guard.core.patch.definition import Patch, load, load_all
+from senpi_guard.core.patch.definition import load
 from senpi_guard.demo import sample
 from senpi_guard.discover import Install
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
-from senpi_guard.io.write import write_private
 from senpi_guard.layers import dist_revert
 from senpi_guard.layers.change import Hold, Want
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.house import House
 
-BRIDGE = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
-UPSTREAM = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-directive-dedupe.js"
-TEST_PATCHES = Path(__file__).resolve().parents[2] / "patches"
-XDG = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
-
-
-def dedupe() -> Patch:
-    (patch,) = [p for p in load_all() if p.name == "directive-dedupe"]
-    return patch
-
-
-def digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*.js")}
-
-
-def sample_install(pkg: Path, bridge_source: str | None = None) -> Install:
-    sample.write_sample_package(pkg, 3, fillers=3, bridge_source=bridge_source)
-    return Install(pkg, sample.SHAPE_VERSIONS[3], "npm")
-
 
 @pytest.fixture(scope="module")
 def proven(tmp_path_factory) -> bytes:
-    """The replay of directive-dedupe on the sample package, run once for this file: each test's
-    store starts with it stored, so its apply trusts it rather than replaying the same bytes again."""
-    root = tmp_path_factory.mktemp("proven")
-    with pytest.MonkeyPatch.context() as env:
-        for key in XDG:
-            env.setenv(key, str(root / key.lower()))
-        store = Store(root / "data", root / "state")
-        assert Reconciler(dedupe(), Config(), store).reconcile(sample_install(root / "senpi"), dry_run=True).ok
-    return (store.state_dir / "replays.json").read_bytes()
+    dry, *_, replays = dry_run_once(tmp_path_factory.mktemp("proven"))
+    assert dry.ok, dry.detail
+    return replays
 
 
 @pytest.fixture
 def store(tmp_path: Path, proven: bytes) -> Store:
-    store = Store(tmp_path / "data", tmp_path / "state")
-    write_private(store.state_dir / "replays.json", proven)
-    return store
-
-
-@pytest.fixture
-def install(tmp_path: Path) -> Install:
-    return sample_install(tmp_path / "senpi")
+    return store_with(tmp_path, proven)
 
 
 def applied(install: Install, store: Store) -> Reconciler:
@@ -89,16 +56,16 @@ def edit_by_hand(path: Path, old: bytes = b"// (code is full of", new: bytes = b
 
 def test_revert_gives_every_file_its_original_bytes_and_holds_the_install(install, store):
     pkg = install.package_dir
-    original = digest(pkg)
+    original = tree_digest(pkg)
     rec = applied(install, store)
-    assert digest(pkg) != original
+    assert tree_digest(pkg) != original
     done = rec.revert(install)
-    assert done.ok and done.after == State.HELD and digest(pkg) == original
+    assert done.ok and done.after == State.HELD and tree_digest(pkg) == original
     assert sorted(done.changed) == [BRIDGE, UPSTREAM]
     assert done.detail.count("restored from the backup") == 2
     assert store.hold(pkg)["reason"] == dist_revert.REVERTED
     watched = rec.reconcile(install)  # (the watcher's pass: a held install is left alone)
-    assert watched.ok and watched.before == State.HELD and not watched.changed and digest(pkg) == original
+    assert watched.ok and watched.before == State.HELD and not watched.changed and tree_digest(pkg) == original
 
 
 def test_a_file_edited_by_hand_is_kept_aside_before_it_is_reverted(install, store):
@@ -114,11 +81,11 @@ def test_a_file_edited_by_hand_is_kept_aside_before_it_is_reverted(install, stor
 
 def test_without_a_backup_revert_takes_the_edit_out(install, store):
     pkg = install.package_dir
-    original = digest(pkg)
+    original = tree_digest(pkg)
     rec = applied(install, store)
     shutil.rmtree(store.backups_dir)
     done = rec.revert(install)
-    assert done.ok and digest(pkg) == original and done.backups == []
+    assert done.ok and tree_digest(pkg) == original and done.backups == []
     assert done.detail.count("removed the edit (sha256 matches the original); no backup was found") == 2
     assert store.hold(pkg) is not None
 
@@ -148,7 +115,7 @@ def test_restoring_a_hand_fixed_backup_says_what_that_costs_and_the_way_to_senpi
 def test_a_backup_that_does_not_fit_is_refused_in_one_line_and_nothing_is_changed(install, store):
     pkg = install.package_dir
     rec = applied(install, store)
-    patched = digest(pkg)
+    patched = tree_digest(pkg)
     header = apply.read_file_header((pkg / BRIDGE).read_bytes())
     shutil.rmtree(store.backups_dir)
     wrong = store.save_backup(pkg, install.version, BRIDGE, b"export const other = 1;\n", header.original_sha256)
@@ -156,7 +123,7 @@ def test_a_backup_that_does_not_fit_is_refused_in_one_line_and_nothing_is_change
     assert not done.ok and done.changed == [] and "\n" not in done.detail
     assert done.detail.startswith(f"the backup {wrong} does not fit {BRIDGE}")
     assert "nothing was changed" in done.detail
-    assert digest(pkg) == patched and store.hold(pkg) is None
+    assert tree_digest(pkg) == patched and store.hold(pkg) is None
     (bridge,) = [c for c in dist_revert.plan(rec, install) if c.where == pkg / BRIDGE]
     assert not bridge.executable and "does not fit" in bridge.detail  # (said before: uninstall refuses)
 
@@ -166,35 +133,35 @@ def test_an_edit_that_cannot_be_taken_out_and_has_no_backup_is_refused(install, 
     rec = applied(install, store)
     edit_by_hand(pkg / BRIDGE, b"export function buildPromptBlocks(", b"// edited\nexport function buildPromptBlocks(")
     shutil.rmtree(store.backups_dir)
-    edited = digest(pkg)
+    edited = tree_digest(pkg)
     done = rec.revert(install)
     assert not done.ok and done.changed == [] and f"{BRIDGE} cannot be reverted" in done.detail
     assert "no backup exists; reinstall senpi" in done.detail
-    assert digest(pkg) == edited and store.hold(pkg) is None
+    assert tree_digest(pkg) == edited and store.hold(pkg) is None
 
 
 def test_an_edit_of_senpis_own_code_is_undone_from_the_backup(install, store):
     pkg = install.package_dir
-    original = digest(pkg)
+    original = tree_digest(pkg)
     rec = applied(install, store)
     edit_by_hand(pkg / BRIDGE, b"export function buildPromptBlocks(", b"// edited\nexport function buildPromptBlocks(")
     done = rec.revert(install)
-    assert done.ok and digest(pkg) == original and "prompt-bridge.js: restored from the backup" in done.detail
+    assert done.ok and tree_digest(pkg) == original and "prompt-bridge.js: restored from the backup" in done.detail
     assert "the hand-edited file was kept at " in done.detail
 
 
 def test_revert_of_the_one_patch_on_its_files_alone_gives_their_originals(install, store):
     pkg = install.package_dir
-    original = digest(pkg)
+    original = tree_digest(pkg)
     done = applied(install, store).revert(install, alone=True)
-    assert done.ok and digest(pkg) == original and done.detail.count("restored from the backup") == 2
+    assert done.ok and tree_digest(pkg) == original and done.detail.count("restored from the backup") == 2
 
 
 def test_an_install_never_patched_is_only_held(install, store):
     pkg = install.package_dir
-    original = digest(pkg)
+    original = tree_digest(pkg)
     done = Reconciler(dedupe(), Config(), store).revert(install)
-    assert done.ok and done.changed == [] and digest(pkg) == original
+    assert done.ok and done.changed == [] and tree_digest(pkg) == original
     assert done.detail == "not patched by senpi-guard; nothing to revert" and store.hold(pkg) is not None
 
 
@@ -221,10 +188,10 @@ def test_the_plan_names_each_patched_file_written_then_held_a_hand_edited_one_ke
 
 def test_a_stop_asked_for_before_the_writes_writes_nothing_and_sets_no_hold(install, store):
     rec = applied(install, store)
-    patched = digest(install.package_dir)
+    patched = tree_digest(install.package_dir)
     rec.cancel.set()
     done = rec.revert(install)
-    assert not done.ok and done.changed == [] and done.detail and digest(install.package_dir) == patched
+    assert not done.ok and done.changed == [] and done.detail and tree_digest(install.package_dir) == patched
     assert store.hold(install.package_dir) is None
 
 

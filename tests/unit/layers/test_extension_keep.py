@@ -25,16 +25,6 @@ from senpi_guard.layers.findings import Reason
 
 
 @pytest.fixture
-def patch() -> Patch:
-    return next(p for p in load_all() if p.name == "directive-dedupe")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "data", tmp_path / "state")
-
-
-@pytest.fixture
 def world(tmp_path, isolated_dirs, monkeypatch) -> tuple[Install, Path]:
     """A sample senpi (2026.8.5: upstream's own dedupe is there) and the agent dir it uses."""
     monkeypatch.chdir(tmp_path)

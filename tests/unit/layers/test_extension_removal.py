@@ -11,25 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from senpi_guard.core.patch.definition import Patch, load_all
+from senpi_guard.core.patch.definition import Patch
 from senpi_guard.core.states import State
 from senpi_guard.demo import sample
 from senpi_guard.discover import Install
 from senpi_guard.io.config import Config
-from senpi_guard.io.store import Store
 from senpi_guard.layers import extension
 from senpi_guard.layers.change import Hold, Want
 from senpi_guard.layers.extension_removal import removal, remove_all
-
-
-@pytest.fixture
-def patch() -> Patch:
-    return next(p for p in load_all() if p.name == "directive-dedupe")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "data", tmp_path / "state")
 
 
 def make_install(where: Path) -> Install:

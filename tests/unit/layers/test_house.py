@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 
 import pytest
+from layerkit import BRIDGE, dedupe, extra_patch
 
 from senpi_guard.core.patch import apply
 from senpi_guard.core.patch.classify import State
-from senpi_guard.core.patch.definition import Patch, load, load_all
 from senpi_guard.demo import sample
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
@@ -22,30 +22,6 @@ from senpi_guard.io.store import Store
 from senpi_guard.layers import house
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.layers.house import House
-
-BRIDGE = "dist/core/extensions/builtin/claude-sdk-oauth/prompt-bridge.js"
-TEST_PATCHES = Path(__file__).resolve().parents[2] / "patches"
-
-
-def dedupe() -> Patch:
-    (patch,) = [p for p in load_all() if p.name == "directive-dedupe"]
-    return patch
-
-
-def extra_patch(name: str) -> Patch:
-    return load(name, TEST_PATCHES / name)
-
-
-@pytest.fixture
-def install(tmp_path: Path) -> Install:
-    pkg = tmp_path / "senpi"
-    sample.write_sample_package(pkg, 3, fillers=3)
-    return Install(pkg, sample.SHAPE_VERSIONS[3], "npm")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "data", tmp_path / "state")
 
 
 @pytest.fixture

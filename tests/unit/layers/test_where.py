@@ -8,39 +8,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
+from layerkit import BRIDGE, PROVIDER, UPSTREAM, dedupe
 
 from senpi_guard.core import locate
 from senpi_guard.core.patch.classify import State
-from senpi_guard.core.patch.definition import Patch, load, load_all
-from senpi_guard.demo import sample
+from senpi_guard.core.patch.definition import load
 from senpi_guard.discover import Install
 from senpi_guard.io.config import Config
 from senpi_guard.io.store import Store
 from senpi_guard.layers import where
 from senpi_guard.layers.dist import Reconciler
 from senpi_guard.prove.replays import package_stamp
-
-PROVIDER = "dist/core/extensions/builtin/claude-sdk-oauth"
-BRIDGE = f"{PROVIDER}/prompt-bridge.js"
-UPSTREAM = f"{PROVIDER}/prompt-directive-dedupe.js"
-
-
-def dedupe() -> Patch:
-    (patch,) = [p for p in load_all() if p.name == "directive-dedupe"]
-    return patch
-
-
-@pytest.fixture
-def install(tmp_path: Path) -> Install:
-    pkg = tmp_path / "senpi"
-    sample.write_sample_package(pkg, 3, fillers=3)
-    return Install(pkg, sample.SHAPE_VERSIONS[3], "npm")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "data", tmp_path / "state")
 
 
 def look(install: Install, store: Store, quick: bool = False, walked: dict | None = None) -> tuple[dict, int]:
