@@ -279,13 +279,13 @@ def replace_in(dir_fd: int, name: str, data: bytes, mode: int) -> None:
 def _current_sha(name: str, dir_fd: int, size: int) -> str:
     """The sha256 of `name` as it is now, if it is still a regular file of the `size` bytes read
     earlier; "changed" when it is anything else (a FIFO, a device, a file of another size: never
-    waited on, never read past `size`), "missing" when it cannot be opened."""
+    waited on, never read past `size`), "missing" when there is nothing of that name."""
     try:
         fd = reader.open_regular(name, dir_fd)
-    except reader.NotRegular:
-        return "changed"
-    except OSError:
+    except FileNotFoundError:
         return "missing"
+    except (reader.NotRegular, OSError):  # (a FIFO, or a link put in its place: never followed)
+        return "changed"
     with os.fdopen(fd, "rb") as handle:
         if os.fstat(handle.fileno()).st_size != size:
             return "changed"

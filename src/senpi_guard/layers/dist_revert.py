@@ -36,6 +36,8 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False,
         plans, how, backups = _revert_plans(reconciler, insp, from_edit)
         if alone:
             plans, how = _rebuild_without(reconciler, insp, plans, how)
+        for tf, _ in plans:  # (refused before the first write, as apply refuses: nothing half reverted)
+            write.check_owner(tf.snapshot)
     except (FatalError, OSError) as exc:
         return replace(start, detail=str(exc))
     except Exception as exc:  # a bug: this install's error, the others go on
@@ -49,7 +51,9 @@ def revert(reconciler: Reconciler, install: Install, *, from_edit: bool = False,
     changed = done.changed
     if done.error is not None:  # (this install's failure: the others are still reverted)
         written = f" ({', '.join(changed)} was reverted before it: run revert again once fixed)" if changed else ""
-        return replace(start, changed=changed, backups=backups + done.kept, detail=f"{done.error}{written}")
+        after = State.PARTIAL if changed else start.after
+        kept = backups + done.kept
+        return replace(start, after=after, changed=changed, backups=kept, detail=f"{done.error}{written}")
     return replace(
         start,
         ok=True,

@@ -75,15 +75,20 @@ def execute(ready: list[Ready], store: Store, cancel: threading.Event, hold: tup
     return done
 
 
-def _carry_out(item: Ready, store: Store, cancel: threading.Event, done: Done) -> None:
+def _go_on(cancel: threading.Event) -> None:
+    """A stop asked for (the watcher's) ends the run before its next write: checked right before each."""
     if cancel.is_set():
         raise Cancelled("stopped before writing; nothing more was written")
+
+
+def _carry_out(item: Ready, store: Store, cancel: threading.Event, done: Done) -> None:
     change = item.change
     if item.snapshot is not None:  # a target file of an install
-        _write_target(item, store, done)
+        _write_target(item, store, cancel, done)
         return
     path = change.where
     there = item.found
+    _go_on(cancel)  # (taking an edited extension aside takes it out: that is its first write)
     if change.keep_aside:  # (moved out of the extensions folder, where senpi would still load it)
         kept, pruned = keep_aside(path, store)
         done.kept.append(kept)
@@ -95,7 +100,7 @@ def _carry_out(item: Ready, store: Store, cancel: threading.Event, done: Done) -
         write.take(path.parent, path.name, there)
 
 
-def _write_target(item: Ready, store: Store, done: Done) -> None:
+def _write_target(item: Ready, store: Store, cancel: threading.Event, done: Done) -> None:
     snapshot, install = item.snapshot, item.install
     assert snapshot is not None and install is not None and item.data is not None
     if item.change.keep_aside:
@@ -103,4 +108,5 @@ def _write_target(item: Ready, store: Store, done: Done) -> None:
     if item.backup_under:  # (the original, or hand-fixed: revert can give it back)
         saved = store.save_backup(install.package_dir, install.version, item.rel, snapshot.data, item.backup_under)
         done.backups.append(str(saved))
+    _go_on(cancel)
     write.replace(snapshot, item.data)

@@ -115,11 +115,6 @@ def test_apply_stopped_by_the_watcher_mid_run_is_partial_exactly_when_a_file_was
         assert done.after == State.UNPATCHED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="execute checks the stop before the backup, not right before the write: a stop that arrives "
-    "while the first file is backed up still writes it, leaving a partial dist/ (5c50cca wrote nothing)",
-)
 def test_apply_stopped_while_the_first_file_is_backed_up_writes_nothing(install, store):
     upstream = install.package_dir / UPSTREAM
     before = upstream.read_bytes()
@@ -129,11 +124,6 @@ def test_apply_stopped_while_the_first_file_is_backed_up_writes_nothing(install,
     assert done.changed == [] and done.after != State.PARTIAL and upstream.read_bytes() == before, done.detail
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="execute checks the stop before the drift copy, not right before the write: a stop that "
-    "arrives while a hand-edited file is kept still reverts it (5c50cca kept every copy before any write)",
-)
 def test_revert_stopped_while_the_edited_file_is_kept_writes_nothing(install, store):
     rec, edited = applied_then_bridge_edited(install, store)
     store.meddle = rec.cancel.set
@@ -227,9 +217,9 @@ def test_revert_whose_second_file_became_a_link_sets_no_hold_and_never_writes_th
     assert secret.read_bytes() == SECRET and upstream.is_symlink()
 
 
-def test_revert_refused_on_its_second_file_says_the_first_and_sets_no_hold(install, store):
+def test_revert_refused_on_its_second_file_reverts_nothing_and_sets_no_hold(install, store):
     """As root: the second file revert writes was given to another user (its folder is root's), which
-    the write refuses; the first is already back, and the outcome says so."""
+    the write would refuse: revert refuses it before its first write, as apply does, and says why."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
     rec = Reconciler(dedupe(), Config(), store)
@@ -237,16 +227,13 @@ def test_revert_refused_on_its_second_file_says_the_first_and_sets_no_hold(insta
     upstream = install.package_dir / UPSTREAM
     patched = upstream.read_bytes()
     os.chown(upstream, 65534, 65534)
+    bridge = (install.package_dir / BRIDGE).read_bytes()
     done = rec.revert(install)
-    assert not done.ok and done.changed == [BRIDGE] and BRIDGE in done.detail, done.detail
-    assert upstream.read_bytes() == patched and store.hold(install.package_dir) is None
+    assert not done.ok and done.changed == [] and "belongs to uid 65534" in done.detail, done.detail
+    assert (install.package_dir / BRIDGE).read_bytes() == bridge and upstream.read_bytes() == patched
+    assert store.hold(install.package_dir) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="revert stopped after a first write keeps after = the state before (patched) though dist/ is "
-    "half reverted, and checks no owner before its first write as apply does (planned_writes)",
-)
 def test_revert_refused_on_its_second_file_is_partial_or_writes_nothing(install, store):
     if os.geteuid() != 0:
         pytest.skip("needs root")
