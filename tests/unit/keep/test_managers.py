@@ -250,4 +250,4 @@ def test_where_npm_writes_is_read_from_its_log_once_for_as_long_as_it_runs(tmp_p
     finally:
         os.kill(pid, 9)
     wait_for(lambda: not tracker.at_work([package_dir]), what="npm gone")
-    assert tracker.roots == {}
+    assert pid not in {key[0] for key in tracker.roots}  # (other managers on this machine may be known)
