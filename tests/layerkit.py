@@ -40,6 +40,13 @@ def sample_install(pkg: Path, bridge_source: str | None = None) -> Install:
     return Install(pkg, sample.SHAPE_VERSIONS[3], "npm")
 
 
+def bare_install(folder: Path) -> Install:
+    """An install with an empty dist/ at `folder`/senpi (the executor's tests write its files)."""
+    package = folder / "senpi"
+    (package / "dist").mkdir(parents=True)
+    return Install(package, "2026.8.22-2", "npm")
+
+
 def dry_run_once(root: Path) -> tuple[Outcome, dict[str, str], dict[str, str], bytes]:
     """A dry run of apply on a sample package under `root` (its own HOME folders): the outcome, the
     package's files before and after it, and the replays it stored. A test file runs it once and

@@ -9,12 +9,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from layerkit import bare_install
 
 from senpi_guard.core.states import State
 from senpi_guard.discover import Install
 from senpi_guard.errors import FatalError
 from senpi_guard.io import write
-from senpi_guard.io.store import Store
 from senpi_guard.layers.change import Change, Want
 from senpi_guard.layers.execute import Ready, execute
 
@@ -27,15 +27,8 @@ def sha(data: bytes) -> str:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "data", tmp_path / "state")
-
-
-@pytest.fixture
 def install(tmp_path: Path) -> Install:
-    package = tmp_path / "senpi"
-    (package / "dist").mkdir(parents=True)
-    return Install(package, "2026.8.22-2", "npm")
+    return bare_install(tmp_path)
 
 
 def target(

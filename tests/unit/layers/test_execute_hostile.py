@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from layerkit import bare_install
 
 from senpi_guard.core.states import State
 from senpi_guard.discover import Install
@@ -35,15 +36,8 @@ def sha(data: bytes) -> str:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "data", tmp_path / "state")
-
-
-@pytest.fixture
 def install(tmp_path: Path) -> Install:
-    package = tmp_path / "senpi"
-    (package / "dist").mkdir(parents=True)
-    return Install(package, "2026.8.22-2", "npm")
+    return bare_install(tmp_path)
 
 
 @pytest.fixture
