@@ -177,34 +177,26 @@ def inode(path: Path) -> list[int]:
     return [st.st_ino, st.st_dev]
 
 
-@pytest.fixture
-def users_home(tmp_path, attacker) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    os.chown(home, attacker.pw_uid, attacker.pw_gid)
-    return home
-
-
-def test_as_a_user_their_own_link_is_followed_as_senpi_follows_it(users_home, attacker):
-    real = users_home / "real"
+def test_as_a_user_their_own_link_is_followed_as_senpi_follows_it(users_dir, attacker):
+    real = users_dir / "real"
     real.mkdir()
     os.chown(real, attacker.pw_uid, attacker.pw_gid)
-    link = users_home / "agent"
+    link = users_dir / "agent"
     link.symlink_to(real)
     os.chown(link, attacker.pw_uid, attacker.pw_gid, follow_symlinks=False)
     assert run_as(attacker, link, create=False) == {"fd": inode(real)}
     assert run_as(attacker, link / "extensions", create=True) == {"fd": inode(real / "extensions")}
-    assert run_as(attacker, users_home / "missing", create=False) == {"fd": None}
+    assert run_as(attacker, users_dir / "missing", create=False) == {"fd": None}
 
 
-def test_as_a_user_a_folder_without_write_bits_is_the_oss_refusal_and_nothing_is_made(users_home, attacker):
-    users_home.chmod(0o555)
-    found = run_as(attacker, users_home / ".senpi" / "agent", create=True)
+def test_as_a_user_a_folder_without_write_bits_is_the_oss_refusal_and_nothing_is_made(users_dir, attacker):
+    users_dir.chmod(0o555)
+    found = run_as(attacker, users_dir / ".senpi" / "agent", create=True)
     assert found == {"oserror": 13}  # EACCES, which every caller turns into its one line
-    assert list(users_home.iterdir()) == []
+    assert list(users_dir.iterdir()) == []
 
 
-def test_as_a_user_a_file_in_the_way_is_one_line(users_home, attacker):
-    (users_home / "agent").write_text("not a folder")
-    found = run_as(attacker, users_home / "agent", create=False)
+def test_as_a_user_a_file_in_the_way_is_one_line(users_dir, attacker):
+    (users_dir / "agent").write_text("not a folder")
+    found = run_as(attacker, users_dir / "agent", create=False)
     assert "agent is in the way and is not a folder" in found["fatal"]

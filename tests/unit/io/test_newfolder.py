@@ -176,21 +176,13 @@ def put_as(user: pwd.struct_passwd, dest: Path) -> dict:
     return as_user(user, work)
 
 
-@pytest.fixture
-def users_folder(tmp_path, attacker) -> Path:
-    folder = tmp_path / "theirs"
-    folder.mkdir()
-    os.chown(folder, attacker.pw_uid, attacker.pw_gid)
-    return folder
+def test_as_a_user_a_parent_without_write_bits_is_the_oss_refusal_and_nothing_is_left(users_dir, attacker):
+    users_dir.chmod(0o555)
+    assert put_as(attacker, users_dir / "out") == {"oserror": errno.EACCES}
+    assert list(users_dir.iterdir()) == []
 
 
-def test_as_a_user_a_parent_without_write_bits_is_the_oss_refusal_and_nothing_is_left(users_folder, attacker):
-    users_folder.chmod(0o555)
-    assert put_as(attacker, users_folder / "out") == {"oserror": errno.EACCES}
-    assert list(users_folder.iterdir()) == []
-
-
-def test_as_a_user_the_folder_is_theirs_and_holds_the_files(users_folder, attacker):
-    dest = users_folder / "out"
+def test_as_a_user_the_folder_is_theirs_and_holds_the_files(users_dir, attacker):
+    dest = users_dir / "out"
     assert put_as(attacker, dest) == {"put": True}
     assert contents(dest) == FILES and dest.stat().st_uid == attacker.pw_uid and beside(dest) == []
