@@ -88,27 +88,9 @@ class Reconciler:
         return insp
 
     def _inspect(self, install: Install, unknown_ok: bool = False) -> Inspection:
-        dist = install.package_dir / "dist"
-        hits, searched = self._locate(install, dist)
-        found: list[TargetFile] = []
-        for target in self.patch.targets:
-            located = hits[target.function]
-            if len(located) > 1:
-                where = ", ".join(f"{h.path.relative_to(dist)}:{h.definition.line}" for h in located)
-                raise FatalError(
-                    f"senpi {install.version} at {install.package_dir}: {len(located)} "
-                    f"definitions of {target.function} ({where}); senpi-guard will "
-                    "not guess: report this version"
-                )
-            if not located:
-                if target.required:
-                    raise FatalError(
-                        f"senpi {install.version} at {install.package_dir}: no file "
-                        f"under dist/ defines and exports {target.function} (searched "
-                        f"{searched} .js files); this version is not supported yet"
-                    )
-                continue
-            found.append(self._target_file(install, target, located[0].path, unknown_ok))
+        house = self.house
+        located = where.target_files(self.patch, self.store, install, self.quick_locate, house.walked, house.functions)
+        found = [self._target_file(install, target, path, unknown_ok) for target, path in located]
         present = {f.target.role for f in found}
         primary = next((f for f in found if f.target.required), None)
         shape = primary and self.patch.shape_of(primary.path, present)
@@ -121,12 +103,6 @@ class Reconciler:
             overall_detail(found, deferred, note),
             shape,
             self.patch.name,
-        )
-
-    def _locate(self, install: Install, dist: Path) -> tuple[dict, int]:
-        house = self.house
-        return where.locate_targets(
-            self.patch, self.store, install, dist, self.quick_locate, house.walked, house.functions
         )
 
     def remember_location(self, insp: Inspection) -> dict:

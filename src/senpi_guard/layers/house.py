@@ -152,17 +152,9 @@ def pairs_on(rec: Reconciler, patch: Patch, install: Install, files: Mapping[Pat
     """`patch`'s modules as they would be with `files` (path -> the bytes about to be written there)
     in place of the disk's: each target located as an inspection locates it, its original recovered
     from those bytes through every patch of the house."""
-    dist = install.package_dir / "dist"
     house = rec.house
-    hits, _ = where.locate_targets(patch, rec.store, install, dist, rec.quick_locate, house.walked, house.functions)
     pairs = {}
-    for target in patch.targets:
-        located = hits[target.function]
-        if len(located) != 1:
-            if located or target.required:
-                raise FatalError(f"{len(located)} definitions of {target.function} under {dist}")
-            continue
-        path = located[0].path
+    for target, path in where.target_files(patch, rec.store, install, rec.quick_locate, house.walked, house.functions):
         data = files[path] if path in files else write.read(path, install.package_dir).data
         base = reverse.recover(data, patch, house.by_name).base
         if base is None:

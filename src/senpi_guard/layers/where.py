@@ -8,14 +8,44 @@ from __future__ import annotations
 from pathlib import Path
 
 from senpi_guard.core import locate
-from senpi_guard.core.patch.definition import Patch
+from senpi_guard.core.patch.definition import Patch, Target
 from senpi_guard.discover import Install
+from senpi_guard.errors import FatalError
 from senpi_guard.io import memo
 from senpi_guard.io.store import Store
 from senpi_guard.layers.findings import Inspection
 from senpi_guard.prove.replays import package_stamp
 
 SAME_RELEASE = "dist-locations"  # (io/memo's kind: where a walk found each target, by locate.listing_key)
+
+
+def target_files(
+    patch: Patch, store: Store, install: Install, quick: bool, walked: dict[Path, dict], also: tuple[str, ...]
+) -> list[tuple[Target, Path]]:
+    """The file that defines each of `patch`'s targets (as `locate_targets` finds them), one each: two
+    definitions, or none of a required target, is refused in one line; an optional one not found is
+    left out."""
+    dist = install.package_dir / "dist"
+    hits, searched = locate_targets(patch, store, install, dist, quick, walked, also)
+    found = []
+    for target in patch.targets:
+        located = hits[target.function]
+        if len(located) > 1:
+            where = ", ".join(f"{h.path.relative_to(dist)}:{h.definition.line}" for h in located)
+            raise FatalError(
+                f"senpi {install.version} at {install.package_dir}: {len(located)} "
+                f"definitions of {target.function} ({where}); senpi-guard will "
+                "not guess: report this version"
+            )
+        if located:
+            found.append((target, located[0].path))
+        elif target.required:
+            raise FatalError(
+                f"senpi {install.version} at {install.package_dir}: no file "
+                f"under dist/ defines and exports {target.function} (searched "
+                f"{searched} .js files); this version is not supported yet"
+            )
+    return found
 
 
 def locate_targets(
@@ -101,6 +131,6 @@ def _likely(patch: Patch, dist: Path, names: list[str]) -> tuple[dict, int] | No
 
 
 def location_record(patch: Patch, insp: Inspection) -> dict:
-    """What `_locate` trusts next time (kept with the install's records)."""
+    """What `locate_targets` trusts next time (kept with the install's records)."""
     targets = {t.function: next((f.rel for f in insp.files if f.target == t), None) for t in patch.targets}
     return {"stamp": package_stamp(insp.install.package_dir), "targets": targets}
