@@ -29,7 +29,7 @@ from senpi_guard.io.visible import visible
 from senpi_guard.io.write import os_error
 from senpi_guard.layers import package
 from senpi_guard.layers.change import Change, Step, Want
-from senpi_guard.layers.execute import Ready, execute
+from senpi_guard.layers.execute import Done, Ready, execute
 from senpi_guard.layers.extension_replay import replay
 from senpi_guard.layers.extension_state import LayerOutcome, LayerStatus
 from senpi_guard.prove.verify import VerifyReport
@@ -219,14 +219,13 @@ def install(
             report,
             would_write=True,
         )
+    ready = Ready(_change(patch, status, Want.WRITE), rendered.encode("utf-8"), found=status.data)
     try:
         remember_written(store, agent_dir)  # (before the write: a file written is never one no record names)
-    except FatalError as exc:
-        return LayerOutcome(path, status.state, status.state, False, str(exc), report, passing=write.passes(exc))
-    change = _change(patch, status, Want.WRITE)
-    done = execute([Ready(change, rendered.encode("utf-8"), found=status.data)], store, cancel or threading.Event())
-    if done.error is not None:
-        error = done.error
+        done = execute([ready], store, cancel or threading.Event())
+    except FatalError as exc:  # (the record could not be written: nothing was)
+        done = Done(error=exc)
+    if (error := done.error) is not None:
         return LayerOutcome(path, status.state, status.state, False, str(error), report, passing=write.passes(error))
     off = package.switched_off(agent_dir, path)
     return LayerOutcome(
